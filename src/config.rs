@@ -1,0 +1,215 @@
+//! Server configuration: a TOML file (`--config`), overridden by `HARK_…` environment
+//! variables, overridden by flags. The last two are merged by clap in `main.rs`; this module
+//! holds the shape, the defaults and the checks.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+use crate::backend::Options;
+
+/// Name of the profile served at `/api/custom-transcriber` (no profile in the path).
+pub const DEFAULT_PROFILE: &str = "default";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// A channel's recognizer more than this far behind real time fails the call.
+    pub max_lag_ms: u64,
+    /// Time a client has after the upgrade to send the start frame.
+    pub start_timeout_ms: u64,
+    /// Largest audio frame accepted, in bytes.
+    pub max_frame_bytes: usize,
+    /// Calls served at once; more are refused with 503 before the upgrade.
+    pub max_sessions: usize,
+    /// On SIGTERM, how long live calls may go on before they are closed.
+    pub drain_timeout_ms: u64,
+    pub log_format: LogFormat,
+    pub auth: AuthConfig,
+    pub moonshine: MoonshineConfig,
+    /// Named profiles, served at `/api/custom-transcriber/{name}`.
+    pub profiles: BTreeMap<String, Profile>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            max_lag_ms: 4_000,
+            start_timeout_ms: 10_000,
+            max_frame_bytes: 256 * 1024,
+            max_sessions: 64,
+            drain_timeout_ms: 30_000,
+            log_format: LogFormat::Text,
+            auth: AuthConfig::default(),
+            moonshine: MoonshineConfig::default(),
+            profiles: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Expected `x-vapi-secret` header (the platform's `server.secret`).
+    pub secret: Option<String>,
+    /// Accepted `Authorization: Bearer` tokens.
+    pub bearer_tokens: Vec<String>,
+}
+
+impl AuthConfig {
+    pub fn is_enabled(&self) -> bool {
+        self.secret.is_some() || !self.bearer_tokens.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MoonshineConfig {
+    /// Where the engine and model are kept once fetched.
+    pub cache_dir: Option<PathBuf>,
+    /// Where to fetch the pinned wheel from: a URL, or a local path for offline installs.
+    pub wheel: Option<String>,
+    /// Recognizer handles shared by all calls (each holds the model, ~200 MB).
+    pub pool_size: usize,
+    /// How often an open segment is re-decoded to produce a partial.
+    pub partial_interval_ms: u64,
+    /// Options passed to the library as they are (e.g. `vad_threshold`).
+    pub options: BTreeMap<String, String>,
+}
+
+impl Default for MoonshineConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            wheel: None,
+            pool_size: 2,
+            partial_interval_ms: 500,
+            options: BTreeMap::new(),
+        }
+    }
+}
+
+/// How a URL's calls are recognised.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Profile {
+    pub backend: String,
+    /// Backends tried in order when the one before cannot start or fails mid-call.
+    pub fallback: Vec<String>,
+    /// Passed to the backend with each channel.
+    pub options: Options,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            backend: "moonshine".into(),
+            fallback: Vec::new(),
+            options: Options::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads a config file; a missing `path` gives the defaults.
+    pub fn load(path: Option<&Path>) -> anyhow::Result<Self> {
+        let Some(path) = path else {
+            return Ok(Self::default());
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+    }
+
+    /// The profile for a URL, with the default profile always present.
+    pub fn profile(&self, name: &str) -> Option<Profile> {
+        match self.profiles.get(name) {
+            Some(p) => Some(p.clone()),
+            None if name == DEFAULT_PROFILE => Some(Profile::default()),
+            None => None,
+        }
+    }
+
+    /// Rejects settings that would make the server misbehave, naming the culprit.
+    pub fn validate(&self, backends: &[&str]) -> anyhow::Result<()> {
+        if self.max_lag_ms < 500 {
+            bail!("max_lag_ms must be at least 500 (got {})", self.max_lag_ms);
+        }
+        if self.max_sessions == 0 {
+            bail!("max_sessions must be at least 1");
+        }
+        if self.max_frame_bytes < 1024 {
+            bail!("max_frame_bytes must be at least 1024");
+        }
+        if self.moonshine.pool_size == 0 {
+            bail!("moonshine.pool_size must be at least 1");
+        }
+        for (name, p) in &self.profiles {
+            for b in std::iter::once(&p.backend).chain(&p.fallback) {
+                if !backends.contains(&b.as_str()) {
+                    bail!(
+                        "profile {name:?} uses backend {b:?}, which does not exist (known: {})",
+                        backends.join(", ")
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn max_lag(&self) -> Duration {
+        Duration::from_millis(self.max_lag_ms)
+    }
+
+    pub fn start_timeout(&self) -> Duration {
+        Duration::from_millis(self.start_timeout_ms)
+    }
+
+    pub fn drain_timeout(&self) -> Duration {
+        Duration::from_millis(self.drain_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_sample_config() {
+        let text = include_str!("../samples/hark.toml");
+        let c: Config = toml::from_str(text).unwrap();
+        assert!(c.profile("sales").is_some());
+        c.validate(&["moonshine"]).unwrap();
+    }
+
+    #[test]
+    fn unknown_keys_and_backends_are_named() {
+        let err = toml::from_str::<Config>("max_lagg_ms = 3").unwrap_err();
+        assert!(err.to_string().contains("max_lagg_ms"), "{err}");
+        let c: Config = toml::from_str("[profiles.x]\nbackend = \"nope\"").unwrap();
+        let err = c.validate(&["moonshine"]).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn default_profile_always_exists() {
+        let c = Config::default();
+        assert_eq!(c.profile(DEFAULT_PROFILE).unwrap().backend, "moonshine");
+        assert!(c.profile("other").is_none());
+    }
+}

@@ -1,0 +1,12 @@
+//! hark: a custom-transcriber streaming server for voice-assistant platforms.
+//!
+//! See ARCHITECTURE.md for the module map and the path of one audio frame.
+pub mod audio;
+pub mod auth;
+pub mod backend;
+pub mod config;
+pub mod metrics;
+pub mod protocol;
+pub mod resample;
+pub mod server;
+pub mod session;

@@ -1,0 +1,58 @@
+//! Prometheus metrics. One process-wide recorder (the `metrics` facade allows one), rendered
+//! by `GET /metrics`. Metric names live here so dashboards have one place to look.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+pub const SESSIONS_ACTIVE: &str = "hark_sessions_active";
+pub const SESSIONS_TOTAL: &str = "hark_sessions_total";
+pub const SESSION_FAILURES: &str = "hark_session_failures_total";
+pub const CLIENT_ERRORS: &str = "hark_client_errors_total";
+pub const REJECTED_UPGRADES: &str = "hark_rejected_upgrades_total";
+pub const AUDIO_SECONDS: &str = "hark_audio_seconds_total";
+pub const TRANSCRIPTS: &str = "hark_transcripts_total";
+pub const RECOGNIZER_LAG: &str = "hark_recognizer_lag_seconds";
+pub const FALLBACKS: &str = "hark_backend_fallbacks_total";
+
+/// Installs the recorder on first use and returns the handle that renders it.
+pub fn handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets(&[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0])
+                .map(|b| b.upkeep_timeout(Duration::from_secs(5)))
+                .unwrap_or_else(|_| PrometheusBuilder::new())
+                .build_recorder();
+            let handle = recorder.handle();
+            // Fails only if another recorder was installed first (an embedding program's).
+            let _ = metrics::set_global_recorder(recorder);
+            describe();
+            handle
+        })
+        .clone()
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_gauge!(SESSIONS_ACTIVE, "Calls being transcribed now.");
+    describe_counter!(SESSIONS_TOTAL, "Calls accepted, by profile.");
+    describe_counter!(
+        SESSION_FAILURES,
+        "Calls ended with pipeline-error-custom-transcriber-failed, by reason."
+    );
+    describe_counter!(CLIENT_ERRORS, "Calls closed for a client mistake, by code.");
+    describe_counter!(
+        REJECTED_UPGRADES,
+        "Upgrade requests refused before the websocket opened, by reason."
+    );
+    describe_counter!(AUDIO_SECONDS, "Seconds of audio received, by channel.");
+    describe_counter!(TRANSCRIPTS, "Transcripts sent, by type.");
+    describe_histogram!(
+        RECOGNIZER_LAG,
+        "How far a channel's recognizer is behind real time, sampled every 250 ms."
+    );
+    describe_counter!(FALLBACKS, "Channels moved to a fallback backend.");
+}

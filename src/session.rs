@@ -1,0 +1,471 @@
+//! One call: the websocket from the platform, the start frame, one backend per channel, and
+//! the transcripts back.
+//!
+//! The session task is the only producer of its channels' rings and never waits on a
+//! recognizer: pushes are lock-free and fail rather than block, transcripts arrive on an
+//! unbounded channel, and socket writes go through a separate writer task so a slow client
+//! cannot stall reading either.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until, timeout};
+use tracing::{Instrument, debug, error, info, info_span, warn};
+
+use crate::audio::{AudioSink, PcmDecoder, channel_pipe};
+use crate::backend::{ChannelSpec, Event, EventKind, EventSink, Options, Registry};
+use crate::config::Profile;
+use crate::metrics as m;
+use crate::protocol::{
+    CLOSE_GOING_AWAY, CLOSE_INTERNAL, CLOSE_NORMAL, Channel, ClientError, PIPELINE_FAILED,
+    ServerMessage, Start, TranscriptType,
+};
+
+/// How often lag is checked; a failing backend is noticed within max_lag plus this.
+const WATCH_INTERVAL: Duration = Duration::from_millis(250);
+/// Longest wait for a backend's last finals once the audio has ended.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest wait for the writer to deliver the closing frames.
+const WRITER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Everything a session needs to know, fixed when the upgrade is accepted.
+#[derive(Clone)]
+pub struct SessionSettings {
+    pub id: u64,
+    pub profile_name: String,
+    pub profile: Profile,
+    pub max_lag: Duration,
+    pub start_timeout: Duration,
+    pub max_frame_bytes: usize,
+    pub drain_timeout: Duration,
+}
+
+/// How a session ended.
+#[derive(Debug)]
+enum Outcome {
+    ClientClosed,
+    ClientError(ClientError),
+    /// Recognition failed; `reason` labels the metric, `message` goes to the client.
+    Failed {
+        reason: &'static str,
+        message: String,
+    },
+    /// The server is shutting down and the drain time is over.
+    Drained,
+}
+
+pub async fn run(
+    socket: WebSocket,
+    settings: SessionSettings,
+    backends: Arc<Registry>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let span = info_span!(
+        "session",
+        id = settings.id,
+        profile = %settings.profile_name,
+        sample_rate = tracing::field::Empty,
+        channels = tracing::field::Empty,
+    );
+    async move {
+        let (ws_tx, mut ws_rx) = socket.split();
+        let (out_tx, out_rx) = mpsc::unbounded_channel();
+        let writer = tokio::spawn(write_loop(ws_tx, out_rx));
+        let mut session = Session::new(settings, backends, out_tx);
+        let outcome = session.drive(&mut ws_rx, shutdown).await;
+        session.close(outcome);
+        drop(session);
+        if timeout(WRITER_TIMEOUT, writer).await.is_err() {
+            warn!("client did not take the closing frames in time");
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+async fn write_loop(
+    mut tx: SplitSink<WebSocket, Message>,
+    mut rx: mpsc::UnboundedReceiver<Message>,
+) {
+    while let Some(msg) = rx.recv().await {
+        let closing = matches!(msg, Message::Close(_));
+        if tx.send(msg).await.is_err() || closing {
+            break;
+        }
+    }
+    let _ = tx.close().await;
+}
+
+struct ChannelState {
+    channel: Channel,
+    sink: AudioSink,
+    /// Which attempt is current; events from replaced backends carry older numbers.
+    generation: u32,
+    /// Position in the profile's backend chain of the backend serving the channel.
+    backend: usize,
+    done: bool,
+}
+
+struct Session {
+    settings: SessionSettings,
+    backends: Arc<Registry>,
+    chain: Vec<String>,
+    options: Arc<Options>,
+    out: mpsc::UnboundedSender<Message>,
+    events_tx: mpsc::UnboundedSender<Event>,
+    events_rx: mpsc::UnboundedReceiver<Event>,
+    channels: Vec<ChannelState>,
+    sample_rate: u32,
+    /// Audio received but not yet counted in the whole-second metric, per channel.
+    uncounted_samples: [u64; 2],
+}
+
+impl Session {
+    fn new(
+        settings: SessionSettings,
+        backends: Arc<Registry>,
+        out: mpsc::UnboundedSender<Message>,
+    ) -> Self {
+        let chain = std::iter::once(settings.profile.backend.clone())
+            .chain(settings.profile.fallback.iter().cloned())
+            .collect();
+        let options = Arc::new(settings.profile.options.clone());
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        Self {
+            settings,
+            backends,
+            chain,
+            options,
+            out,
+            events_tx,
+            events_rx,
+            channels: Vec::new(),
+            sample_rate: 0,
+            uncounted_samples: [0; 2],
+        }
+    }
+
+    async fn drive(
+        &mut self,
+        ws: &mut SplitStream<WebSocket>,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Outcome {
+        let start = match timeout(self.settings.start_timeout, read_start(ws)).await {
+            Ok(Ok(Some(start))) => start,
+            Ok(Ok(None)) => return Outcome::ClientClosed,
+            Ok(Err(e)) => return Outcome::ClientError(e),
+            Err(_) => {
+                return Outcome::ClientError(ClientError::StartTimeout(
+                    self.settings.start_timeout.as_secs(),
+                ));
+            }
+        };
+        let span = tracing::Span::current();
+        span.record("sample_rate", start.sample_rate);
+        span.record("channels", start.channels);
+        info!("call started");
+        self.sample_rate = start.sample_rate;
+        for index in 0..start.channels {
+            let Some(channel) = Channel::from_index(index) else {
+                break;
+            };
+            if let Err(outcome) = self.start_channel(channel, 0, 0) {
+                return outcome;
+            }
+        }
+
+        let mut decoder = PcmDecoder::new(start.channels);
+        let mut watch = interval(WATCH_INTERVAL);
+        watch.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut drain_deadline: Option<Instant> = None;
+        loop {
+            tokio::select! {
+                msg = ws.next() => match msg {
+                    Some(Ok(Message::Binary(bytes))) => {
+                        if let Err(outcome) = self.on_audio(&mut decoder, &bytes) {
+                            return outcome;
+                        }
+                    }
+                    Some(Ok(Message::Text(_))) => debug!("ignoring text frame after start"),
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                    Some(Ok(Message::Close(_))) | None => return Outcome::ClientClosed,
+                    Some(Err(e)) => {
+                        debug!(error = %e, "websocket read failed");
+                        return Outcome::ClientClosed;
+                    }
+                },
+                Some(event) = self.events_rx.recv() => {
+                    if let Err(outcome) = self.on_event(event) {
+                        return outcome;
+                    }
+                }
+                _ = watch.tick() => {
+                    if let Err(outcome) = self.check_lag() {
+                        return outcome;
+                    }
+                }
+                _ = shutdown.changed(), if drain_deadline.is_none() => {
+                    let wait = self.settings.drain_timeout;
+                    info!(drain_timeout_ms = wait.as_millis() as u64, "server shutting down; call may continue");
+                    drain_deadline = Some(Instant::now() + wait);
+                }
+                _ = sleep_until(drain_deadline.unwrap_or_else(Instant::now)), if drain_deadline.is_some() => {
+                    self.flush().await;
+                    return Outcome::Drained;
+                }
+            }
+        }
+    }
+
+    /// Starts a backend for `channel`, trying the profile's chain from position `from`.
+    fn start_channel(
+        &mut self,
+        channel: Channel,
+        from: usize,
+        generation: u32,
+    ) -> Result<(), Outcome> {
+        let capacity = (u64::from(self.sample_rate)
+            * (self.settings.max_lag + Duration::from_secs(1)).as_millis() as u64
+            / 1000) as usize;
+        let mut errors = Vec::new();
+        for (position, name) in self.chain.iter().enumerate().skip(from) {
+            let generation = generation + (position - from) as u32;
+            let Some(backend) = self.backends.get(name) else {
+                errors.push(format!("{name}: no such backend"));
+                continue;
+            };
+            if !backend.is_ready() {
+                errors.push(format!("{name}: not ready"));
+                continue;
+            }
+            let (sink, source) = channel_pipe(self.sample_rate, capacity);
+            let spec = ChannelSpec {
+                session_id: self.settings.id,
+                channel,
+                sample_rate: self.sample_rate,
+                options: self.options.clone(),
+            };
+            let events = EventSink::new(self.events_tx.clone(), channel, generation);
+            let started =
+                std::panic::catch_unwind(AssertUnwindSafe(|| backend.start(spec, source, events)));
+            match started {
+                Ok(Ok(())) => {
+                    if position > 0 {
+                        metrics::counter!(m::FALLBACKS, "backend" => name.clone()).increment(1);
+                        warn!(channel = channel.as_str(), backend = %name, "using fallback backend");
+                    }
+                    let state = ChannelState {
+                        channel,
+                        sink,
+                        generation,
+                        backend: position,
+                        done: false,
+                    };
+                    match self.channels.iter_mut().find(|c| c.channel == channel) {
+                        Some(slot) => *slot = state,
+                        None => self.channels.push(state),
+                    }
+                    return Ok(());
+                }
+                Ok(Err(e)) => errors.push(format!("{name}: {e}")),
+                Err(_) => errors.push(format!("{name}: panicked while starting")),
+            }
+        }
+        Err(Outcome::Failed {
+            reason: "backend-start",
+            message: format!(
+                "recognizer for the {} channel could not start ({})",
+                channel.as_str(),
+                errors.join("; ")
+            ),
+        })
+    }
+
+    fn on_audio(&mut self, decoder: &mut PcmDecoder, bytes: &[u8]) -> Result<(), Outcome> {
+        let limit = self.settings.max_frame_bytes;
+        if bytes.len() > limit {
+            return Err(Outcome::ClientError(ClientError::FrameTooLarge {
+                size: bytes.len(),
+                limit,
+            }));
+        }
+        let planes = decoder.decode(bytes);
+        for state in &mut self.channels {
+            let samples = &planes[state.channel.index()];
+            if state.sink.push(samples).is_err() {
+                return Err(lag_failure(state, self.settings.max_lag));
+            }
+            let uncounted = &mut self.uncounted_samples[state.channel.index()];
+            *uncounted += samples.len() as u64;
+            let rate = u64::from(self.sample_rate);
+            if *uncounted >= rate {
+                metrics::counter!(m::AUDIO_SECONDS, "channel" => state.channel.as_str())
+                    .increment(*uncounted / rate);
+                *uncounted %= rate;
+            }
+        }
+        Ok(())
+    }
+
+    fn on_event(&mut self, event: Event) -> Result<(), Outcome> {
+        let Some(index) = self
+            .channels
+            .iter()
+            .position(|c| c.channel == event.channel && c.generation == event.generation)
+        else {
+            return Ok(());
+        };
+        match event.kind {
+            EventKind::Partial(text) => self.send_transcript(event.channel, text, false),
+            EventKind::Final(text) => self.send_transcript(event.channel, text, true),
+            EventKind::Done => self.channels[index].done = true,
+            EventKind::Failed(message) => return self.replace_backend(index, message),
+        }
+        Ok(())
+    }
+
+    /// Moves a failed channel to the next backend of the chain, or fails the call.
+    fn replace_backend(&mut self, index: usize, message: String) -> Result<(), Outcome> {
+        let state = &self.channels[index];
+        let (channel, next, generation) = (state.channel, state.backend + 1, state.generation + 1);
+        error!(channel = channel.as_str(), backend = %self.chain[state.backend], %message, "recognizer failed");
+        let failed = |detail: String| Outcome::Failed {
+            reason: "backend-error",
+            message: format!(
+                "recognizer for the {} channel failed: {detail}",
+                channel.as_str()
+            ),
+        };
+        if next >= self.chain.len() {
+            return Err(failed(message));
+        }
+        self.start_channel(channel, next, generation)
+            .map_err(|_| failed(format!("{message}; no fallback backend could take over")))
+    }
+
+    fn check_lag(&self) -> Result<(), Outcome> {
+        for state in &self.channels {
+            let lag = state.sink.lag();
+            metrics::histogram!(m::RECOGNIZER_LAG, "channel" => state.channel.as_str())
+                .record(lag.as_secs_f64());
+            if lag > self.settings.max_lag {
+                return Err(lag_failure(state, self.settings.max_lag));
+            }
+        }
+        Ok(())
+    }
+
+    fn send_transcript(&self, channel: Channel, transcription: String, is_final: bool) {
+        let transcript_type = if is_final {
+            TranscriptType::Final
+        } else {
+            TranscriptType::Partial
+        };
+        let kind = if is_final { "final" } else { "partial" };
+        metrics::counter!(m::TRANSCRIPTS, "type" => kind).increment(1);
+        debug!(channel = channel.as_str(), kind, %transcription, "transcript");
+        self.send(ServerMessage::TranscriberResponse {
+            transcription,
+            channel,
+            transcript_type,
+        });
+    }
+
+    fn send(&self, msg: ServerMessage) {
+        let _ = self.out.send(Message::Text(Utf8Bytes::from(msg.to_json())));
+    }
+
+    /// Ends the audio and forwards the backends' last finals, waiting a bounded time.
+    async fn flush(&mut self) {
+        for state in &self.channels {
+            state.sink.finish();
+        }
+        let deadline = Instant::now() + FLUSH_TIMEOUT;
+        while self.channels.iter().any(|c| !c.done) {
+            match tokio::time::timeout_at(deadline, self.events_rx.recv()).await {
+                Ok(Some(event)) => {
+                    // A failure while flushing leaves nothing more to send.
+                    if self.on_event(event).is_err() {
+                        break;
+                    }
+                }
+                _ => {
+                    warn!("recognizer did not flush its last finals in time");
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Sends the message and close frame that `outcome` calls for, and records it.
+    fn close(&mut self, outcome: Outcome) {
+        for state in &self.channels {
+            state.sink.finish();
+        }
+        let (code, reason): (u16, String) = match &outcome {
+            Outcome::ClientClosed => {
+                info!("call ended by client");
+                (CLOSE_NORMAL, String::new())
+            }
+            Outcome::Drained => {
+                info!("call closed for shutdown");
+                (CLOSE_GOING_AWAY, "server shutting down".into())
+            }
+            Outcome::ClientError(e) => {
+                warn!(code = e.code(), error = %e, "client error");
+                metrics::counter!(m::CLIENT_ERRORS, "code" => e.code()).increment(1);
+                self.send(ServerMessage::client_error(e));
+                (e.close_code(), e.code().into())
+            }
+            Outcome::Failed { reason, message } => {
+                error!(reason, %message, "call failed");
+                metrics::counter!(m::SESSION_FAILURES, "reason" => *reason).increment(1);
+                self.send(ServerMessage::pipeline_failed(message.clone()));
+                (CLOSE_INTERNAL, PIPELINE_FAILED.into())
+            }
+        };
+        if !matches!(outcome, Outcome::ClientClosed) {
+            let _ = self.out.send(Message::Close(Some(CloseFrame {
+                code,
+                reason: Utf8Bytes::from(reason),
+            })));
+        }
+        for (index, samples) in self.uncounted_samples.iter().enumerate() {
+            if let Some(channel) = Channel::from_index(index) {
+                let secs = (*samples as f64 / f64::from(self.sample_rate.max(1))).round();
+                metrics::counter!(m::AUDIO_SECONDS, "channel" => channel.as_str())
+                    .increment(secs as u64);
+            }
+        }
+    }
+}
+
+fn lag_failure(state: &ChannelState, max_lag: Duration) -> Outcome {
+    Outcome::Failed {
+        reason: "lag",
+        message: format!(
+            "recognizer for the {} channel is {:.1} s behind real time (limit {:.1} s)",
+            state.channel.as_str(),
+            state.sink.lag().as_secs_f64(),
+            max_lag.as_secs_f64()
+        ),
+    }
+}
+
+/// Reads until the start frame. `None` if the client left first.
+async fn read_start(ws: &mut SplitStream<WebSocket>) -> Result<Option<Start>, ClientError> {
+    while let Some(msg) = ws.next().await {
+        match msg {
+            Ok(Message::Text(text)) => return Start::parse(&text).map(Some),
+            Ok(Message::Binary(_)) => return Err(ClientError::AudioBeforeStart),
+            Ok(Message::Ping(_) | Message::Pong(_)) => {}
+            Ok(Message::Close(_)) | Err(_) => return Ok(None),
+        }
+    }
+    Ok(None)
+}
