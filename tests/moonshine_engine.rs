@@ -194,8 +194,12 @@ fn transcribes_jfk_batch_and_streaming() {
         }
         saw_complete |= lines.iter().any(|l| l.is_complete);
     }
-    transcriber.stop_stream(stream).expect("stop stream");
+    // stop_stream drops audio not yet decoded, so decode the tail first.
     let t = Instant::now();
+    transcriber
+        .transcribe_stream(stream, ffi::FLAG_FORCE_UPDATE)
+        .expect("flush");
+    transcriber.stop_stream(stream).expect("stop stream");
     let final_lines = transcriber
         .transcribe_stream(stream, 0)
         .expect("final transcribe");
@@ -210,14 +214,15 @@ fn transcribes_jfk_batch_and_streaming() {
     let max_update = update_costs.iter().max().copied().unwrap_or_default();
     eprintln!(
         "streaming: {} updates, mean {:.1} ms, max {:.1} ms; final {:.1} ms; add_audio total \
-         {:.2} ms; all calls {:.1} ms (RTF {:.3})",
+         {:.2} ms; all calls {:.1} ms (RTF {:.3}), VmRSS {}",
         update_costs.len(),
         ms(total_updates) / update_costs.len().max(1) as f64,
         ms(max_update),
         ms(final_cost),
         ms(add_cost),
         ms(wall),
-        wall.as_secs_f64() / audio_secs
+        wall.as_secs_f64() / audio_secs,
+        proc_status("VmRSS:")
     );
 
     assert!(
@@ -236,6 +241,39 @@ fn transcribes_jfk_batch_and_streaming() {
             "{word:?} missing from {text:?}"
         );
     }
+}
+
+/// Audio that ends mid-word: the tail must survive the end of the stream.
+#[test]
+fn finish_stream_keeps_the_tail() {
+    let (samples, rate) = read_clip("jfk.wav");
+    // Cut 0.3 s after the last regular update, inside "... for your country".
+    let cut = &samples[..rate as usize * 103 / 10];
+    let (_lib, transcriber) = load_engine();
+
+    let run = |finish: &dyn Fn(ffi::StreamId) -> Vec<Line>| {
+        let stream = transcriber.create_stream().expect("create stream");
+        for (i, chunk) in cut.chunks(rate as usize / 50).enumerate() {
+            transcriber.add_audio(stream, chunk, rate).expect("add");
+            if (i + 1) % 25 == 0 {
+                transcriber.transcribe_stream(stream, 0).expect("update");
+            }
+        }
+        let lines = finish(stream);
+        transcriber.free_stream(stream).expect("free");
+        normalise(&joined(&lines))
+    };
+
+    let naive = run(&|s| {
+        transcriber.stop_stream(s).expect("stop");
+        transcriber.transcribe_stream(s, 0).expect("final")
+    });
+    let finished = run(&|s| transcriber.finish_stream(s).expect("finish"));
+    eprintln!("stop then transcribe: {naive:?}\nfinish_stream:        {finished:?}");
+    assert!(
+        finished.ends_with("for your country"),
+        "finish_stream lost the tail: {finished:?}"
+    );
 }
 
 /// Telephone-rate audio: does the library take 8 kHz directly?
@@ -263,15 +301,15 @@ fn accepts_8khz_audio() {
     assert!(text.contains("your country"), "8 kHz transcript: {text:?}");
 
     let stream = transcriber.create_stream().expect("create stream");
-    for chunk in narrow.chunks(160) {
+    for (i, chunk) in narrow.chunks(160).enumerate() {
         transcriber
             .add_audio(stream, chunk, 8000)
             .expect("add 8 kHz audio");
+        if (i + 1) % 25 == 0 {
+            transcriber.transcribe_stream(stream, 0).expect("update");
+        }
     }
-    transcriber.stop_stream(stream).expect("stop");
-    let lines = transcriber
-        .transcribe_stream(stream, 0)
-        .expect("transcribe");
+    let lines = transcriber.finish_stream(stream).expect("finish");
     eprintln!("8 kHz stream: {:?}", joined(&lines));
     assert!(normalise(&joined(&lines)).contains("your country"));
     // Left open on purpose: dropping the transcriber must free it.
