@@ -85,6 +85,11 @@ struct Shared {
 }
 
 impl Shared {
+    fn readable(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+            || self.pushed.load(Ordering::Acquire) > self.consumed.load(Ordering::Acquire)
+    }
+
     fn wake(&self) {
         self.waker.wake();
         if let Some(t) = self.thread.get() {
@@ -201,19 +206,20 @@ impl AudioSource {
     }
 
     /// Waits until samples are available or the audio has ended, for async backends.
-    pub async fn readable(&self) {
-        std::future::poll_fn(|cx: &mut Context<'_>| {
-            if self.available() > 0 || self.shared.ended.load(Ordering::Acquire) {
+    /// The future holds only the shared counters, so it is `Send` and outlives no borrow.
+    pub fn readable(&self) -> impl Future<Output = ()> + Send + 'static {
+        let shared = self.shared.clone();
+        std::future::poll_fn(move |cx: &mut Context<'_>| {
+            if shared.readable() {
                 return Poll::Ready(());
             }
-            self.shared.waker.register(cx.waker());
-            if self.available() > 0 || self.shared.ended.load(Ordering::Acquire) {
+            shared.waker.register(cx.waker());
+            if shared.readable() {
                 Poll::Ready(())
             } else {
                 Poll::Pending
             }
         })
-        .await
     }
 }
 

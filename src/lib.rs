@@ -12,3 +12,4 @@ pub mod resample;
 pub mod server;
 pub mod session;
 pub mod transcribe;
+pub mod wer;

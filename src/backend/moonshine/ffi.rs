@@ -257,12 +257,13 @@ pub struct StreamId(i32);
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line {
     pub text: String,
-    /// Stable across updates of the same line within a stream.
+    /// Stable across updates of the same line; unique within a transcriber.
     pub id: u64,
     /// Seconds from the start of the stream.
     pub start_time: f32,
     pub duration: f32,
-    /// The voice-activity detector saw the end of this utterance; the text is final.
+    /// The voice-activity detector saw the end of this utterance (or the stream was
+    /// stopped); the text is final.
     pub is_complete: bool,
     pub is_updated: bool,
     pub is_new: bool,

@@ -334,10 +334,8 @@ impl Recognition {
         }
         if self.audio.is_finished() {
             self.feed(t, 0, true)?;
-            t.stop_stream(self.stream).map_err(|e| e.to_string())?;
-            let lines = t
-                .transcribe_stream(self.stream, 0)
-                .map_err(|e| e.to_string())?;
+            // A plain stop would drop audio not yet decoded; finish decodes it first.
+            let lines = t.finish_stream(self.stream).map_err(|e| e.to_string())?;
             self.report(&lines, true);
             if let Some(events) = self.events.take() {
                 events.done();
@@ -387,7 +385,8 @@ impl Recognition {
         let Some(events) = &self.events else {
             return;
         };
-        for line in lines {
+        // The library returns every line of the stream; only updated ones can be news.
+        for line in lines.iter().filter(|l| l.is_updated || at_end) {
             if line.is_complete || at_end {
                 if self.finals.insert(line.id) {
                     events.final_text(&line.text);
