@@ -326,7 +326,7 @@ async fn read_all(mut rx: SplitStream<Ws>, tx: mpsc::UnboundedSender<Incoming>) 
                 return;
             }
             Ok(_) => {}
-            Err(_) => break,
+            Err(e) => { eprintln!("DEBUG client read error: {e:?}"); break }
         }
     }
     let _ = tx.send(Incoming::Closed(None));
@@ -352,7 +352,13 @@ pub fn clips() -> Vec<Clip> {
             .output()
             .expect("run samples/fetch-clips.sh");
         assert!(out.status.success(), "samples/fetch-clips.sh failed");
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().lines().last().unwrap_or(""))
+        PathBuf::from(
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or(""),
+        )
     });
     let index = std::fs::read_to_string(dir.join("transcripts.tsv"))
         .unwrap_or_else(|e| panic!("dev clips missing in {} ({e})", dir.display()));
@@ -362,7 +368,10 @@ pub fn clips() -> Vec<Clip> {
         .map(|(file, reference)| {
             let mut r = hound::WavReader::open(dir.join(file)).expect("clip opens");
             let rate = r.spec().sample_rate;
-            let samples = r.samples::<i16>().map(|s| s.expect("clip sample")).collect();
+            let samples = r
+                .samples::<i16>()
+                .map(|s| s.expect("clip sample"))
+                .collect();
             Clip {
                 name: file.to_string(),
                 rate,
