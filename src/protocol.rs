@@ -115,7 +115,7 @@ pub enum ClientError {
     InvalidStart(String),
     #[error("audio arrived before the start frame")]
     AudioBeforeStart,
-    #[error("no start frame within {0} s")]
+    #[error("no start frame within {0} ms")]
     StartTimeout(u64),
     #[error("unsupported encoding {0:?}: only \"linear16\" is supported")]
     UnsupportedEncoding(String),

@@ -175,13 +175,7 @@ fn upgrade(
         }
         resp
     };
-    let Some(profile) = state.config.profile(&profile_name) else {
-        return reject(
-            StatusCode::NOT_FOUND,
-            "unknown-profile",
-            format!("no profile named {profile_name:?}\n"),
-        );
-    };
+    // Credentials first, so that unauthenticated clients cannot probe profile names.
     if !auth::check(&state.config.auth, &headers) {
         warn!(profile = %profile_name, "upgrade refused: missing or wrong credentials");
         return reject(
@@ -190,6 +184,13 @@ fn upgrade(
             "missing or wrong x-vapi-secret / Authorization header\n".into(),
         );
     }
+    let Some(profile) = state.config.profile(&profile_name) else {
+        return reject(
+            StatusCode::NOT_FOUND,
+            "unknown-profile",
+            format!("no profile named {profile_name:?}\n"),
+        );
+    };
     if *state.shutdown.borrow() {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -155,13 +155,18 @@ impl Session {
         ws: &mut SplitStream<WebSocket>,
         mut shutdown: watch::Receiver<bool>,
     ) -> Outcome {
-        let start = match timeout(self.settings.start_timeout, read_start(ws)).await {
+        let waited = tokio::select! {
+            waited = timeout(self.settings.start_timeout, read_start(ws)) => waited,
+            // Nothing to drain before the call has started.
+            _ = shutdown.changed() => return Outcome::Drained,
+        };
+        let start = match waited {
             Ok(Ok(Some(start))) => start,
             Ok(Ok(None)) => return Outcome::ClientClosed,
             Ok(Err(e)) => return Outcome::ClientError(e),
             Err(_) => {
                 return Outcome::ClientError(ClientError::StartTimeout(
-                    self.settings.start_timeout.as_secs(),
+                    self.settings.start_timeout.as_millis() as u64,
                 ));
             }
         };
@@ -194,10 +199,7 @@ impl Session {
                     Some(Ok(Message::Text(_))) => debug!("ignoring text frame after start"),
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                     Some(Ok(Message::Close(_))) | None => return Outcome::ClientClosed,
-                    Some(Err(e)) => {
-                        debug!(error = %e, "websocket read failed");
-                        return Outcome::ClientClosed;
-                    }
+                    Some(Err(e)) => return read_failure(&e, self.settings.max_frame_bytes),
                 },
                 Some(event) = self.events_rx.recv() => {
                     if let Err(outcome) = self.on_event(event) {
@@ -455,6 +457,22 @@ fn lag_failure(state: &ChannelState, max_lag: Duration) -> Outcome {
             max_lag.as_secs_f64()
         ),
     }
+}
+
+/// A frame far beyond the limit is refused by the websocket layer itself; answer it like
+/// any oversized frame. Other read errors mean the connection is gone.
+fn read_failure(e: &axum::Error, limit: usize) -> Outcome {
+    let text = e.to_string();
+    if text.contains("too long") {
+        let size = text
+            .split(|c: char| !c.is_ascii_digit())
+            .find(|s| !s.is_empty())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        return Outcome::ClientError(ClientError::FrameTooLarge { size, limit });
+    }
+    debug!(error = %text, "websocket read failed");
+    Outcome::ClientClosed
 }
 
 /// Reads until the start frame. `None` if the client left first.

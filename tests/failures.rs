@@ -240,7 +240,10 @@ async fn failing_call(server: &TestServer, case: &Case) -> Received {
         "{name}: failure reported after {reported:?}, before it could have happened ({:?})",
         case.earliest
     );
-    let closed = got.closed_at.expect("closed").saturating_duration_since(opened);
+    let closed = got
+        .closed_at
+        .expect("closed")
+        .saturating_duration_since(opened);
     assert!(
         closed <= limit + Duration::from_secs(1),
         "{name}: closed {closed:?} after the call opened, bound {limit:?} + 1 s"
@@ -269,8 +272,10 @@ async fn recorder_call_works(url: &str, secs: f64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_backend_failure_ends_the_call_with_pipeline_error() {
     let cases = [&FAIL_START, &FAIL_AFTER, &PANIC_AFTER, &WEDGE, &SLOW];
-    let profiles: Vec<(&str, &str, &[&str])> =
-        cases.iter().map(|c| (c.profile, c.profile, &[][..])).collect();
+    let profiles: Vec<(&str, &str, &[&str])> = cases
+        .iter()
+        .map(|c| (c.profile, c.profile, &[][..]))
+        .collect();
     let server = server(&profiles, 64).await;
     tokio::join!(
         failing_call(&server, &FAIL_START),
@@ -422,7 +427,10 @@ async fn the_server_stays_healthy_after_failures() {
     assert_clean_end("second", &second.hang_up().await);
 
     // And new calls work end to end.
-    tokio::join!(recorder_call_works(&rec, 1.0), recorder_call_works(&rec, 1.0));
+    tokio::join!(
+        recorder_call_works(&rec, 1.0),
+        recorder_call_works(&rec, 1.0)
+    );
     server.shutdown().await.unwrap();
 }
 
@@ -454,15 +462,17 @@ async fn fallback_backends_take_over() {
             let late = |got: &Received, ch: Channel| {
                 !finals_after(got, ch, ended - Duration::from_millis(500)).is_empty()
             };
-            while !(late(call.poll(), Channel::Customer) && late(call.poll(), Channel::Assistant))
-            {
+            while !(late(call.poll(), Channel::Customer) && late(call.poll(), Channel::Assistant)) {
                 assert!(
                     Instant::now() < deadline,
                     "{profile}: no transcripts for the end of the call"
                 );
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            assert!(call.poll().closed_at.is_none(), "{profile}: call was closed");
+            assert!(
+                call.poll().closed_at.is_none(),
+                "{profile}: call was closed"
+            );
             let got = call.hang_up().await;
             assert_clean_end(profile, &got);
             for channel in [Channel::Customer, Channel::Assistant] {
@@ -526,8 +536,8 @@ async fn failures_are_counted_in_metrics() {
     assert_eq!(status, 200, "{text}");
     for reason in ["backend-start", "backend-error", "lag"] {
         let series = format!("hark_session_failures_total{{reason=\"{reason}\"}}");
-        let value = metric(&text, &series)
-            .unwrap_or_else(|| panic!("/metrics lacks {series}:\n{text}"));
+        let value =
+            metric(&text, &series).unwrap_or_else(|| panic!("/metrics lacks {series}:\n{text}"));
         assert!(value >= 1.0, "{series} = {value}");
     }
     let series = "hark_backend_fallbacks_total{backend=\"recorder\"}";

@@ -381,13 +381,9 @@ async fn shutdown_without_calls_is_prompt() {
         .expect("server shut down cleanly");
 }
 
-/// KNOWN BUG (ignored so the suite stays green; run with `--ignored`): a connection that has
-/// not sent its start frame yet ignores the shutdown. It stays open until the start timeout
-/// (here 8 s, not the 0.5 s drain) and is then closed 1008 `start-timeout` rather than 1001,
-/// so the drain takes max(drain_timeout, start_timeout). `read_start` does not watch the
-/// shutdown signal.
+/// A connection that has not sent its start frame yet has nothing to drain: shutdown closes
+/// it at once with 1001 instead of leaving it open until the start timeout.
 #[tokio::test]
-#[ignore = "known bug: sessions still waiting for their start frame ignore the drain"]
 async fn shutdown_also_closes_connections_still_waiting_for_a_start_frame() {
     const DRAIN: Duration = Duration::from_millis(500);
     let mut config = recorder_config();

@@ -64,7 +64,12 @@ fn report(rate: u32, clips: &[Clip], out: &Outcome) -> f64 {
     let mut latencies: Vec<u128> = out
         .speech_ends
         .iter()
-        .filter_map(|end| finals.iter().find(|t| *t >= end).map(|t| (*t - *end).as_millis()))
+        .filter_map(|end| {
+            finals
+                .iter()
+                .find(|t| *t >= end)
+                .map(|t| (*t - *end).as_millis())
+        })
         .collect();
     latencies.sort_unstable();
     eprintln!("{rate} Hz end of speech to final (ms, sorted): {latencies:?}");
@@ -72,7 +77,11 @@ fn report(rate: u32, clips: &[Clip], out: &Outcome) -> f64 {
 }
 
 fn assert_shape(rate: u32, got: &Received) {
-    assert!(got.error().is_none(), "{rate} Hz: unexpected error {:?}", got.error());
+    assert!(
+        got.error().is_none(),
+        "{rate} Hz: unexpected error {:?}",
+        got.error()
+    );
     assert!(
         got.finals("assistant").is_empty() && got.partials("assistant").is_empty(),
         "{rate} Hz: silent assistant channel produced text: {:?}",
@@ -88,7 +97,10 @@ fn assert_shape(rate: u32, got: &Received) {
         .iter()
         .position(|(_, m)| matches!(m, ServerMessage::TranscriberResponse { transcript_type, .. } if *transcript_type == hark::protocol::TranscriptType::Partial))
         .expect("partials arrived");
-    assert!(first_partial < first_final, "{rate} Hz: partial before final");
+    assert!(
+        first_partial < first_final,
+        "{rate} Hz: partial before final"
+    );
     let finals = got.finals("customer");
     assert!(
         finals.len() >= 6,
@@ -149,13 +161,11 @@ async fn wideband_and_mono_calls_are_recognised() {
         let errors = wer::word_errors(&jfk.reference, &text);
         eprintln!("{label}: {text} ({errors} errors)");
         assert!(got.error().is_none(), "{label}: {:?}", got.error());
-        assert!(got.finals("assistant").is_empty(), "{label}: assistant text");
         assert!(
-            errors <= 5,
-            "{label}: {errors} word errors in {:?}",
-            text
+            got.finals("assistant").is_empty(),
+            "{label}: assistant text"
         );
+        assert!(errors <= 5, "{label}: {errors} word errors in {:?}", text);
     }
     server.shutdown().await.unwrap();
 }
-

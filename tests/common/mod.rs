@@ -326,7 +326,7 @@ async fn read_all(mut rx: SplitStream<Ws>, tx: mpsc::UnboundedSender<Incoming>) 
                 return;
             }
             Ok(_) => {}
-            Err(e) => { eprintln!("DEBUG client read error: {e:?}"); break }
+            Err(_) => break,
         }
     }
     let _ = tx.send(Incoming::Closed(None));
