@@ -4,11 +4,14 @@
 #
 #   samples/fetch-clips.sh            # -> ${HARK_CLIPS_DIR:-~/.cache/hark/clips}
 #
-# Output: <dir>/*.wav (16-bit mono) and <dir>/transcripts.tsv (file<TAB>reference text).
+# Output: <dir>/*.wav (16-bit mono) and <dir>/transcripts.tsv (file<TAB>reference text);
+# <dir>/assistant-*.wav and <dir>/assistant.tsv: assistant prompts synthesised with espeak-ng
+# (Debian), the stand-in for the assistant's text-to-speech in `hark bench`.
 set -euo pipefail
 
 dir=${HARK_CLIPS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hark/clips}
-if [ -f "$dir/transcripts.tsv" ] && [ "$(wc -l < "$dir/transcripts.tsv")" -ge 8 ]; then
+if [ -f "$dir/transcripts.tsv" ] && [ "$(wc -l < "$dir/transcripts.tsv")" -ge 8 ] \
+   && [ -f "$dir/assistant.tsv" ]; then
   echo "$dir"
   exit 0
 fi
@@ -53,4 +56,24 @@ with open(os.path.join(out, "transcripts.tsv"), "w") as f:
     for name, text in rows:
         f.write(f"{name}\t{text}\n")
 PY
+
+# Assistant prompts, spoken by espeak-ng as a text-to-speech engine would.
+command -v espeak-ng >/dev/null 2>&1 || {
+  apt-get install -y -qq espeak-ng >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null && apt-get install -y -qq espeak-ng >/dev/null; }
+}
+prompts=(
+  "Thanks for calling. How can I help you today?"
+  "Sure, I can help with that. Could you tell me your account number?"
+  "I have found your booking for Tuesday at three in the afternoon."
+  "Is there anything else I can do for you?"
+  "Let me check that for you. It will only take a moment."
+  "Your order has shipped and should arrive on Friday."
+)
+: > "$dir/assistant.tsv.tmp"
+for i in "${!prompts[@]}"; do
+  espeak-ng -v en-us -s 165 -w "$dir/assistant-$((i + 1)).wav" "${prompts[$i]}"
+  printf 'assistant-%d.wav\t%s\n' "$((i + 1))" "${prompts[$i]}" >> "$dir/assistant.tsv.tmp"
+done
+mv "$dir/assistant.tsv.tmp" "$dir/assistant.tsv"
 echo "$dir"

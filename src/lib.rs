@@ -4,6 +4,7 @@
 pub mod audio;
 pub mod auth;
 pub mod backend;
+pub mod bench;
 pub mod config;
 pub mod metrics;
 pub mod protocol;

@@ -29,6 +29,8 @@ enum Command {
     Serve(ServeArgs),
     /// Transcribe WAV files with the embedded recognizer and print the text.
     Transcribe(TranscribeArgs),
+    /// Benchmark a transcriber server the way the platform calls it.
+    Bench(hark::bench::BenchArgs),
 }
 
 /// Settings shared by every command that loads a recognizer. Flags override `HARK_…`
@@ -157,6 +159,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::Transcribe(args) => run_transcribe(args),
+        Command::Bench(args) => run_bench(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -211,6 +214,11 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
         }
         Ok(())
     })
+}
+
+fn run_bench(args: hark::bench::BenchArgs) -> anyhow::Result<()> {
+    init_logging(LogFormat::Text);
+    tokio::runtime::Runtime::new()?.block_on(hark::bench::run(args))
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -1,0 +1,295 @@
+//! The speech a benchmark call plays: real recordings with reference transcripts, arranged
+//! as a conversation in which the customer (channel 0) and the assistant (channel 1) take
+//! turns with pauses, and where every utterance's speech starts and ends is known.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use crate::protocol::Channel;
+use crate::resample::StreamResampler;
+
+/// One recording with what is said in it.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    pub name: String,
+    pub rate: u32,
+    pub samples: Vec<i16>,
+    pub reference: String,
+    /// Speech onset and offset, in samples, found by energy.
+    pub speech: (usize, usize),
+}
+
+/// The recordings each side of the conversation draws from. They never share a recording.
+pub struct Corpus {
+    pub customer: Vec<Recording>,
+    pub assistant: Vec<Recording>,
+}
+
+/// Recordings the assistant speaks: TTS prompts, and two speeches unlike the customer's
+/// audiobook reading. The rest of the dev clips are the customer's.
+const ASSISTANT_CLIPS: [&str; 2] = ["jfk.wav", "beckett.wav"];
+
+/// The folder `samples/fetch-clips.sh` fills.
+pub fn default_clips_dir() -> PathBuf {
+    std::env::var_os("HARK_CLIPS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::backend::moonshine::fetch::default_cache_dir().join("clips"))
+}
+
+impl Corpus {
+    /// Loads `transcripts.tsv` (dev clips) and `assistant.tsv` (TTS prompts, if present).
+    pub fn load(dir: &Path) -> anyhow::Result<Self> {
+        let index = dir.join("transcripts.tsv");
+        let text = std::fs::read_to_string(&index).with_context(|| {
+            format!(
+                "no speech clips in {} (run samples/fetch-clips.sh, or pass --clips DIR)",
+                dir.display()
+            )
+        })?;
+        let mut corpus = Self {
+            customer: Vec::new(),
+            assistant: Vec::new(),
+        };
+        for rec in read_index(dir, &text)? {
+            if ASSISTANT_CLIPS.contains(&rec.name.as_str()) {
+                corpus.assistant.push(rec);
+            } else {
+                corpus.customer.push(rec);
+            }
+        }
+        if let Ok(text) = std::fs::read_to_string(dir.join("assistant.tsv")) {
+            corpus.assistant.extend(read_index(dir, &text)?);
+        }
+        if corpus.customer.is_empty() || corpus.assistant.is_empty() {
+            bail!("{} needs clips for both sides", index.display());
+        }
+        Ok(corpus)
+    }
+}
+
+fn read_index(dir: &Path, text: &str) -> anyhow::Result<Vec<Recording>> {
+    text.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(file, reference)| load_wav(&dir.join(file), reference))
+        .collect()
+}
+
+/// Reads a 16-bit WAV (mixing stereo to mono) and finds its speech.
+pub fn load_wav(path: &Path, reference: &str) -> anyhow::Result<Recording> {
+    let reader =
+        hound::WavReader::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let spec = reader.spec();
+    if spec.bits_per_sample != 16 || spec.sample_format != hound::SampleFormat::Int {
+        bail!("{}: only 16-bit PCM WAV is supported", path.display());
+    }
+    let raw: Vec<i16> = reader
+        .into_samples::<i16>()
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{}: damaged WAV data", path.display()))?;
+    let channels = usize::from(spec.channels.max(1));
+    let samples: Vec<i16> = raw
+        .chunks(channels)
+        .map(|f| (f.iter().map(|&s| i32::from(s)).sum::<i32>() / f.len() as i32) as i16)
+        .collect();
+    let speech = speech_bounds(&samples, spec.sample_rate);
+    Ok(Recording {
+        name: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        rate: spec.sample_rate,
+        samples,
+        reference: reference.to_string(),
+        speech,
+    })
+}
+
+/// First and last 10 ms window louder than -40 dBFS: where the words start and end.
+pub fn speech_bounds(samples: &[i16], rate: u32) -> (usize, usize) {
+    let win = (rate / 100).max(1) as usize;
+    let threshold = 32768.0 * 0.01; // -40 dBFS RMS
+    let loud = |w: &[i16]| {
+        let energy: f64 = w.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+        (energy / w.len() as f64).sqrt() > threshold
+    };
+    let windows: Vec<bool> = samples.chunks(win).map(loud).collect();
+    let first = windows.iter().position(|&l| l).unwrap_or(0);
+    let last = windows.iter().rposition(|&l| l).map_or(0, |i| i + 1);
+    (first * win, (last * win).min(samples.len()))
+}
+
+/// One utterance placed in a call.
+#[derive(Debug, Clone)]
+pub struct Utterance {
+    pub channel: Channel,
+    pub recording: String,
+    pub reference: String,
+    /// Where the words start and end in the call, in samples at the call's rate.
+    pub onset: usize,
+    pub offset: usize,
+}
+
+/// A call's audio, both channels at the call's rate, and what is said when.
+pub struct Conversation {
+    pub rate: u32,
+    pub customer: Vec<i16>,
+    pub assistant: Vec<i16>,
+    pub utterances: Vec<Utterance>,
+}
+
+impl Conversation {
+    /// Alternating turns, customer first, until `duration_secs` is filled. `seed` varies
+    /// the order and the pauses between calls so they do not speak in lockstep.
+    pub fn build(
+        corpus: &Corpus,
+        rate: u32,
+        duration_secs: f64,
+        seed: u64,
+    ) -> anyhow::Result<Self> {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let convert = |r: &Recording| -> anyhow::Result<(Vec<i16>, usize, usize)> {
+            let scale = f64::from(rate) / f64::from(r.rate);
+            let samples = resample_i16(&r.samples, r.rate, rate)?;
+            let at = |i: usize| ((i as f64 * scale) as usize).min(samples.len());
+            Ok((samples.clone(), at(r.speech.0), at(r.speech.1)))
+        };
+        let customer: Vec<_> = corpus
+            .customer
+            .iter()
+            .map(convert)
+            .collect::<Result<_, _>>()?;
+        let assistant: Vec<_> = corpus
+            .assistant
+            .iter()
+            .map(convert)
+            .collect::<Result<_, _>>()?;
+        let total = (duration_secs * f64::from(rate)) as usize;
+        let mut conv = Self {
+            rate,
+            customer: Vec::with_capacity(total),
+            assistant: Vec::with_capacity(total),
+            utterances: Vec::new(),
+        };
+        // A short lead-in, different per call.
+        conv.pause(rng.f64() * 0.8 + 0.2);
+        let (mut ci, mut ai) = (rng.usize(..customer.len()), rng.usize(..assistant.len()));
+        let mut turn = Channel::Customer;
+        while conv.customer.len() < total {
+            let (pool, index, recordings) = match turn {
+                Channel::Customer => (&customer, &mut ci, &corpus.customer),
+                Channel::Assistant => (&assistant, &mut ai, &corpus.assistant),
+            };
+            let (samples, onset, offset) = &pool[*index % pool.len()];
+            let rec = &recordings[*index % pool.len()];
+            *index += 1;
+            let start = conv.customer.len();
+            conv.utterances.push(Utterance {
+                channel: turn,
+                recording: rec.name.clone(),
+                reference: rec.reference.clone(),
+                onset: start + onset,
+                offset: start + offset,
+            });
+            let (speaking, silent) = match turn {
+                Channel::Customer => (&mut conv.customer, &mut conv.assistant),
+                Channel::Assistant => (&mut conv.assistant, &mut conv.customer),
+            };
+            speaking.extend_from_slice(samples);
+            silent.resize(speaking.len(), 0);
+            // Turn-taking pause: 0.8 to 1.6 s, as between a caller and an agent.
+            conv.pause(0.8 + rng.f64() * 0.8);
+            turn = match turn {
+                Channel::Customer => Channel::Assistant,
+                Channel::Assistant => Channel::Customer,
+            };
+        }
+        // Let the last words finish before the call ends.
+        conv.pause(2.0);
+        Ok(conv)
+    }
+
+    fn pause(&mut self, secs: f64) {
+        let n = self.customer.len() + (secs * f64::from(self.rate)) as usize;
+        self.customer.resize(n, 0);
+        self.assistant.resize(n, 0);
+    }
+
+    pub fn duration_secs(&self) -> f64 {
+        self.customer.len() as f64 / f64::from(self.rate)
+    }
+}
+
+/// Converts 16-bit audio between rates with rubato.
+pub fn resample_i16(samples: &[i16], from: u32, to: u32) -> anyhow::Result<Vec<i16>> {
+    if from == to {
+        return Ok(samples.to_vec());
+    }
+    let mut r = StreamResampler::new(from, to).map_err(anyhow::Error::msg)?;
+    let input: Vec<f32> = samples.iter().map(|&s| f32::from(s) / 32768.0).collect();
+    let mut out = Vec::with_capacity(samples.len() * to as usize / from as usize + 16);
+    r.process(&input, &mut out);
+    r.flush(&mut out);
+    Ok(out
+        .iter()
+        .map(|&s| (s * 32768.0).clamp(-32768.0, 32767.0) as i16)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_speech_inside_silence() {
+        let mut s = vec![0i16; 1600];
+        s.extend((0..3200).map(|i| if i % 2 == 0 { 8000 } else { -8000 }));
+        s.extend(vec![0i16; 800]);
+        assert_eq!(speech_bounds(&s, 16000), (1600, 4800));
+    }
+
+    #[test]
+    fn conversation_alternates_and_places_words() {
+        let rec = |name: &str, rate: u32| {
+            let mut samples = vec![0i16; rate as usize / 10];
+            // Half a second of a 200 Hz tone: survives any of the rate conversions.
+            samples.extend((0..rate as usize / 2).map(|i| {
+                let t = i as f64 / f64::from(rate);
+                ((t * 200.0 * std::f64::consts::TAU).sin() * 9000.0) as i16
+            }));
+            samples.extend(vec![0i16; rate as usize / 10]);
+            let speech = speech_bounds(&samples, rate);
+            Recording {
+                name: name.into(),
+                rate,
+                samples,
+                reference: name.into(),
+                speech,
+            }
+        };
+        let corpus = Corpus {
+            customer: vec![rec("c1", 16000), rec("c2", 16000)],
+            assistant: vec![rec("a1", 22050)],
+        };
+        let conv = Conversation::build(&corpus, 8000, 10.0, 7).unwrap();
+        assert!(conv.duration_secs() >= 10.0);
+        assert_eq!(conv.customer.len(), conv.assistant.len());
+        for (i, u) in conv.utterances.iter().enumerate() {
+            let expected = if i % 2 == 0 {
+                Channel::Customer
+            } else {
+                Channel::Assistant
+            };
+            assert_eq!(u.channel, expected);
+            let (speaking, silent) = match u.channel {
+                Channel::Customer => (&conv.customer, &conv.assistant),
+                Channel::Assistant => (&conv.assistant, &conv.customer),
+            };
+            // Words where the utterance says, silence on the other side meanwhile.
+            assert!(speaking[u.onset..u.offset].iter().any(|&s| s.abs() > 4000));
+            assert!(silent[u.onset..u.offset].iter().all(|&s| s == 0));
+            let dur = (u.offset - u.onset) as f64 / 8000.0;
+            assert!((dur - 0.5).abs() < 0.03, "{dur}");
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! Turns call logs into per-utterance measurements and percentile summaries.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::call::CallLog;
+use super::conversation::{Conversation, Utterance};
+use crate::protocol::{Channel, PIPELINE_FAILED, ServerMessage, TranscriptType};
+use crate::wer;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UtteranceResult {
+    pub channel: Channel,
+    pub recording: String,
+    pub onset_s: f64,
+    pub offset_s: f64,
+    /// First transcript (partial or final) after the words start.
+    pub first_partial_ms: Option<f64>,
+    /// End of the words to the last final of the utterance.
+    pub time_to_final_ms: Option<f64>,
+    pub reference: String,
+    pub finals: Vec<String>,
+    pub words: usize,
+    pub word_errors: usize,
+    /// Words from the other channel's speech that showed up in this channel's finals.
+    pub leaked_words: usize,
+    /// Words in the last partial that the final that replaced it dropped.
+    pub partial_words_lost: usize,
+    /// Finals that repeat an earlier final word for word.
+    pub duplicate_finals: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Stats {
+    pub count: usize,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Stats {
+    pub fn of(mut values: Vec<f64>) -> Self {
+        if values.is_empty() {
+            return Self::default();
+        }
+        values.sort_by(f64::total_cmp);
+        // Nearest rank.
+        let rank =
+            |p: f64| values[((p * values.len() as f64).ceil() as usize).clamp(1, values.len()) - 1];
+        Self {
+            count: values.len(),
+            p50: rank(0.50),
+            p95: rank(0.95),
+            p99: rank(0.99),
+            max: values[values.len() - 1],
+            mean: values.iter().sum::<f64>() / values.len() as f64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ChannelTotals {
+    pub words: usize,
+    pub word_errors: usize,
+    pub wer: f64,
+    pub leaked_words: usize,
+    pub partial_words_lost: usize,
+    pub duplicate_finals: usize,
+    pub missing_finals: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CallResult {
+    pub call: usize,
+    pub utterances: Vec<UtteranceResult>,
+    pub time_to_final_ms: Stats,
+    pub first_partial_ms: Stats,
+    pub customer: ChannelTotals,
+    pub assistant: ChannelTotals,
+    /// `error` messages the server sent, as "code: message".
+    pub errors: Vec<String>,
+    pub close_code: Option<u16>,
+    pub close_reason: Option<String>,
+    pub transport_error: Option<String>,
+    /// Transcripts on a channel before anyone spoke on it.
+    pub stray_transcripts: usize,
+}
+
+impl CallResult {
+    /// The call ended in a failure rather than by the client hanging up.
+    pub fn failed(&self) -> bool {
+        !self.errors.is_empty()
+            || self.transport_error.is_some()
+            || self.close_reason.as_deref() == Some(PIPELINE_FAILED)
+            || self.close_code.is_some_and(|c| c != 1000)
+    }
+}
+
+/// Measures one call against the conversation it played.
+pub fn analyze(call: usize, conv: &Conversation, log: &CallLog) -> CallResult {
+    let secs = |samples: usize| samples as f64 / f64::from(conv.rate);
+    let at = |d: &Duration| d.as_secs_f64();
+    let mut utterances = Vec::new();
+    let mut stray = 0;
+    for channel in [Channel::Customer, Channel::Assistant] {
+        let own: Vec<(usize, &Utterance)> = conv
+            .utterances
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.channel == channel)
+            .collect();
+        let transcripts: Vec<(f64, &str, TranscriptType)> = log
+            .messages
+            .iter()
+            .filter_map(|(t, m)| match m {
+                ServerMessage::TranscriberResponse {
+                    transcription,
+                    channel: c,
+                    transcript_type,
+                } if *c == channel => Some((at(t), transcription.as_str(), *transcript_type)),
+                _ => None,
+            })
+            .collect();
+        let first_onset = own.first().map_or(f64::INFINITY, |(_, u)| secs(u.onset));
+        stray += transcripts
+            .iter()
+            .filter(|(t, ..)| *t < first_onset)
+            .count();
+        let mut previous_final: Option<String> = None;
+        for (k, (index, u)) in own.iter().enumerate() {
+            let start = secs(u.onset);
+            let end = own
+                .get(k + 1)
+                .map_or(f64::INFINITY, |(_, next)| secs(next.onset));
+            let window: Vec<&(f64, &str, TranscriptType)> = transcripts
+                .iter()
+                .filter(|(t, ..)| *t >= start && *t < end)
+                .collect();
+            let first_partial_ms = window.first().map(|(t, ..)| (t - start) * 1000.0);
+            let finals: Vec<(f64, String)> = window
+                .iter()
+                .filter(|(_, _, kind)| *kind == TranscriptType::Final)
+                .map(|(t, text, _)| (*t, text.to_string()))
+                .collect();
+            let time_to_final_ms = finals.last().map(|(t, _)| (t - secs(u.offset)) * 1000.0);
+            let text = finals
+                .iter()
+                .map(|(_, f)| f.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+
+            let mut lost = 0;
+            let mut last_partial: Option<&str> = None;
+            for (_, text, kind) in &window {
+                match kind {
+                    TranscriptType::Partial => last_partial = Some(text),
+                    TranscriptType::Final => {
+                        if let Some(p) = last_partial.take() {
+                            lost += missing_words(p, text);
+                        }
+                    }
+                }
+            }
+            let mut duplicates = 0;
+            for (_, f) in &finals {
+                let norm = wer::normalize(f).join(" ");
+                if previous_final.as_deref() == Some(norm.as_str()) {
+                    duplicates += 1;
+                }
+                previous_final = Some(norm);
+            }
+            // The other side's words around this turn.
+            let neighbours: Vec<&str> = [index.checked_sub(1), Some(index + 1)]
+                .into_iter()
+                .flatten()
+                .filter_map(|i| conv.utterances.get(i))
+                .filter(|n| n.channel != channel)
+                .map(|n| n.reference.as_str())
+                .collect();
+            utterances.push(UtteranceResult {
+                channel,
+                recording: u.recording.clone(),
+                onset_s: start,
+                offset_s: secs(u.offset),
+                first_partial_ms,
+                time_to_final_ms,
+                reference: u.reference.clone(),
+                words: wer::normalize(&u.reference).len(),
+                word_errors: wer::word_errors(&u.reference, &text),
+                leaked_words: leaked_words(&u.reference, &text, &neighbours),
+                partial_words_lost: lost,
+                duplicate_finals: duplicates,
+                finals: finals.into_iter().map(|(_, f)| f).collect(),
+            });
+        }
+    }
+    utterances.sort_by(|a, b| a.onset_s.total_cmp(&b.onset_s));
+    let errors = log
+        .messages
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ServerMessage::Error { error, message } => Some(format!("{error}: {message}")),
+            _ => None,
+        })
+        .collect();
+    CallResult {
+        call,
+        time_to_final_ms: Stats::of(
+            utterances
+                .iter()
+                .filter_map(|u| u.time_to_final_ms)
+                .collect(),
+        ),
+        first_partial_ms: Stats::of(
+            utterances
+                .iter()
+                .filter_map(|u| u.first_partial_ms)
+                .collect(),
+        ),
+        customer: totals(&utterances, Channel::Customer),
+        assistant: totals(&utterances, Channel::Assistant),
+        utterances,
+        errors,
+        close_code: log.close.as_ref().map(|c| c.0),
+        close_reason: log.close.as_ref().map(|c| c.1.clone()),
+        transport_error: log.transport_error.clone(),
+        stray_transcripts: stray,
+    }
+}
+
+pub fn totals(utterances: &[UtteranceResult], channel: Channel) -> ChannelTotals {
+    let own = || utterances.iter().filter(|u| u.channel == channel);
+    let words = own().map(|u| u.words).sum();
+    let word_errors = own().map(|u| u.word_errors).sum();
+    ChannelTotals {
+        words,
+        word_errors,
+        wer: if words == 0 {
+            0.0
+        } else {
+            word_errors as f64 / words as f64
+        },
+        leaked_words: own().map(|u| u.leaked_words).sum(),
+        partial_words_lost: own().map(|u| u.partial_words_lost).sum(),
+        duplicate_finals: own().map(|u| u.duplicate_finals).sum(),
+        missing_finals: own().filter(|u| u.time_to_final_ms.is_none()).count(),
+    }
+}
+
+/// Words of `partial` that `final_text` no longer has (as a multiset).
+fn missing_words(partial: &str, final_text: &str) -> usize {
+    let mut have: HashMap<String, usize> = HashMap::new();
+    for w in wer::normalize(final_text) {
+        *have.entry(w).or_default() += 1;
+    }
+    wer::normalize(partial)
+        .into_iter()
+        .filter(|w| match have.get_mut(w) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                false
+            }
+            _ => true,
+        })
+        .count()
+}
+
+/// Words in `hypothesis` that its own reference lacks but a neighbouring turn of the other
+/// channel has: speech crossing from one channel into the other.
+fn leaked_words(reference: &str, hypothesis: &str, neighbours: &[&str]) -> usize {
+    let own: std::collections::HashSet<String> = wer::normalize(reference).into_iter().collect();
+    let other: std::collections::HashSet<String> = neighbours
+        .iter()
+        .flat_map(|n| wer::normalize(n))
+        .filter(|w| !own.contains(w))
+        .collect();
+    wer::normalize(hypothesis)
+        .into_iter()
+        .filter(|w| other.contains(w))
+        .count()
+}
+
+/// The terminal table: one row per call, then all calls together.
+pub fn table(calls: &[CallResult], overall_ttf: &Stats, overall_fp: &Stats) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>5} {:>5} | {:>27} | {:>17} | {:>13} | errors",
+        "call", "utts", "time to final p50/p95/max ms", "first partial p50/p95", "WER cust/asst"
+    );
+    for c in calls {
+        let _ = writeln!(
+            out,
+            "{:>5} {:>5} | {:>8.0} {:>8.0} {:>9.0} | {:>8.0} {:>8.0} | {:>5.1}% {:>5.1}% | {}",
+            c.call,
+            c.utterances.len(),
+            c.time_to_final_ms.p50,
+            c.time_to_final_ms.p95,
+            c.time_to_final_ms.max,
+            c.first_partial_ms.p50,
+            c.first_partial_ms.p95,
+            c.customer.wer * 100.0,
+            c.assistant.wer * 100.0,
+            describe_failure(c)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  all {:>5} | {:>8.0} {:>8.0} {:>9.0} | {:>8.0} {:>8.0} | p99 ttf {:.0} ms",
+        overall_ttf.count,
+        overall_ttf.p50,
+        overall_ttf.p95,
+        overall_ttf.max,
+        overall_fp.p50,
+        overall_fp.p95,
+        overall_ttf.p99
+    );
+    out
+}
+
+fn describe_failure(c: &CallResult) -> String {
+    if let Some(e) = c.errors.first() {
+        return e.clone();
+    }
+    if let Some(e) = &c.transport_error {
+        return e.clone();
+    }
+    match (c.close_code, &c.close_reason) {
+        (Some(code), Some(reason)) if code != 1000 => format!("closed {code} {reason}"),
+        _ => "-".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let s = Stats::of((1..=100).map(f64::from).collect());
+        assert_eq!((s.p50, s.p95, s.p99, s.max), (50.0, 95.0, 99.0, 100.0));
+        assert_eq!(Stats::of(vec![]).count, 0);
+    }
+
+    #[test]
+    fn measures_an_utterance_from_its_messages() {
+        let conv = Conversation {
+            rate: 1000,
+            customer: vec![0; 10_000],
+            assistant: vec![0; 10_000],
+            utterances: vec![
+                Utterance {
+                    channel: Channel::Customer,
+                    recording: "c".into(),
+                    reference: "go forward ten meters".into(),
+                    onset: 1000,
+                    offset: 3000,
+                },
+                Utterance {
+                    channel: Channel::Assistant,
+                    recording: "a".into(),
+                    reference: "sure thing".into(),
+                    onset: 4000,
+                    offset: 5000,
+                },
+            ],
+        };
+        let msg = |ms: u64, ch: Channel, text: &str, kind: TranscriptType| {
+            (
+                Duration::from_millis(ms),
+                ServerMessage::TranscriberResponse {
+                    transcription: text.into(),
+                    channel: ch,
+                    transcript_type: kind,
+                },
+            )
+        };
+        let log = CallLog {
+            messages: vec![
+                msg(1400, Channel::Customer, "Go.", TranscriptType::Partial),
+                msg(
+                    2600,
+                    Channel::Customer,
+                    "Go forward ten meet",
+                    TranscriptType::Partial,
+                ),
+                msg(
+                    3250,
+                    Channel::Customer,
+                    "Go forward ten meters.",
+                    TranscriptType::Final,
+                ),
+                msg(
+                    3300,
+                    Channel::Customer,
+                    "Go forward ten meters.",
+                    TranscriptType::Final,
+                ),
+                msg(
+                    5400,
+                    Channel::Assistant,
+                    "Sure thing forward.",
+                    TranscriptType::Final,
+                ),
+            ],
+            close: Some((1000, String::new())),
+            ..CallLog::default()
+        };
+        let r = analyze(0, &conv, &log);
+        let c = &r.utterances[0];
+        assert_eq!(c.first_partial_ms.map(f64::round), Some(400.0));
+        assert_eq!(c.time_to_final_ms.map(f64::round), Some(300.0));
+        assert_eq!(c.partial_words_lost, 1); // "meet"
+        assert_eq!(c.duplicate_finals, 1);
+        let a = &r.utterances[1];
+        assert_eq!(a.time_to_final_ms.map(f64::round), Some(400.0));
+        assert_eq!(a.leaked_words, 1); // "forward" from the customer's turn
+        assert_eq!(a.word_errors, 1);
+        assert!(!r.failed());
+    }
+}
