@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::thread::Thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use atomic_waker::AtomicWaker;
 use ringbuf::traits::{Consumer, Observer, Producer, Split};
@@ -101,24 +101,39 @@ impl Shared {
 /// Creates the ring for one channel, holding up to `capacity` samples.
 pub fn channel_pipe(sample_rate: u32, capacity: usize) -> (AudioSink, AudioSource) {
     let (prod, cons) = HeapRb::<i16>::new(capacity.max(1)).split();
+    let (marks_in, marks_out) = HeapRb::<Mark>::new(MARKS).split();
     let shared = Arc::new(Shared::default());
     (
         AudioSink {
             prod,
+            marks: marks_in,
             shared: shared.clone(),
             sample_rate,
         },
         AudioSource {
             cons,
+            marks: marks_out,
             shared,
             sample_rate,
+            consumed: 0,
         },
     )
 }
 
+/// When the frame that ended at sample `end` arrived; measures frame-to-recognizer time.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    end: u64,
+    at: Instant,
+}
+
+/// Frames whose arrival is remembered; when more are waiting, newer ones go unmeasured.
+const MARKS: usize = 512;
+
 /// The session's end of a channel's ring.
 pub struct AudioSink {
     prod: HeapProd<i16>,
+    marks: HeapProd<Mark>,
     shared: Arc<Shared>,
     sample_rate: u32,
 }
@@ -138,7 +153,12 @@ impl AudioSink {
         }
         let n = self.prod.push_slice(samples);
         debug_assert_eq!(n, samples.len());
-        self.shared.pushed.fetch_add(n as u64, Ordering::Release);
+        let end = self.shared.pushed.fetch_add(n as u64, Ordering::Release) + n as u64;
+        // Measurement only: a full mark ring skips this frame's timing, nothing else.
+        let _ = self.marks.try_push(Mark {
+            end,
+            at: Instant::now(),
+        });
         self.shared.wake();
         Ok(())
     }
@@ -171,6 +191,9 @@ impl Drop for AudioSink {
 /// A backend's end of a channel's ring.
 pub struct AudioSource {
     cons: HeapCons<i16>,
+    marks: HeapCons<Mark>,
+    /// Samples taken so far (the consumer's own copy of `Shared::consumed`).
+    consumed: u64,
     shared: Arc<Shared>,
     sample_rate: u32,
 }
@@ -185,6 +208,16 @@ impl AudioSource {
         let n = self.cons.pop_slice(out);
         if n > 0 {
             self.shared.consumed.fetch_add(n as u64, Ordering::Release);
+            self.consumed += n as u64;
+            // Every frame now wholly taken has reached the recognizer.
+            while let Some(mark) = self.marks.first().copied() {
+                if mark.end > self.consumed {
+                    break;
+                }
+                self.marks.try_pop();
+                metrics::histogram!(crate::metrics::FRAME_TO_RECOGNIZER)
+                    .record(mark.at.elapsed().as_secs_f64());
+            }
         }
         n
     }

@@ -15,6 +15,9 @@ pub const AUDIO_SECONDS: &str = "hark_audio_seconds_total";
 pub const TRANSCRIPTS: &str = "hark_transcripts_total";
 pub const RECOGNIZER_LAG: &str = "hark_recognizer_lag_seconds";
 pub const FALLBACKS: &str = "hark_backend_fallbacks_total";
+pub const FRAME_TO_RECOGNIZER: &str = "hark_frame_to_recognizer_seconds";
+pub const EVENT_TO_SOCKET: &str = "hark_event_to_socket_seconds";
+pub const TIME_TO_FINAL: &str = "hark_time_to_final_seconds";
 
 /// Installs the recorder on first use and returns the handle that renders it.
 pub fn handle() -> PrometheusHandle {
@@ -55,4 +58,16 @@ fn describe() {
         "How far a channel's recognizer is behind real time, sampled every 250 ms."
     );
     describe_counter!(FALLBACKS, "Channels moved to a fallback backend.");
+    describe_histogram!(
+        FRAME_TO_RECOGNIZER,
+        "From a frame's arrival on the socket to its samples being taken by the recognizer."
+    );
+    describe_histogram!(
+        EVENT_TO_SOCKET,
+        "From a recognizer reporting a transcript to its message being written to the socket."
+    );
+    describe_histogram!(
+        TIME_TO_FINAL,
+        "From the end of a segment's audio to its final being reported, as the recognizer sees it."
+    );
 }

@@ -88,14 +88,23 @@ pub async fn run(
     .await
 }
 
+/// A frame for the writer task; transcripts carry the time their event was reported.
+struct Outgoing {
+    message: Message,
+    event_at: Option<std::time::Instant>,
+}
+
 async fn write_loop(
     mut tx: SplitSink<WebSocket, Message>,
-    mut rx: mpsc::UnboundedReceiver<Message>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
 ) {
-    while let Some(msg) = rx.recv().await {
-        let closing = matches!(msg, Message::Close(_));
-        if tx.send(msg).await.is_err() || closing {
+    while let Some(out) = rx.recv().await {
+        let closing = matches!(out.message, Message::Close(_));
+        if tx.send(out.message).await.is_err() || closing {
             break;
+        }
+        if let Some(at) = out.event_at {
+            metrics::histogram!(m::EVENT_TO_SOCKET).record(at.elapsed().as_secs_f64());
         }
     }
     let _ = tx.close().await;
@@ -116,7 +125,7 @@ struct Session {
     backends: Arc<Registry>,
     chain: Vec<String>,
     options: Arc<Options>,
-    out: mpsc::UnboundedSender<Message>,
+    out: mpsc::UnboundedSender<Outgoing>,
     events_tx: mpsc::UnboundedSender<Event>,
     events_rx: mpsc::UnboundedReceiver<Event>,
     channels: Vec<ChannelState>,
@@ -129,7 +138,7 @@ impl Session {
     fn new(
         settings: SessionSettings,
         backends: Arc<Registry>,
-        out: mpsc::UnboundedSender<Message>,
+        out: mpsc::UnboundedSender<Outgoing>,
     ) -> Self {
         let chain = std::iter::once(settings.profile.backend.clone())
             .chain(settings.profile.fallback.iter().cloned())
@@ -323,8 +332,8 @@ impl Session {
             return Ok(());
         };
         match event.kind {
-            EventKind::Partial(text) => self.send_transcript(event.channel, text, false),
-            EventKind::Final(text) => self.send_transcript(event.channel, text, true),
+            EventKind::Partial(text) => self.send_transcript(event.channel, text, false, event.at),
+            EventKind::Final(text) => self.send_transcript(event.channel, text, true, event.at),
             EventKind::Done => self.channels[index].done = true,
             EventKind::Failed(message) => return self.replace_backend(index, message),
         }
@@ -362,7 +371,13 @@ impl Session {
         Ok(())
     }
 
-    fn send_transcript(&self, channel: Channel, transcription: String, is_final: bool) {
+    fn send_transcript(
+        &self,
+        channel: Channel,
+        transcription: String,
+        is_final: bool,
+        event_at: std::time::Instant,
+    ) {
         let transcript_type = if is_final {
             TranscriptType::Final
         } else {
@@ -371,15 +386,23 @@ impl Session {
         let kind = if is_final { "final" } else { "partial" };
         metrics::counter!(m::TRANSCRIPTS, "type" => kind).increment(1);
         debug!(channel = channel.as_str(), kind, %transcription, "transcript");
-        self.send(ServerMessage::TranscriberResponse {
+        let msg = ServerMessage::TranscriberResponse {
             transcription,
             channel,
             transcript_type,
-        });
+        };
+        self.queue(
+            Message::Text(Utf8Bytes::from(msg.to_json())),
+            Some(event_at),
+        );
     }
 
     fn send(&self, msg: ServerMessage) {
-        let _ = self.out.send(Message::Text(Utf8Bytes::from(msg.to_json())));
+        self.queue(Message::Text(Utf8Bytes::from(msg.to_json())), None);
+    }
+
+    fn queue(&self, message: Message, event_at: Option<std::time::Instant>) {
+        let _ = self.out.send(Outgoing { message, event_at });
     }
 
     /// Ends the audio and forwards the backends' last finals, waiting a bounded time.
@@ -432,10 +455,13 @@ impl Session {
             }
         };
         if !matches!(outcome, Outcome::ClientClosed) {
-            let _ = self.out.send(Message::Close(Some(CloseFrame {
-                code,
-                reason: Utf8Bytes::from(reason),
-            })));
+            self.queue(
+                Message::Close(Some(CloseFrame {
+                    code,
+                    reason: Utf8Bytes::from(reason),
+                })),
+                None,
+            );
         }
         for (index, samples) in self.uncounted_samples.iter().enumerate() {
             if let Some(channel) = Channel::from_index(index) {

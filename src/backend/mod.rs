@@ -93,12 +93,14 @@ pub enum EventKind {
     Done,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Event {
     pub channel: Channel,
     /// Which backend attempt of the channel sent it, so a replaced backend is ignored.
     pub generation: u32,
     pub kind: EventKind,
+    /// When the backend reported it, to time the way to the socket.
+    pub at: std::time::Instant,
 }
 
 /// Where a backend reports a channel's transcripts. Sending never blocks.
@@ -161,6 +163,7 @@ impl EventSink {
             channel: self.channel,
             generation: self.generation,
             kind,
+            at: std::time::Instant::now(),
         });
     }
 }

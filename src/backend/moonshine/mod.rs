@@ -270,8 +270,9 @@ struct Recognition {
     resampler: Option<StreamResampler>,
     pcm: Vec<i16>,
     samples: Vec<f32>,
-    /// Model-rate samples fed since the last decode.
+    /// Model-rate samples fed since the last decode, and in all.
     since_decode: usize,
+    fed: u64,
     decode_every: usize,
     finals: HashSet<u64>,
     last_partial: String,
@@ -310,6 +311,7 @@ impl Recognition {
             pcm: vec![0; MAX_STEP_SAMPLES],
             samples: Vec::with_capacity(MAX_STEP_SAMPLES),
             since_decode: 0,
+            fed: 0,
             decode_every: MODEL_RATE as usize * interval_ms / 1000,
             finals: HashSet::new(),
             last_partial: String::new(),
@@ -335,8 +337,9 @@ impl Recognition {
         if self.audio.is_finished() {
             self.feed(t, 0, true)?;
             // A plain stop would drop audio not yet decoded; finish decodes it first.
+            let started = Instant::now();
             let lines = t.finish_stream(self.stream).map_err(|e| e.to_string())?;
-            self.report(&lines, true);
+            self.report(&lines, true, started);
             if let Some(events) = self.events.take() {
                 events.done();
             }
@@ -366,29 +369,36 @@ impl Recognition {
             }
         }
         self.since_decode += self.samples.len();
+        self.fed += self.samples.len() as u64;
         t.add_audio(self.stream, &self.samples, MODEL_RATE)
             .map_err(|e| e.to_string())
     }
 
     /// Decodes the open line and reports what changed.
     fn decode(&mut self, t: &Transcriber) -> Result<(), String> {
+        let started = Instant::now();
         let lines = t
             .transcribe_stream(self.stream, 0)
             .map_err(|e| e.to_string())?;
-        self.report(&lines, false);
+        self.report(&lines, false, started);
         Ok(())
     }
 
     /// Sends finals for newly completed lines and a partial for the open one; `at_end`
     /// completes every line, as nothing more will be heard.
-    fn report(&mut self, lines: &[Line], at_end: bool) {
+    fn report(&mut self, lines: &[Line], at_end: bool, decode_started: Instant) {
         let Some(events) = &self.events else {
             return;
         };
+        let now_in_stream = self.fed as f64 / f64::from(MODEL_RATE);
         // The library returns every line of the stream; only updated ones can be news.
         for line in lines.iter().filter(|l| l.is_updated || at_end) {
             if line.is_complete || at_end {
                 if self.finals.insert(line.id) {
+                    // Audio that arrived after the segment ended, plus this decode's time.
+                    let waited = now_in_stream - f64::from(line.start_time + line.duration);
+                    let ttf = waited.max(0.0) + decode_started.elapsed().as_secs_f64();
+                    metrics::histogram!(crate::metrics::TIME_TO_FINAL).record(ttf);
                     events.final_text(&line.text);
                     self.last_partial.clear();
                 }
