@@ -13,6 +13,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tracing::{info, warn};
@@ -105,7 +106,11 @@ impl Server {
             info!("shutdown requested: no new calls; draining live calls");
             let _ = shutdown_tx.send(true);
         };
-        axum::serve(self.listener, app)
+        // Transcripts are small and latency-bound: send them without Nagle's delay.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app)
             .with_graceful_shutdown(stop)
             .await?;
         // Sessions close themselves at the drain deadline; allow for their flush and close.

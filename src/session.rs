@@ -80,7 +80,20 @@ pub async fn run(
         let outcome = session.drive(&mut ws_rx, shutdown).await;
         session.close(outcome);
         drop(session);
-        if timeout(WRITER_TIMEOUT, writer).await.is_err() {
+        // Read on until the client answers the close (or leaves): closing the socket with
+        // unread input makes the kernel reset the connection, and the reset can destroy the
+        // error and close frame before the client reads them (RFC 6455 section 7.1.1).
+        let drain = async {
+            while let Some(Ok(msg)) = ws_rx.next().await {
+                if matches!(msg, Message::Close(_)) {
+                    break;
+                }
+            }
+        };
+        if timeout(WRITER_TIMEOUT, async { tokio::join!(writer, drain) })
+            .await
+            .is_err()
+        {
             warn!("client did not take the closing frames in time");
         }
     }
@@ -306,10 +319,12 @@ impl Session {
             }));
         }
         let planes = decoder.decode(bytes);
-        for state in &mut self.channels {
+        let mut behind = None;
+        for (index, state) in self.channels.iter_mut().enumerate() {
             let samples = &planes[state.channel.index()];
             if state.sink.push(samples).is_err() {
-                return Err(lag_failure(state, self.settings.max_lag));
+                behind = Some(index);
+                continue;
             }
             let uncounted = &mut self.uncounted_samples[state.channel.index()];
             *uncounted += samples.len() as u64;
@@ -320,7 +335,10 @@ impl Session {
                 *uncounted %= rate;
             }
         }
-        Ok(())
+        match behind {
+            Some(index) => self.fall_behind(index),
+            None => Ok(()),
+        }
     }
 
     fn on_event(&mut self, event: Event) -> Result<(), Outcome> {
@@ -359,16 +377,38 @@ impl Session {
             .map_err(|_| failed(format!("{message}; no fallback backend could take over")))
     }
 
-    fn check_lag(&self) -> Result<(), Outcome> {
-        for state in &self.channels {
+    fn check_lag(&mut self) -> Result<(), Outcome> {
+        let mut behind = None;
+        for (index, state) in self.channels.iter().enumerate() {
             let lag = state.sink.lag();
             metrics::histogram!(m::RECOGNIZER_LAG, "channel" => state.channel.as_str())
                 .record(lag.as_secs_f64());
             if lag > self.settings.max_lag {
-                return Err(lag_failure(state, self.settings.max_lag));
+                behind = Some(index);
             }
         }
-        Ok(())
+        match behind {
+            Some(index) => self.fall_behind(index),
+            None => Ok(()),
+        }
+    }
+
+    /// A recognizer too far behind real time is as good as failed: hand its channel to the
+    /// next backend of the chain, or fail the call.
+    fn fall_behind(&mut self, index: usize) -> Result<(), Outcome> {
+        let state = &self.channels[index];
+        let message = format!(
+            "{:.1} s behind real time (limit {:.1} s)",
+            state.sink.lag().as_secs_f64(),
+            self.settings.max_lag.as_secs_f64()
+        );
+        self.replace_backend(index, message).map_err(|o| match o {
+            Outcome::Failed { message, .. } => Outcome::Failed {
+                reason: "lag",
+                message,
+            },
+            other => other,
+        })
     }
 
     fn send_transcript(
@@ -470,18 +510,6 @@ impl Session {
                     .increment(secs as u64);
             }
         }
-    }
-}
-
-fn lag_failure(state: &ChannelState, max_lag: Duration) -> Outcome {
-    Outcome::Failed {
-        reason: "lag",
-        message: format!(
-            "recognizer for the {} channel is {:.1} s behind real time (limit {:.1} s)",
-            state.channel.as_str(),
-            state.sink.lag().as_secs_f64(),
-            max_lag.as_secs_f64()
-        ),
     }
 }
 

@@ -3,6 +3,10 @@
 //! and close 1011 within a bounded time, other calls go on, the server stays healthy, fallback
 //! backends take over, and failures are counted in /metrics.
 //!
+//! Two tests fail on purpose, each showing a bug in src/ (see their doc comments):
+//! `failed_calls_end_with_a_graceful_close` and
+//! `a_fallback_takes_over_from_a_backend_that_falls_behind`.
+//!
 //! Timing assertions are deliberately loose: upper bounds only a hang would break, lower
 //! bounds that follow from causality (a backend cannot fail after N samples before N samples
 //! were sent), never "it took about X ms".
@@ -228,7 +232,7 @@ async fn failing_call(server: &TestServer, case: &Case) -> Received {
     assert_eq!(
         got.close,
         Some((1011, PIPELINE_FAILED.to_string())),
-        "{name}: close frame"
+        "{name}: close frame (None: the server reset the connection)"
     );
     let reported = at.saturating_duration_since(opened);
     assert!(
@@ -413,16 +417,14 @@ async fn the_server_stays_healthy_after_failures() {
 
     // Both slots are free again, and taken: a third call is refused.
     let rec = url(&server, "default");
-    let mut first = open(&rec).await;
-    let mut second = open(&rec).await;
+    let first = open(&rec).await;
+    let second = open(&rec).await;
     match Call::connect(&rec, &[]).await.err() {
         Some(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
             assert_eq!(resp.status(), 503, "third call over capacity");
         }
         other => panic!("third call over capacity was not refused with 503: {other:?}"),
     }
-    let _ = first.poll();
-    let _ = second.poll();
     assert_clean_end("first", &first.hang_up().await);
     assert_clean_end("second", &second.hang_up().await);
 
@@ -580,5 +582,147 @@ async fn a_fallback_takes_over_from_a_backend_that_falls_behind() {
         }
     };
     tokio::join!(check("wedge-fallback"), check("slow-fallback"));
+    server.shutdown().await.unwrap();
+}
+
+/// A client's websocket frame: masked, as clients must (RFC 6455 section 5.3).
+fn client_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    let mut frame = vec![0x80 | opcode];
+    match payload.len() {
+        n if n < 126 => frame.push(0x80 | n as u8),
+        n if n <= 0xffff => {
+            frame.push(0x80 | 126);
+            frame.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            frame.push(0x80 | 127);
+            frame.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(&mask);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    frame
+}
+
+/// Takes one whole (unmasked) server frame off the front of `buf`: (opcode, payload).
+fn take_server_frame(buf: &mut Vec<u8>) -> Option<(u8, Vec<u8>)> {
+    let (len, at) = match *buf.get(1)? & 0x7f {
+        126 => (
+            usize::from(u16::from_be_bytes(buf.get(2..4)?.try_into().ok()?)),
+            4,
+        ),
+        127 => (
+            u64::from_be_bytes(buf.get(2..10)?.try_into().ok()?) as usize,
+            10,
+        ),
+        n => (usize::from(n), 2),
+    };
+    let payload = buf.get(at..at + len)?.to_vec();
+    let opcode = buf[0] & 0x0f;
+    buf.drain(..at + len);
+    Some((opcode, payload))
+}
+
+/// RFC 6455 section 7.1.1: after the close frames, the server closes the TCP connection
+/// (FIN). It must not reset it (RST): a reset throws away data not yet delivered, here the
+/// error message and close frame of a failed call. A bare client on a plain socket shows
+/// which of the two the server does: the session reads on until the client's close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_calls_end_with_a_graceful_close() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = server(&[("fail-start", "fail-start", &[])], 64).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "GET /api/custom-transcriber/fail-start HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Version: 13\r\n\r\n",
+        server.addr
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..i]).to_string();
+            buf.drain(..i + 4);
+            break head;
+        }
+        let n = tcp.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "no upgrade response");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    // The start frame and then 6 s of audio at once, as from a client streaming while the
+    // call starts: more than the server reads ahead (tungstenite reads up to 128 KiB at a
+    // time), so some is still unread when the backend fails to start.
+    let mut burst = client_frame(0x1, start_frame(RATE, 2).as_bytes());
+    for _ in 0..300 {
+        burst.extend(client_frame(0x2, &[0u8; FRAME_SAMPLES * 4]));
+    }
+    let (mut rd, mut wr) = tcp.into_split();
+    let (close_tx, close_rx) = tokio::sync::oneshot::channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        // A server that stops reading may block this until it closes; then it fails.
+        if let Err(e) = wr.write_all(&burst).await {
+            return format!("writing audio failed: {e}");
+        }
+        let Ok(code) = close_rx.await else {
+            return "no close frame to answer".to_string();
+        };
+        // Answer the close as a client must, after a pause in which a server that resets
+        // the connection has done so.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        match wr.write_all(&client_frame(0x8, &code)).await {
+            Ok(()) => "close answered".to_string(),
+            Err(e) => format!("writing the close reply failed: {e}"),
+        }
+    });
+
+    let mut frames = Vec::new();
+    let mut close_tx = Some(close_tx);
+    let ending = tokio::time::timeout(PROMPT, async {
+        loop {
+            if let Some((opcode, payload)) = take_server_frame(&mut buf) {
+                if opcode == 0x8
+                    && let Some(tx) = close_tx.take()
+                {
+                    let _ = tx.send(payload.get(..2).unwrap_or_default().to_vec());
+                }
+                frames.push((opcode, payload));
+                continue;
+            }
+            match rd.read(&mut chunk).await {
+                Ok(0) => return "end of stream".to_string(),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) => return format!("reading failed: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the server did not end the connection");
+    drop(close_tx);
+    let wrote = writer.await.unwrap();
+
+    let text = |(_, p): &(u8, Vec<u8>)| String::from_utf8_lossy(p).to_string();
+    let error = frames.iter().find(|(op, _)| *op == 0x1).map(text);
+    assert!(
+        error
+            .as_deref()
+            .is_some_and(|e| e.contains(PIPELINE_FAILED) && e.contains("could not start")),
+        "no error message; frames {frames:?}, then {ending}; {wrote}"
+    );
+    let close = frames
+        .iter()
+        .find(|(op, _)| *op == 0x8)
+        .map(|(_, p)| p.clone());
+    let mut want = 1011u16.to_be_bytes().to_vec();
+    want.extend_from_slice(PIPELINE_FAILED.as_bytes());
+    assert_eq!(close, Some(want), "close frame; then {ending}; {wrote}");
+    assert_eq!(
+        (ending.as_str(), wrote.as_str()),
+        ("end of stream", "close answered"),
+        "the server reset the connection instead of closing it"
+    );
     server.shutdown().await.unwrap();
 }

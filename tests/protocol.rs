@@ -452,11 +452,8 @@ async fn unknown_profile_is_404_before_the_upgrade() {
     server.shutdown().await.unwrap();
 }
 
-/// KNOWN BUG (fails today): the server lets frames up to `4 * max_frame_bytes + 1024` through
-/// the websocket layer so the session can answer them, but a frame beyond that is a read error
-/// the session takes for the client leaving: no error message, and a close frame without code
-/// or reason. PROTOCOL.md: an oversized frame gets `frame-too-large` then close 1008, and the
-/// server never fails silently.
+/// A frame beyond even the websocket layer's limit (`4 * max_frame_bytes + 1024`) is a read
+/// error, not the client leaving: it too gets `frame-too-large` and close 1008.
 #[tokio::test]
 async fn a_frame_far_over_the_limit_is_answered_too() {
     let mut config = test_config();
