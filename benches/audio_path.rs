@@ -138,7 +138,9 @@ fn session(c: &mut Criterion) {
         b.iter_custom(|iters| {
             rt.block_on(async {
                 let url = format!("ws://{addr}/api/custom-transcriber");
-                let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("connect");
+                let (ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true)
+                    .await
+                    .expect("connect");
                 let (mut tx, mut rx) = ws.split();
                 tx.send(Message::text(
                     r#"{"type":"start","encoding":"linear16","container":"raw","sampleRate":16000,"channels":2}"#,

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use tokio_tungstenite::connect_async;
+use tokio_tungstenite::connect_async_with_config;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -45,7 +45,8 @@ pub async fn run(target: &Target, conv: &Conversation) -> CallLog {
             return log;
         }
     };
-    let ws = match connect_async(request).await {
+    // Nagle's delay on our side would be measured as the server's latency.
+    let ws = match connect_async_with_config(request, None, true).await {
         Ok((ws, _)) => ws,
         Err(e) => {
             log.transport_error = Some(format!("connect: {e}"));
