@@ -13,6 +13,7 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use hark::backend::Registry;
 use hark::backend::moonshine::Moonshine;
+use hark::bench::conversation::{load_wav, resample_i16};
 use hark::config::Config;
 use hark::protocol::{ServerMessage, TranscriptType};
 use hark::server::Server;
@@ -366,17 +367,12 @@ pub fn clips() -> Vec<Clip> {
         .lines()
         .filter_map(|l| l.split_once('\t'))
         .map(|(file, reference)| {
-            let mut r = hound::WavReader::open(dir.join(file)).expect("clip opens");
-            let rate = r.spec().sample_rate;
-            let samples = r
-                .samples::<i16>()
-                .map(|s| s.expect("clip sample"))
-                .collect();
+            let r = load_wav(&dir.join(file), reference).expect("clip loads");
             Clip {
-                name: file.to_string(),
-                rate,
-                samples,
-                reference: reference.to_string(),
+                name: r.name,
+                rate: r.rate,
+                samples: r.samples,
+                reference: r.reference,
             }
         })
         .collect()
@@ -384,15 +380,5 @@ pub fn clips() -> Vec<Clip> {
 
 /// Resamples 16-bit audio with hark's own resampler (rubato underneath).
 pub fn resample(samples: &[i16], from: u32, to: u32) -> Vec<i16> {
-    if from == to {
-        return samples.to_vec();
-    }
-    let mut r = hark::resample::StreamResampler::new(from, to).expect("resampler");
-    let input: Vec<f32> = samples.iter().map(|&s| f32::from(s) / 32768.0).collect();
-    let mut out = Vec::new();
-    r.process(&input, &mut out);
-    r.flush(&mut out);
-    out.iter()
-        .map(|&s| (s * 32768.0).clamp(-32768.0, 32767.0) as i16)
-        .collect()
+    resample_i16(samples, from, to).expect("resampler")
 }
