@@ -20,15 +20,7 @@ const PATH: &str = "/api/custom-transcriber";
 
 /// Test config whose default profile uses the recorder backend.
 fn recorder_config() -> Config {
-    let mut config = test_config();
-    config.profiles.insert(
-        "default".into(),
-        Profile {
-            backend: "recorder".into(),
-            ..Profile::default()
-        },
-    );
-    config
+    common::config_with_default_backend("recorder")
 }
 
 /// The HTTP status an upgrade attempt was refused with; panics if it was not an HTTP refusal.

@@ -11,15 +11,11 @@ use hark::protocol::{CLOSE_POLICY, CLOSE_UNSUPPORTED, Channel, ServerMessage, Tr
 
 /// A server whose default profile records exactly what reaches the recognizer.
 async fn recorder_server() -> TestServer {
-    let mut config = test_config();
-    config.profiles.insert(
-        "default".into(),
-        Profile {
-            backend: "recorder".into(),
-            ..Profile::default()
-        },
-    );
-    TestServer::start(config, backends::registry()).await
+    TestServer::start(
+        common::config_with_default_backend("recorder"),
+        backends::registry(),
+    )
+    .await
 }
 
 fn expect_final(count: usize, hash: u64) -> impl Fn(&ServerMessage) -> bool {

@@ -34,6 +34,19 @@ pub fn test_config() -> Config {
     }
 }
 
+/// A test config whose default profile (`/api/custom-transcriber`) uses `backend`.
+pub fn config_with_default_backend(backend: &str) -> Config {
+    let mut config = test_config();
+    config.profiles.insert(
+        "default".into(),
+        hark::config::Profile {
+            backend: backend.into(),
+            ..hark::config::Profile::default()
+        },
+    );
+    config
+}
+
 /// The real embedded recognizer, loaded once per test binary and shared by its tests.
 pub fn moonshine() -> Arc<Moonshine> {
     static M: OnceLock<Arc<Moonshine>> = OnceLock::new();
