@@ -46,7 +46,7 @@ struct CommonArgs {
     /// Fetch the pinned engine wheel from here: a URL or a local file (offline installs).
     #[arg(long, env = "HARK_MOONSHINE_WHEEL")]
     moonshine_wheel: Option<String>,
-    /// Recognizer handles shared by all calls (~200 MB each).
+    /// Recognizer handles shared by all calls (~150 MB each; 1 suits 2 cores).
     #[arg(long, env = "HARK_POOL_SIZE")]
     pool_size: Option<usize>,
     /// How often an open segment is re-decoded for a partial transcript.

@@ -1,6 +1,6 @@
 //! The embedded default backend: Moonshine tiny-en through libmoonshine.so.
 //!
-//! A handle holds the model (~200 MB) and takes one call at a time, so hark loads a small
+//! A handle holds the model (~150 MB) and takes one call at a time, so hark loads a small
 //! pool of them and gives each its own worker thread, which owns the handle outright (no
 //! lock) and serves every channel assigned to it in turn. A channel goes to the worker with
 //! the fewest channels. Workers sleep on `park` and are unparked by pushes into the rings.
