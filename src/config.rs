@@ -120,7 +120,7 @@ pub struct Profile {
 impl Default for Profile {
     fn default() -> Self {
         Self {
-            backend: "moonshine".into(),
+            backend: crate::registry::MOONSHINE.into(),
             fallback: Vec::new(),
             options: Options::new(),
         }

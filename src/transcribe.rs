@@ -62,8 +62,9 @@ pub async fn transcribe_planes(
     planes: Vec<Vec<i16>>,
 ) -> anyhow::Result<Vec<String>> {
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let channels = planes.len();
     let mut feeders = Vec::new();
-    for (index, plane) in planes.iter().enumerate() {
+    for (index, plane) in planes.into_iter().enumerate() {
         let channel = Channel::from_index(index).context("more than two channels")?;
         let (mut sink, source) = channel_pipe(sample_rate, CHUNK * 8);
         let spec = ChannelSpec {
@@ -75,7 +76,6 @@ pub async fn transcribe_planes(
         backend
             .start(spec, source, EventSink::new(tx.clone(), channel, 0))
             .map_err(|e| anyhow::anyhow!("recognizer could not start: {e}"))?;
-        let plane = plane.clone();
         feeders.push(tokio::spawn(async move {
             for chunk in plane.chunks(CHUNK) {
                 while sink.push(chunk).is_err() {
@@ -86,8 +86,8 @@ pub async fn transcribe_planes(
         }));
     }
     drop(tx);
-    let mut texts = vec![Vec::new(); planes.len()];
-    let mut open = planes.len();
+    let mut texts = vec![Vec::new(); channels];
+    let mut open = channels;
     while open > 0 {
         let Some(event) = rx.recv().await else { break };
         match event.kind {

@@ -89,15 +89,14 @@ pub async fn run(target: &Target, conv: &Conversation) -> CallLog {
     let started = tokio::time::Instant::now();
     let mut sent = 0;
     let total = conv.customer.len();
-    let mut bytes = Vec::with_capacity(per_frame * 4);
     while sent < total && !reader.is_finished() {
         let n = per_frame.min(total - sent);
-        bytes.clear();
+        let mut bytes = Vec::with_capacity(n * 4);
         for i in sent..sent + n {
             bytes.extend_from_slice(&conv.customer[i].to_le_bytes());
             bytes.extend_from_slice(&conv.assistant[i].to_le_bytes());
         }
-        if tx.send(Message::binary(bytes.clone())).await.is_err() {
+        if tx.send(Message::binary(bytes)).await.is_err() {
             break;
         }
         sent += n;

@@ -152,7 +152,8 @@ impl Conversation {
             let scale = f64::from(rate) / f64::from(r.rate);
             let samples = resample_i16(&r.samples, r.rate, rate)?;
             let at = |i: usize| ((i as f64 * scale) as usize).min(samples.len());
-            Ok((samples.clone(), at(r.speech.0), at(r.speech.1)))
+            let (onset, offset) = (at(r.speech.0), at(r.speech.1));
+            Ok((samples, onset, offset))
         };
         let customer: Vec<_> = corpus
             .customer

@@ -51,6 +51,7 @@ struct Job {
     spec: ChannelSpec,
     audio: AudioSource,
     events: EventSink,
+    partial_interval_ms: u64,
 }
 
 impl Moonshine {
@@ -126,21 +127,21 @@ impl Backend for Moonshine {
         };
         audio.wake_thread(worker.thread.clone());
         worker.channels.fetch_add(1, Ordering::AcqRel);
-        let mut spec = spec;
-        if !spec.options.contains_key("partial_interval_ms") {
-            let mut options = (*spec.options).clone();
-            options.insert(
-                "partial_interval_ms".into(),
-                toml::Value::Integer(self.partial_interval.as_millis() as i64),
-            );
-            spec.options = Arc::new(options);
-        }
+        // A profile may ask for its own cadence; otherwise the server-wide one.
+        let partial_interval_ms = spec
+            .options
+            .get("partial_interval_ms")
+            .and_then(toml::Value::as_integer)
+            .map_or(self.partial_interval.as_millis() as u64, |ms| {
+                ms.max(0) as u64
+            });
         worker
             .jobs
             .send(Job {
                 spec,
                 audio,
                 events,
+                partial_interval_ms,
             })
             .map_err(|_| {
                 worker.channels.fetch_sub(1, Ordering::AcqRel);
@@ -274,6 +275,8 @@ struct Recognition {
     events: Option<EventSink>,
     resampler: Option<StreamResampler>,
     pcm: Vec<i16>,
+    /// Scratch buffers, kept to avoid allocating per step: input-rate and model-rate audio.
+    input: Vec<f32>,
     samples: Vec<f32>,
     /// Model-rate samples fed since the last decode, and in all.
     since_decode: usize,
@@ -289,13 +292,9 @@ impl Recognition {
             spec,
             audio,
             events,
+            partial_interval_ms,
         } = job;
-        let interval_ms = spec
-            .options
-            .get("partial_interval_ms")
-            .and_then(toml::Value::as_integer)
-            .unwrap_or(500)
-            .clamp(50, 10_000) as usize;
+        let interval_ms = partial_interval_ms.clamp(50, 10_000) as usize;
         let resampler = if spec.sample_rate == MODEL_RATE {
             None
         } else {
@@ -314,6 +313,7 @@ impl Recognition {
             events: Some(events),
             resampler,
             pcm: vec![0; MAX_STEP_SAMPLES],
+            input: Vec::with_capacity(MAX_STEP_SAMPLES),
             samples: Vec::with_capacity(MAX_STEP_SAMPLES),
             since_decode: 0,
             fed: 0,
@@ -366,8 +366,10 @@ impl Recognition {
                 .samples
                 .extend(pcm.iter().map(|&s| f32::from(s) / 32768.0)),
             Some(r) => {
-                let input: Vec<f32> = pcm.iter().map(|&s| f32::from(s) / 32768.0).collect();
-                r.process(&input, &mut self.samples);
+                self.input.clear();
+                self.input
+                    .extend(pcm.iter().map(|&s| f32::from(s) / 32768.0));
+                r.process(&self.input, &mut self.samples);
                 if last {
                     r.flush(&mut self.samples);
                 }
