@@ -79,6 +79,9 @@ impl PcmDecoder {
 struct Shared {
     pushed: AtomicU64,
     consumed: AtomicU64,
+    /// One past the position from which the backend still owes results (0: owes none).
+    /// A backend that takes audio at once but decodes it later reports its backlog here.
+    owed_from: AtomicU64,
     ended: AtomicBool,
     waker: AtomicWaker,
     thread: OnceLock<Thread>,
@@ -169,11 +172,15 @@ impl AudioSink {
         self.shared.wake();
     }
 
-    /// How far the consumer is behind the producer.
+    /// How far the consumer is behind the producer: audio not taken yet, or, if earlier,
+    /// audio taken whose results the backend still owes.
     pub fn lag(&self) -> Duration {
         let pushed = self.shared.pushed.load(Ordering::Acquire);
-        let consumed = self.shared.consumed.load(Ordering::Acquire);
-        samples_to_duration(pushed.saturating_sub(consumed), self.sample_rate)
+        let mut done = self.shared.consumed.load(Ordering::Acquire);
+        if let Some(owed) = self.shared.owed_from.load(Ordering::Acquire).checked_sub(1) {
+            done = done.min(owed);
+        }
+        samples_to_duration(pushed.saturating_sub(done), self.sample_rate)
     }
 
     /// Total audio pushed so far.
@@ -220,6 +227,18 @@ impl AudioSource {
             }
         }
         n
+    }
+
+    /// Samples taken so far: the position of the next sample `pop` returns.
+    pub fn position(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Reports that results for audio from `position` on are still owed (`None`: none
+    /// are), so the session counts the backlog as lag even though the samples were taken.
+    pub fn owe_from(&self, position: Option<u64>) {
+        let value = position.map_or(0, |p| p.saturating_add(1));
+        self.shared.owed_from.store(value, Ordering::Release);
     }
 
     /// Samples waiting in the ring.
@@ -302,6 +321,11 @@ mod tests {
         assert_eq!(sink.push(&[0; 60]), Err(Overflow));
         let mut buf = [0i16; 50];
         assert_eq!(source.pop(&mut buf), 50);
+        assert_eq!(sink.lag(), Duration::from_millis(10));
+        // Taken but owed counts as behind, until the backend settles it.
+        source.owe_from(Some(source.position() - 10));
+        assert_eq!(sink.lag(), Duration::from_millis(20));
+        source.owe_from(None);
         assert_eq!(sink.lag(), Duration::from_millis(10));
         assert!(!source.is_finished());
         sink.finish();

@@ -88,8 +88,11 @@ pub struct MoonshineConfig {
     /// one handle already keeps both busy (onnxruntime runs 2 threads); more add no
     /// throughput there (BENCHMARKS.md).
     pub pool_size: usize,
-    /// How often an open segment is re-decoded to produce a partial.
+    /// How often an utterance still being spoken is re-decoded to produce a partial.
     pub partial_interval_ms: u64,
+    /// Silence that ends an utterance and brings its final. Shorter answers sooner but
+    /// splits sentences at their pauses (BENCHMARKS.md).
+    pub endpoint_ms: u64,
     /// Options passed to the library as they are (e.g. `vad_threshold`).
     pub options: BTreeMap<String, String>,
 }
@@ -101,6 +104,7 @@ impl Default for MoonshineConfig {
             wheel: None,
             pool_size: 1,
             partial_interval_ms: 500,
+            endpoint_ms: 200,
             options: BTreeMap::new(),
         }
     }

@@ -52,6 +52,9 @@ struct CommonArgs {
     /// How often an open segment is re-decoded for a partial transcript.
     #[arg(long, env = "HARK_PARTIAL_INTERVAL_MS")]
     partial_interval_ms: Option<u64>,
+    /// Silence that ends an utterance and brings its final [default: 200].
+    #[arg(long, env = "HARK_ENDPOINT_MS")]
+    endpoint_ms: Option<u64>,
     /// Log format.
     #[arg(long, env = "HARK_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
@@ -109,6 +112,9 @@ impl CommonArgs {
         }
         if let Some(v) = self.partial_interval_ms {
             c.moonshine.partial_interval_ms = v;
+        }
+        if let Some(v) = self.endpoint_ms {
+            c.moonshine.endpoint_ms = v;
         }
         if let Some(v) = self.log_format {
             c.log_format = v;

@@ -18,6 +18,8 @@ pub const FALLBACKS: &str = "hark_backend_fallbacks_total";
 pub const FRAME_TO_RECOGNIZER: &str = "hark_frame_to_recognizer_seconds";
 pub const EVENT_TO_SOCKET: &str = "hark_event_to_socket_seconds";
 pub const TIME_TO_FINAL: &str = "hark_time_to_final_seconds";
+pub const DECODE_SECONDS: &str = "hark_decode_seconds";
+pub const DECODE_WAIT: &str = "hark_decode_wait_seconds";
 
 /// Installs the recorder on first use and returns the handle that renders it.
 pub fn handle() -> PrometheusHandle {
@@ -71,6 +73,14 @@ fn describe() {
     );
     describe_histogram!(
         TIME_TO_FINAL,
-        "From the end of a segment's audio to its final being reported, as the recognizer sees it."
+        "From the end of an utterance's voice to its final being reported, as the recognizer sees it."
+    );
+    describe_histogram!(
+        DECODE_SECONDS,
+        "Time the embedded recognizer spent per decode, by kind (final, speculative, partial)."
+    );
+    describe_histogram!(
+        DECODE_WAIT,
+        "From a decode becoming wanted to it starting, by kind: queueing for the recognizer."
     );
 }

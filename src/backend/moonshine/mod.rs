@@ -2,13 +2,20 @@
 //!
 //! A handle holds the model (~150 MB) and takes one call at a time, so hark loads a small
 //! pool of them and gives each its own worker thread, which owns the handle outright (no
-//! lock) and serves every channel assigned to it in turn. A channel goes to the worker with
-//! the fewest channels. Workers sleep on `park` and are unparked by pushes into the rings.
+//! lock) and serves every channel assigned to it. A channel goes to the worker with the
+//! fewest channels. Workers sleep on `park` and are unparked by pushes into the rings.
+//!
+//! hark finds the utterances itself ([`crate::segmenter`]) and decodes each with one batch
+//! call, instead of the library's streams: the library only ends a line on a decode, which
+//! put a floor of ~320–390 ms plus a decode under every final, and re-decoded every line
+//! of the call on each update. A worker's loop first takes every channel's new audio (cheap:
+//! resampling and the voice detector), then runs the single decode that matters most —
+//! finals, then speculative decodes at pauses, then partials — so under load partials
+//! thin out and finals stay on time.
 
 pub mod fetch;
 pub mod ffi;
 
-use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -16,29 +23,32 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
-use self::ffi::{Library, Line, StreamId, Transcriber};
+use self::ffi::{Library, Transcriber};
 use crate::audio::AudioSource;
 use crate::backend::{Backend, BackendError, ChannelSpec, EventSink};
 use crate::config::MoonshineConfig;
+use crate::metrics as m;
 use crate::resample::StreamResampler;
+use crate::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
 
 /// The rate the model works at; other rates are converted with rubato first.
 pub const MODEL_RATE: u32 = 16_000;
 /// Longest a worker sleeps before looking at its channels again without being woken.
 const IDLE_POLL: Duration = Duration::from_millis(20);
-/// Samples taken from a ring per step, so one busy channel cannot starve the others.
+/// Samples taken from a ring at a time.
 const MAX_STEP_SAMPLES: usize = 16_000;
-/// Library options measured to end segments sooner (detector delay ~390 → ~320 ms) at the
-/// same accuracy (BENCHMARKS.md); a config may override them.
-const DEFAULT_OPTIONS: [(&str, &str); 2] =
-    [("vad_window_duration", "0.3"), ("vad_threshold", "0.4")];
+/// Library options; a config may override them. hark cuts the utterances itself, so the
+/// library's own detector is turned off (threshold 0): with it on, a decode split the
+/// pre-roll into a line of its own that the model heard as "You" (BENCHMARKS.md).
+const DEFAULT_OPTIONS: [(&str, &str); 1] = [("vad_threshold", "0")];
 
 pub struct Moonshine {
     workers: OnceLock<Vec<Worker>>,
     load_error: OnceLock<String>,
-    partial_interval: Duration,
+    partial_interval_ms: u64,
+    endpoint_ms: u64,
 }
 
 struct Worker {
@@ -48,10 +58,10 @@ struct Worker {
 }
 
 struct Job {
-    spec: ChannelSpec,
     audio: AudioSource,
     events: EventSink,
-    partial_interval_ms: u64,
+    sample_rate: u32,
+    cuts: SegmenterConfig,
 }
 
 impl Moonshine {
@@ -61,7 +71,8 @@ impl Moonshine {
         let backend = Arc::new(Self {
             workers: OnceLock::new(),
             load_error: OnceLock::new(),
-            partial_interval: Duration::from_millis(config.partial_interval_ms),
+            partial_interval_ms: config.partial_interval_ms,
+            endpoint_ms: config.endpoint_ms,
         });
         let loader = backend.clone();
         let config = config.clone();
@@ -125,23 +136,26 @@ impl Backend for Moonshine {
         else {
             return Err(BackendError::new("no recognizer handles"));
         };
+        // A profile may ask for its own timing; otherwise the server-wide one.
+        let ms = |name: &str, default: u64| {
+            spec.options
+                .get(name)
+                .and_then(toml::Value::as_integer)
+                .map_or(default, |v| v.max(0) as u64)
+        };
+        let cuts = SegmenterConfig::from_ms(
+            ms("endpoint_ms", self.endpoint_ms),
+            ms("partial_interval_ms", self.partial_interval_ms),
+        );
         audio.wake_thread(worker.thread.clone());
         worker.channels.fetch_add(1, Ordering::AcqRel);
-        // A profile may ask for its own cadence; otherwise the server-wide one.
-        let partial_interval_ms = spec
-            .options
-            .get("partial_interval_ms")
-            .and_then(toml::Value::as_integer)
-            .map_or(self.partial_interval.as_millis() as u64, |ms| {
-                ms.max(0) as u64
-            });
         worker
             .jobs
             .send(Job {
-                spec,
                 audio,
                 events,
-                partial_interval_ms,
+                sample_rate: spec.sample_rate,
+                cuts,
             })
             .map_err(|_| {
                 worker.channels.fetch_sub(1, Ordering::AcqRel);
@@ -207,13 +221,19 @@ fn spawn_worker(index: usize, transcriber: Transcriber) -> Result<Worker, String
     })
 }
 
-/// A worker thread: owns one handle and round-robins over its channels.
+/// A worker thread: owns one handle and serves its channels' audio and decodes.
 fn work(transcriber: Transcriber, jobs: Receiver<Job>, count: Arc<AtomicUsize>) {
     let mut channels: Vec<Recognition> = Vec::new();
+    // Removes channel `index`, reporting `error` if it failed.
+    let retire = |channels: &mut Vec<Recognition>, index: usize, error: Option<String>| {
+        let r = channels.swap_remove(index);
+        count.fetch_sub(1, Ordering::AcqRel);
+        r.close(error);
+    };
     loop {
         loop {
             match jobs.try_recv() {
-                Ok(job) => match Recognition::open(&transcriber, job) {
+                Ok(job) => match Recognition::open(job) {
                     Ok(r) => channels.push(r),
                     Err((events, e)) => {
                         count.fetch_sub(1, Ordering::AcqRel);
@@ -225,140 +245,116 @@ fn work(transcriber: Transcriber, jobs: Receiver<Job>, count: Arc<AtomicUsize>) 
                 Err(TryRecvError::Disconnected) => break,
             }
         }
-        let mut busy = false;
+        // Every channel's new audio first: it is cheap and keeps endpoints on time.
         let mut index = 0;
         while index < channels.len() {
-            let step =
-                std::panic::catch_unwind(AssertUnwindSafe(|| channels[index].step(&transcriber)));
-            match step {
-                Ok(Ok(Progress::Working)) => {
-                    busy = true;
-                    index += 1;
-                }
-                Ok(Ok(Progress::Waiting)) => index += 1,
-                Ok(Ok(Progress::Finished)) => {
-                    let r = channels.swap_remove(index);
-                    count.fetch_sub(1, Ordering::AcqRel);
-                    r.close(&transcriber, None);
-                }
-                Ok(Err(e)) => {
-                    let r = channels.swap_remove(index);
-                    count.fetch_sub(1, Ordering::AcqRel);
-                    r.close(&transcriber, Some(e));
-                }
-                Err(_) => {
-                    let r = channels.swap_remove(index);
-                    count.fetch_sub(1, Ordering::AcqRel);
-                    r.close(&transcriber, Some("recognizer panicked".into()));
-                }
+            match std::panic::catch_unwind(AssertUnwindSafe(|| channels[index].ingest())) {
+                Ok(Ok(true)) => index += 1,
+                Ok(Ok(false)) => retire(&mut channels, index, None),
+                Ok(Err(e)) => retire(&mut channels, index, Some(e)),
+                Err(_) => retire(&mut channels, index, Some("recognizer panicked".into())),
             }
         }
-        if !busy {
+        // Then the one decode that matters most: by kind, then the longest waiting.
+        let next = channels
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.segmenter.want().map(|w| (w.kind, w.since, i)))
+            .min();
+        let Some((kind, since, index)) = next else {
             thread::park_timeout(IDLE_POLL);
+            continue;
+        };
+        let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            channels[index].decode(&transcriber, kind, since)
+        }));
+        match decoded {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => retire(&mut channels, index, Some(e)),
+            Err(_) => retire(&mut channels, index, Some("recognizer panicked".into())),
         }
     }
-}
-
-enum Progress {
-    /// Did work; there may be more.
-    Working,
-    /// Nothing to do until more audio arrives.
-    Waiting,
-    /// The audio ended and the last finals were reported.
-    Finished,
 }
 
 /// One channel being recognised on a worker's handle.
 struct Recognition {
-    stream: StreamId,
     audio: AudioSource,
     events: Option<EventSink>,
     resampler: Option<StreamResampler>,
+    segmenter: Segmenter,
+    /// Scratch buffers, kept to avoid allocating per step: ring samples, input-rate and
+    /// model-rate audio, and what the segmenter has to say.
     pcm: Vec<i16>,
-    /// Scratch buffers, kept to avoid allocating per step: input-rate and model-rate audio.
     input: Vec<f32>,
     samples: Vec<f32>,
-    /// Model-rate samples fed since the last decode, and in all.
-    since_decode: usize,
-    fed: u64,
-    decode_every: usize,
-    finals: HashSet<u64>,
-    last_partial: String,
+    emits: Vec<Emit>,
+    finished: bool,
 }
 
 impl Recognition {
-    fn open(t: &Transcriber, job: Job) -> Result<Self, (EventSink, String)> {
+    fn open(job: Job) -> Result<Self, (EventSink, String)> {
         let Job {
-            spec,
             audio,
             events,
-            partial_interval_ms,
+            sample_rate,
+            cuts,
         } = job;
-        let interval_ms = partial_interval_ms.clamp(50, 10_000) as usize;
-        let resampler = if spec.sample_rate == MODEL_RATE {
+        let resampler = if sample_rate == MODEL_RATE {
             None
         } else {
-            match StreamResampler::new(spec.sample_rate, MODEL_RATE) {
+            match StreamResampler::new(sample_rate, MODEL_RATE) {
                 Ok(r) => Some(r),
                 Err(e) => return Err((events, e)),
             }
         };
-        let stream = match t.create_stream() {
-            Ok(s) => s,
-            Err(e) => return Err((events, format!("cannot open a recognizer stream: {e}"))),
-        };
         Ok(Self {
-            stream,
             audio,
             events: Some(events),
             resampler,
+            segmenter: Segmenter::new(cuts),
             pcm: vec![0; MAX_STEP_SAMPLES],
             input: Vec::with_capacity(MAX_STEP_SAMPLES),
             samples: Vec::with_capacity(MAX_STEP_SAMPLES),
-            since_decode: 0,
-            fed: 0,
-            decode_every: MODEL_RATE as usize * interval_ms / 1000,
-            finals: HashSet::new(),
-            last_partial: String::new(),
+            emits: Vec::new(),
+            finished: false,
         })
     }
 
-    fn step(&mut self, t: &Transcriber) -> Result<Progress, String> {
-        let Some(events) = &self.events else {
-            return Ok(Progress::Finished);
-        };
-        if !events.is_open() {
-            return Ok(Progress::Finished);
+    /// Takes all audio waiting in the ring through the segmenter. False once the channel
+    /// is over: its session left, or its audio ended and every final was reported.
+    fn ingest(&mut self) -> Result<bool, String> {
+        if !self.events.as_ref().is_some_and(EventSink::is_open) {
+            return Ok(false);
         }
-        let n = self.audio.pop(&mut self.pcm);
-        if n > 0 {
-            self.feed(t, n, false)?;
+        let now = Instant::now();
+        loop {
+            let n = self.audio.pop(&mut self.pcm);
+            if n == 0 {
+                break;
+            }
+            self.convert(n, false);
+            self.segmenter
+                .push(&self.samples, self.audio.position(), now, &mut self.emits);
         }
-        if self.since_decode >= self.decode_every {
-            self.since_decode = 0;
-            self.decode(t)?;
-            return Ok(Progress::Working);
+        if !self.finished && self.audio.is_finished() {
+            self.finished = true;
+            let at = self.audio.position();
+            self.convert(0, true);
+            self.segmenter.push(&self.samples, at, now, &mut self.emits);
+            self.segmenter.finish(at, now, &mut self.emits);
         }
-        if self.audio.is_finished() {
-            self.feed(t, 0, true)?;
-            // A plain stop would drop audio not yet decoded; finish decodes it first.
-            let started = Instant::now();
-            let lines = t.finish_stream(self.stream).map_err(|e| e.to_string())?;
-            self.report(&lines, true, started);
+        self.report();
+        if self.finished && self.segmenter.is_idle() {
             if let Some(events) = self.events.take() {
                 events.done();
             }
-            return Ok(Progress::Finished);
+            return Ok(false);
         }
-        Ok(if n > 0 {
-            Progress::Working
-        } else {
-            Progress::Waiting
-        })
+        Ok(true)
     }
 
-    /// Converts `n` popped samples to the model's rate and format and hands them over.
-    fn feed(&mut self, t: &Transcriber, n: usize, last: bool) -> Result<(), String> {
+    /// Converts `n` popped samples to the model's rate and format, into `samples`.
+    fn convert(&mut self, n: usize, last: bool) {
         self.samples.clear();
         let pcm = &self.pcm[..n];
         match &mut self.resampler {
@@ -375,52 +371,50 @@ impl Recognition {
                 }
             }
         }
-        self.since_decode += self.samples.len();
-        self.fed += self.samples.len() as u64;
-        t.add_audio(self.stream, &self.samples, MODEL_RATE)
-            .map_err(|e| e.to_string())
     }
 
-    /// Decodes the open line and reports what changed.
-    fn decode(&mut self, t: &Transcriber) -> Result<(), String> {
+    /// Runs the decode the segmenter asked for and reports what it means.
+    fn decode(&mut self, t: &Transcriber, kind: DecodeKind, since: Instant) -> Result<(), String> {
         let started = Instant::now();
+        metrics::histogram!(m::DECODE_WAIT, "kind" => kind.as_str())
+            .record(started.saturating_duration_since(since).as_secs_f64());
         let lines = t
-            .transcribe_stream(self.stream, 0)
+            .transcribe_without_streaming(self.segmenter.audio(kind), MODEL_RATE)
             .map_err(|e| e.to_string())?;
-        self.report(&lines, false, started);
+        metrics::histogram!(m::DECODE_SECONDS, "kind" => kind.as_str())
+            .record(started.elapsed().as_secs_f64());
+        let text = lines
+            .iter()
+            .map(|l| l.text.trim())
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.segmenter
+            .decoded(kind, text, Instant::now(), &mut self.emits);
+        self.report();
         Ok(())
     }
 
-    /// Sends finals for newly completed lines and a partial for the open one; `at_end`
-    /// completes every line, as nothing more will be heard.
-    fn report(&mut self, lines: &[Line], at_end: bool, decode_started: Instant) {
+    /// Sends what the segmenter emitted, and tells the session how far behind it is.
+    fn report(&mut self) {
+        self.audio.owe_from(self.segmenter.pending_since());
         let Some(events) = &self.events else {
+            self.emits.clear();
             return;
         };
-        let now_in_stream = self.fed as f64 / f64::from(MODEL_RATE);
-        // The library returns every line of the stream; only updated ones can be news.
-        for line in lines.iter().filter(|l| l.is_updated || at_end) {
-            if line.is_complete || at_end {
-                if self.finals.insert(line.id) {
-                    // Audio that arrived after the segment ended, plus this decode's time.
-                    let waited = now_in_stream - f64::from(line.start_time + line.duration);
-                    let ttf = waited.max(0.0) + decode_started.elapsed().as_secs_f64();
-                    metrics::histogram!(crate::metrics::TIME_TO_FINAL).record(ttf);
-                    events.final_text(&line.text);
-                    self.last_partial.clear();
+        for emit in self.emits.drain(..) {
+            match emit {
+                Emit::Partial(text) => events.partial(&text),
+                Emit::Final(text, waited) => {
+                    metrics::histogram!(m::TIME_TO_FINAL).record(waited.as_secs_f64());
+                    events.final_text(&text);
                 }
-            } else if line.text != self.last_partial {
-                events.partial(&line.text);
-                self.last_partial.clone_from(&line.text);
             }
         }
     }
 
-    /// Releases the stream; reports `error` if recognition failed.
-    fn close(mut self, t: &Transcriber, error: Option<String>) {
-        if let Err(e) = t.free_stream(self.stream) {
-            warn!(error = %e, "cannot free recognizer stream");
-        }
+    /// Reports `error` if recognition failed.
+    fn close(mut self, error: Option<String>) {
         if let (Some(events), Some(e)) = (self.events.take(), error) {
             events.fail(e);
         }

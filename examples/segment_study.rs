@@ -1,0 +1,109 @@
+//! Offline study of hark's endpointing on the dev clips: where the segmenter cuts each
+//! clip, what a batch decode of each piece says, and how long the decodes take.
+//!
+//! ```text
+//! cargo run --release --example segment_study -- [ENDPOINT_MS] [THRESHOLD] [MIN_VOICE_MS]
+//! ```
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use hark::backend::moonshine::fetch::{self, FetchOptions};
+use hark::backend::moonshine::ffi::{ARCH_TINY, Library, Transcriber};
+use hark::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
+use hark::wer;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize, d: f64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let mut config = SegmenterConfig::from_ms(arg(0, 200.0) as u64, 500);
+    config.threshold = arg(1, 0.5) as f32;
+    config.min_voice = (arg(2, 64.0) * 16.0) as usize;
+    let paths = fetch::ensure_engine(&FetchOptions::default()).expect("engine");
+    let lib = Library::load(&paths.lib).expect("library");
+    // OPTS="name=value,name=value": library options for the handle.
+    let opts: Vec<(String, String)> = std::env::var("OPTS")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let t = Transcriber::load(lib, &paths.model_dir, ARCH_TINY, &opts).expect("model");
+    let dir = PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/hark/clips");
+    let tsv = std::fs::read_to_string(dir.join("transcripts.tsv")).expect("transcripts.tsv");
+    let mut pairs = Vec::new();
+    for line in tsv.lines().filter(|l| !l.trim().is_empty()) {
+        let (name, reference) = line.split_once('\t').expect("name<TAB>reference");
+        let mut reader = hound::WavReader::open(dir.join(name)).expect("wav");
+        let mut audio = vec![0.0f32; 16_000];
+        audio.extend(
+            reader
+                .samples::<i16>()
+                .map(|s| f32::from(s.unwrap()) / 32768.0),
+        );
+        audio.extend(vec![0.0f32; 16_000]);
+        let mut seg = Segmenter::new(config);
+        let mut out = Vec::new();
+        let mut finals = Vec::new();
+        let mut decode_ms = 0.0;
+        let mut at = 0u64;
+        for chunk in audio.chunks(320) {
+            at += chunk.len() as u64;
+            seg.push(chunk, at, Instant::now(), &mut out);
+            while let Some(want) = seg.want() {
+                let piece = seg.audio(want.kind);
+                let started = Instant::now();
+                let lines = t
+                    .transcribe_without_streaming(piece, 16_000)
+                    .expect("decode");
+                decode_ms += started.elapsed().as_secs_f64() * 1000.0;
+                let text: Vec<&str> = lines.iter().map(|l| l.text.trim()).collect();
+                if std::env::var("LINES").is_ok() {
+                    for l in &lines {
+                        println!(
+                            "    {:?} line {:.2}+{:.2} {:?}",
+                            want.kind, l.start_time, l.duration, l.text
+                        );
+                    }
+                }
+                if want.kind == DecodeKind::Final {
+                    println!(
+                        "  final  {:5.2}s..{:5.2}s ({:4.2}s) {:?}",
+                        (at as f64 - piece.len() as f64) / 16e3 - 1.0,
+                        at as f64 / 16e3 - 1.0,
+                        piece.len() as f64 / 16e3,
+                        text.join(" ")
+                    );
+                }
+                seg.decoded(want.kind, text.join(" "), Instant::now(), &mut out);
+                if want.kind != DecodeKind::Final {
+                    break;
+                }
+            }
+            for e in out.drain(..) {
+                if let Emit::Final(text, _) = e {
+                    finals.push(text);
+                }
+            }
+        }
+        seg.finish(at, Instant::now(), &mut out);
+        while let Some(want) = seg.want() {
+            let lines = t
+                .transcribe_without_streaming(seg.audio(want.kind), 16_000)
+                .expect("decode");
+            let text: Vec<&str> = lines.iter().map(|l| l.text.trim()).collect();
+            seg.decoded(want.kind, text.join(" "), Instant::now(), &mut out);
+        }
+        for e in out.drain(..) {
+            if let Emit::Final(text, _) = e {
+                finals.push(text);
+            }
+        }
+        let hyp = finals.join(" | ");
+        let errors = wer::word_errors(reference, &finals.join(" "));
+        println!("{name}: {errors} errors, decodes {decode_ms:.0} ms\n  {hyp}");
+        pairs.push((reference.to_string(), finals.join(" ")));
+    }
+    let total = wer::wer(pairs.iter().map(|(r, h)| (r.as_str(), h.as_str())));
+    println!("WER {:.1} %", total * 100.0);
+}

@@ -1,0 +1,537 @@
+//! Endpointing: cuts one channel's audio into utterances and says when each needs decoding.
+//!
+//! A batch recognizer re-reads a whole utterance per decode, so when to decode decides both
+//! latency and cost. A neural voice-activity detector (earshot, ~0.5 ms per second of audio)
+//! marks every 16 ms frame as voice or not. An utterance opens on voice (with a pre-roll so
+//! no onset is clipped) and ends after `endpoint` of silence. Decoding is asked for:
+//!
+//! - as a **final** when an utterance has ended and no decode covers its last word yet;
+//! - **speculatively** when a pause has lasted so long that a decode started now would be
+//!   ready about when the endpoint fires: if the pause does become the endpoint, that decode
+//!   already is the final and goes out the moment the endpoint is reached; if speech resumes,
+//!   its text is a partial;
+//! - as a **partial** once the utterance has some voice, then every `partial_every` of audio.
+//!
+//! The scheduler (the recognizer's worker) serves requests by [`DecodeKind`] order, so under
+//! load partials wait and finals do not. Everything here is plain computation; the decoding
+//! itself is the caller's.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Samples per detector frame, at 16 kHz.
+pub const FRAME: usize = 256;
+/// The rate the detector works at.
+pub const RATE: usize = 16_000;
+
+/// How the audio is cut, in samples at 16 kHz.
+#[derive(Debug, Clone, Copy)]
+pub struct SegmenterConfig {
+    /// Silence that ends an utterance.
+    pub endpoint: usize,
+    /// Audio kept before the first voiced frame.
+    pub preroll: usize,
+    /// Voice needed before the first partial.
+    pub first_partial: usize,
+    /// New audio between partials.
+    pub partial_every: usize,
+    /// Longer utterances are cut at the next unvoiced frame, and hard at twice this.
+    pub max_utterance: usize,
+    /// Utterances with less voice than this are noise: dropped without a decode.
+    pub min_voice: usize,
+    /// Detector score at or above which a frame is voice.
+    pub threshold: f32,
+}
+
+impl SegmenterConfig {
+    pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
+        let ms = |v: u64| (v as usize) * RATE / 1000;
+        Self {
+            endpoint: ms(endpoint_ms.clamp(32, 5_000)),
+            preroll: ms(300),
+            first_partial: ms(300),
+            partial_every: ms(partial_every_ms.clamp(50, 10_000)),
+            max_utterance: ms(12_000),
+            min_voice: ms(64),
+            threshold: 0.5,
+        }
+    }
+}
+
+/// Why a decode is wanted, most urgent first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DecodeKind {
+    Final,
+    Speculative,
+    FirstPartial,
+    Partial,
+}
+
+impl DecodeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Final => "final",
+            Self::Speculative => "speculative",
+            Self::FirstPartial => "first_partial",
+            Self::Partial => "partial",
+        }
+    }
+}
+
+/// A decode a channel would like, for the scheduler to rank against other channels'.
+#[derive(Debug, Clone, Copy)]
+pub struct Want {
+    pub kind: DecodeKind,
+    /// Since when it has been wanted; older first within a kind.
+    pub since: Instant,
+}
+
+/// Text for the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Emit {
+    Partial(String),
+    /// With the time from the end of the voice to now.
+    Final(String, Duration),
+}
+
+/// What it costs to decode, to time speculative decodes: `base + per_second × length`.
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeCost {
+    pub base_ms: f64,
+    pub per_second_ms: f64,
+}
+
+impl Default for DecodeCost {
+    /// tiny-en on 2 cores (BENCHMARKS.md: batch decode cost by length).
+    fn default() -> Self {
+        Self {
+            base_ms: 50.0,
+            per_second_ms: 40.0,
+        }
+    }
+}
+
+impl DecodeCost {
+    fn samples_for(&self, audio: usize) -> usize {
+        let ms = self.base_ms + self.per_second_ms * audio as f64 / RATE as f64;
+        (ms * RATE as f64 / 1000.0) as usize
+    }
+}
+
+/// The utterance being spoken.
+struct Open {
+    audio: Vec<f32>,
+    voice: usize,
+    /// Samples since the last voiced frame (0 while voiced).
+    silence: usize,
+    /// Length of `audio` at the end of its last voiced frame.
+    voiced_end: usize,
+    /// Length of `audio` when it was last decoded, and that decode's text.
+    decoded_len: usize,
+    decoded_text: Option<String>,
+    /// When the current want began: the opening, the last decode or the pause.
+    since: Instant,
+}
+
+/// An utterance whose endpoint has passed, waiting for its final.
+struct Ended {
+    audio: Vec<f32>,
+    /// Known once a decode covers its last voiced frame.
+    text: Option<String>,
+    /// Input position (samples at the caller's rate) of its endpoint, for lag.
+    at_input: u64,
+    /// When the endpoint was reached, and the silence before it.
+    since: Instant,
+    silence: usize,
+}
+
+pub struct Segmenter {
+    config: SegmenterConfig,
+    cost: DecodeCost,
+    detector: earshot::Detector,
+    /// Samples short of a whole detector frame.
+    carry: Vec<f32>,
+    /// The last `preroll` samples while nobody speaks.
+    recent: VecDeque<f32>,
+    open: Option<Open>,
+    ended: VecDeque<Ended>,
+    last_partial: String,
+}
+
+impl Segmenter {
+    pub fn new(config: SegmenterConfig) -> Self {
+        Self {
+            config,
+            cost: DecodeCost::default(),
+            detector: earshot::Detector::default(),
+            carry: Vec::with_capacity(FRAME),
+            recent: VecDeque::with_capacity(config.preroll + FRAME),
+            open: None,
+            ended: VecDeque::new(),
+            last_partial: String::new(),
+        }
+    }
+
+    /// Takes 16 kHz samples in [-1, 1]; `at_input` is the caller's input position after
+    /// them. Finals that need no decode are appended to `out`.
+    pub fn push(&mut self, samples: &[f32], at_input: u64, now: Instant, out: &mut Vec<Emit>) {
+        let mut rest = samples;
+        while !rest.is_empty() {
+            let take = (FRAME - self.carry.len()).min(rest.len());
+            self.carry.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if self.carry.len() == FRAME {
+                let frame = std::mem::take(&mut self.carry);
+                let voiced = self.detector.predict_f32(&frame) >= self.config.threshold;
+                self.frame(&frame, voiced, at_input, now);
+                self.carry = frame;
+                self.carry.clear();
+            }
+        }
+        self.drain_ready(out);
+    }
+
+    /// Ends the audio: whatever is open becomes an utterance to finish.
+    pub fn finish(&mut self, at_input: u64, now: Instant, out: &mut Vec<Emit>) {
+        if !self.carry.is_empty() {
+            if let Some(open) = &mut self.open {
+                open.audio.extend_from_slice(&self.carry);
+            }
+            self.carry.clear();
+        }
+        self.close(at_input, now);
+        self.drain_ready(out);
+    }
+
+    /// The one decode this channel wants most now, if any.
+    pub fn want(&self) -> Option<Want> {
+        if let Some(ended) = self.ended.front() {
+            return Some(Want {
+                kind: DecodeKind::Final,
+                since: ended.since,
+            });
+        }
+        let open = self.open.as_ref()?;
+        if open.decoded_len >= open.voiced_end {
+            return None;
+        }
+        let kind = if open.silence > 0 {
+            let lead = self.cost.samples_for(open.audio.len());
+            let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
+            (open.silence >= start_at).then_some(DecodeKind::Speculative)
+        } else if open.decoded_text.is_none() {
+            (open.voice >= self.config.first_partial).then_some(DecodeKind::FirstPartial)
+        } else {
+            (open.audio.len() - open.decoded_len >= self.config.partial_every)
+                .then_some(DecodeKind::Partial)
+        };
+        kind.map(|kind| Want {
+            kind,
+            since: open.since,
+        })
+    }
+
+    /// The audio the wanted decode of `kind` is to read.
+    pub fn audio(&self, kind: DecodeKind) -> &[f32] {
+        match kind {
+            DecodeKind::Final => self.ended.front().map_or(&[], |e| &e.audio),
+            _ => self.open.as_ref().map_or(&[], |o| &o.audio),
+        }
+    }
+
+    /// Takes the text of a decode of `kind` started on `audio(kind)`, emitting what it means.
+    pub fn decoded(&mut self, kind: DecodeKind, text: String, now: Instant, out: &mut Vec<Emit>) {
+        match kind {
+            DecodeKind::Final => {
+                if let Some(front) = self.ended.front_mut() {
+                    front.text = Some(text);
+                }
+                self.drain_ready(out);
+            }
+            _ => {
+                let Some(open) = &mut self.open else { return };
+                open.decoded_len = open.audio.len();
+                open.since = now;
+                if !text.trim().is_empty() && text != self.last_partial {
+                    self.last_partial.clone_from(&text);
+                    out.push(Emit::Partial(text.clone()));
+                }
+                open.decoded_text = Some(text);
+            }
+        }
+    }
+
+    /// Input position of the endpoint of the oldest utterance still without its final:
+    /// the recognizer is behind real time from there.
+    pub fn pending_since(&self) -> Option<u64> {
+        self.ended.front().map(|e| e.at_input)
+    }
+
+    /// Whether nothing is open or waiting.
+    pub fn is_idle(&self) -> bool {
+        self.open.is_none() && self.ended.is_empty()
+    }
+
+    fn frame(&mut self, frame: &[f32], voiced: bool, at_input: u64, now: Instant) {
+        let config = self.config;
+        match &mut self.open {
+            None if voiced => {
+                let mut audio = Vec::with_capacity(config.preroll + 4 * RATE);
+                audio.extend(self.recent.drain(..));
+                audio.extend_from_slice(frame);
+                self.open = Some(Open {
+                    voiced_end: audio.len(),
+                    audio,
+                    voice: FRAME,
+                    silence: 0,
+                    decoded_len: 0,
+                    decoded_text: None,
+                    since: now,
+                });
+            }
+            None => {
+                self.recent.extend(frame);
+                let excess = self.recent.len().saturating_sub(config.preroll);
+                self.recent.drain(..excess);
+            }
+            Some(open) => {
+                open.audio.extend_from_slice(frame);
+                if voiced {
+                    open.voice += FRAME;
+                    open.silence = 0;
+                    open.voiced_end = open.audio.len();
+                } else {
+                    if open.silence == 0 {
+                        open.since = now;
+                    }
+                    open.silence += FRAME;
+                }
+                let long = open.audio.len() >= config.max_utterance;
+                if open.silence >= config.endpoint
+                    || (long && !voiced)
+                    || open.audio.len() >= 2 * config.max_utterance
+                {
+                    self.close(at_input, now);
+                }
+            }
+        }
+    }
+
+    /// Turns the open utterance into one waiting for its final.
+    fn close(&mut self, at_input: u64, now: Instant) {
+        let Some(open) = self.open.take() else { return };
+        // What follows the endpoint is the next utterance's pre-roll.
+        let tail = open.silence.min(self.config.preroll);
+        let mut audio = open.audio;
+        self.recent.extend(&audio[audio.len() - tail..]);
+        if open.voice < self.config.min_voice {
+            return;
+        }
+        let covered = open.decoded_len >= open.voiced_end;
+        self.ended.push_back(Ended {
+            audio: std::mem::take(&mut audio),
+            text: if covered { open.decoded_text } else { None },
+            at_input,
+            since: now,
+            silence: open.silence,
+        });
+    }
+
+    /// Emits, in order, the finals whose text is known.
+    fn drain_ready(&mut self, out: &mut Vec<Emit>) {
+        while self.ended.front().is_some_and(|e| e.text.is_some()) {
+            let Some(Ended {
+                text: Some(text),
+                since,
+                silence,
+                ..
+            }) = self.ended.pop_front()
+            else {
+                break;
+            };
+            self.last_partial.clear();
+            let silence = Duration::from_secs_f64(silence as f64 / RATE as f64);
+            out.push(Emit::Final(text, silence + since.elapsed()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> SegmenterConfig {
+        SegmenterConfig::from_ms(192, 480)
+    }
+
+    fn finals(out: &[Emit]) -> Vec<&str> {
+        out.iter()
+            .filter_map(|e| match e {
+                Emit::Final(text, _) => Some(text.as_str()),
+                Emit::Partial(_) => None,
+            })
+            .collect()
+    }
+
+    /// Feeds `frames` frames, all voiced or all not, through the policy (no detector).
+    fn feed(s: &mut Segmenter, frames: usize, voiced: bool, at: &mut u64) {
+        let frame = [if voiced { 0.1 } else { 0.0 }; FRAME];
+        for _ in 0..frames {
+            *at += FRAME as u64;
+            s.frame(&frame, voiced, *at, Instant::now());
+        }
+    }
+
+    #[test]
+    fn an_utterance_ends_after_the_endpoint_and_asks_for_its_final() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 10, false, &mut at);
+        assert!(s.is_idle());
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 11, false, &mut at);
+        assert!(s.pending_since().is_none(), "11 frames < 192 ms endpoint");
+        feed(&mut s, 1, false, &mut at);
+        assert_eq!(s.pending_since(), Some(at));
+        let want = s.want().unwrap();
+        assert_eq!(want.kind, DecodeKind::Final);
+        // Pre-roll (capped at 300 ms) + voice + the pause that ended it.
+        let audio = s.audio(DecodeKind::Final).len();
+        assert_eq!(audio, (10 + 40 + 12) * FRAME);
+        let mut out = Vec::new();
+        s.decoded(DecodeKind::Final, "hello".into(), Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["hello"]);
+        assert!(s.is_idle());
+        assert!(s.want().is_none());
+    }
+
+    #[test]
+    fn partials_come_after_some_voice_then_at_the_cadence() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 18, true, &mut at);
+        assert!(s.want().is_none(), "288 ms of voice is not enough yet");
+        feed(&mut s, 1, true, &mut at);
+        assert_eq!(s.want().unwrap().kind, DecodeKind::FirstPartial);
+        let mut out = Vec::new();
+        s.decoded(
+            DecodeKind::FirstPartial,
+            "he".into(),
+            Instant::now(),
+            &mut out,
+        );
+        assert_eq!(out, [Emit::Partial("he".into())]);
+        feed(&mut s, 29, true, &mut at);
+        assert!(s.want().is_none());
+        feed(&mut s, 1, true, &mut at);
+        assert_eq!(s.want().unwrap().kind, DecodeKind::Partial);
+        // The same text again is not news.
+        out.clear();
+        s.decoded(DecodeKind::Partial, "he".into(), Instant::now(), &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_decode_during_the_pause_becomes_the_final_without_another_decode() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 60, true, &mut at);
+        let mut out = Vec::new();
+        feed(&mut s, 2, false, &mut at);
+        // A second of audio costs ~90 ms to decode: ask about 100 ms before the endpoint.
+        let mut frames = 2;
+        while s.want().is_none_or(|w| w.kind != DecodeKind::Speculative) {
+            feed(&mut s, 1, false, &mut at);
+            frames += 1;
+        }
+        assert!((4..12).contains(&frames), "asked after {frames} frames");
+        s.decoded(
+            DecodeKind::Speculative,
+            "all of it".into(),
+            Instant::now(),
+            &mut out,
+        );
+        assert_eq!(out, [Emit::Partial("all of it".into())]);
+        out.clear();
+        assert!(s.want().is_none(), "nothing new to decode");
+        feed(&mut s, 12 - frames, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["all of it"]);
+        assert_eq!(out.len(), 1);
+        assert!(s.is_idle());
+    }
+
+    #[test]
+    fn speech_after_a_speculative_decode_needs_a_new_final() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 8, false, &mut at);
+        let mut out = Vec::new();
+        s.decoded(
+            DecodeKind::Speculative,
+            "first".into(),
+            Instant::now(),
+            &mut out,
+        );
+        feed(&mut s, 10, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(out, [Emit::Partial("first".into())]);
+        assert_eq!(s.want().unwrap().kind, DecodeKind::Final);
+    }
+
+    #[test]
+    fn finals_keep_their_order_and_noise_is_dropped() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 20, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        // A 32 ms blip: too little voice to decode.
+        feed(&mut s, 2, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        feed(&mut s, 20, true, &mut at);
+        feed(&mut s, 2, false, &mut at);
+        let mut out = Vec::new();
+        // The open utterance is decoded while the first still waits...
+        s.decoded(
+            DecodeKind::Speculative,
+            "two".into(),
+            Instant::now(),
+            &mut out,
+        );
+        feed(&mut s, 10, false, &mut at);
+        s.drain_ready(&mut out);
+        // ...but its final does not overtake the first's.
+        assert_eq!(out, [Emit::Partial("two".into())]);
+        out.clear();
+        s.decoded(DecodeKind::Final, "one".into(), Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["one", "two"]);
+        assert_eq!(out.len(), 2);
+        assert!(s.is_idle());
+    }
+
+    #[test]
+    fn long_speech_is_cut_at_a_dip() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        let frames = config().max_utterance / FRAME;
+        feed(&mut s, frames, true, &mut at);
+        assert!(s.pending_since().is_none());
+        feed(&mut s, 1, false, &mut at);
+        assert!(s.pending_since().is_some());
+        // Without any dip, at twice the limit.
+        feed(&mut s, 2 * frames, true, &mut at);
+        assert_eq!(s.ended.len(), 2);
+    }
+
+    #[test]
+    fn finish_flushes_the_open_utterance() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 20, true, &mut at);
+        let mut out = Vec::new();
+        s.finish(at, Instant::now(), &mut out);
+        assert_eq!(s.want().unwrap().kind, DecodeKind::Final);
+    }
+}
