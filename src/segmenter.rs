@@ -31,7 +31,8 @@ pub struct SegmenterConfig {
     pub endpoint: usize,
     /// Audio kept before the first voiced frame.
     pub preroll: usize,
-    /// Voice needed before the first partial.
+    /// Audio after the onset before the first partial, and between retries while the
+    /// decodes hear no words yet.
     pub first_partial: usize,
     /// New audio between partials.
     pub partial_every: usize,
@@ -49,7 +50,7 @@ impl SegmenterConfig {
         Self {
             endpoint: ms(endpoint_ms.clamp(32, 5_000)),
             preroll: ms(300),
-            first_partial: ms(300),
+            first_partial: ms(160),
             partial_every: ms(partial_every_ms.clamp(50, 10_000)),
             max_utterance: ms(12_000),
             min_voice: ms(64),
@@ -121,6 +122,8 @@ impl DecodeCost {
 /// The utterance being spoken.
 struct Open {
     audio: Vec<f32>,
+    /// How much of `audio` came before the onset.
+    preroll: usize,
     voice: usize,
     /// Samples since the last voiced frame (0 while voiced).
     silence: usize,
@@ -219,8 +222,15 @@ impl Segmenter {
             let lead = self.cost.samples_for(open.audio.len());
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
             (open.silence >= start_at).then_some(DecodeKind::Speculative)
-        } else if open.decoded_text.is_none() {
-            (open.voice >= self.config.first_partial).then_some(DecodeKind::FirstPartial)
+        } else if open
+            .decoded_text
+            .as_ref()
+            .is_none_or(|t| t.trim().is_empty())
+        {
+            let heard = open.audio.len() - open.preroll;
+            let retry = open.decoded_len == 0
+                || open.audio.len() - open.decoded_len >= self.config.first_partial / 2;
+            (heard >= self.config.first_partial && retry).then_some(DecodeKind::FirstPartial)
         } else {
             (open.audio.len() - open.decoded_len >= self.config.partial_every)
                 .then_some(DecodeKind::Partial)
@@ -278,8 +288,10 @@ impl Segmenter {
             None if voiced => {
                 let mut audio = Vec::with_capacity(config.preroll + 4 * RATE);
                 audio.extend(self.recent.drain(..));
+                let preroll = audio.len();
                 audio.extend_from_slice(frame);
                 self.open = Some(Open {
+                    preroll,
                     voiced_end: audio.len(),
                     audio,
                     voice: FRAME,
@@ -406,14 +418,26 @@ mod tests {
     }
 
     #[test]
-    fn partials_come_after_some_voice_then_at_the_cadence() {
+    fn partials_come_soon_after_the_onset_then_at_the_cadence() {
         let mut s = Segmenter::new(config());
         let mut at = 0;
-        feed(&mut s, 18, true, &mut at);
-        assert!(s.want().is_none(), "288 ms of voice is not enough yet");
+        feed(&mut s, 9, true, &mut at);
+        assert!(s.want().is_none(), "144 ms of speech is not enough yet");
         feed(&mut s, 1, true, &mut at);
         assert_eq!(s.want().unwrap().kind, DecodeKind::FirstPartial);
         let mut out = Vec::new();
+        // Nothing heard yet: try again 80 ms later.
+        s.decoded(
+            DecodeKind::FirstPartial,
+            " ".into(),
+            Instant::now(),
+            &mut out,
+        );
+        assert!(out.is_empty());
+        feed(&mut s, 4, true, &mut at);
+        assert!(s.want().is_none());
+        feed(&mut s, 1, true, &mut at);
+        assert_eq!(s.want().unwrap().kind, DecodeKind::FirstPartial);
         s.decoded(
             DecodeKind::FirstPartial,
             "he".into(),
