@@ -85,6 +85,15 @@ pub struct Want {
     pub kind: DecodeKind,
     /// Since when it has been wanted; older first within a kind.
     pub since: Instant,
+    pub ticket: Ticket,
+}
+
+/// Which audio a decode reads: the first `len` samples of one utterance. The segmenter
+/// keeps taking audio while the decode runs elsewhere; the ticket says what it covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    utterance: u64,
+    len: usize,
 }
 
 /// Text for the session.
@@ -121,6 +130,7 @@ impl DecodeCost {
 
 /// The utterance being spoken.
 struct Open {
+    id: u64,
     audio: Vec<f32>,
     /// How much of `audio` came before the onset.
     preroll: usize,
@@ -138,7 +148,9 @@ struct Open {
 
 /// An utterance whose endpoint has passed, waiting for its final.
 struct Ended {
+    id: u64,
     audio: Vec<f32>,
+    voiced_end: usize,
     /// Known once a decode covers its last voiced frame.
     text: Option<String>,
     /// Input position (samples at the caller's rate) of its endpoint, for lag.
@@ -159,6 +171,7 @@ pub struct Segmenter {
     open: Option<Open>,
     ended: VecDeque<Ended>,
     last_partial: String,
+    next_id: u64,
 }
 
 impl Segmenter {
@@ -172,6 +185,7 @@ impl Segmenter {
             open: None,
             ended: VecDeque::new(),
             last_partial: String::new(),
+            next_id: 0,
         }
     }
 
@@ -212,6 +226,10 @@ impl Segmenter {
             return Some(Want {
                 kind: DecodeKind::Final,
                 since: ended.since,
+                ticket: Ticket {
+                    utterance: ended.id,
+                    len: ended.audio.len(),
+                },
             });
         }
         let open = self.open.as_ref()?;
@@ -238,37 +256,46 @@ impl Segmenter {
         kind.map(|kind| Want {
             kind,
             since: open.since,
+            ticket: Ticket {
+                utterance: open.id,
+                len: open.audio.len(),
+            },
         })
     }
 
-    /// The audio the wanted decode of `kind` is to read.
-    pub fn audio(&self, kind: DecodeKind) -> &[f32] {
-        match kind {
-            DecodeKind::Final => self.ended.front().map_or(&[], |e| &e.audio),
-            _ => self.open.as_ref().map_or(&[], |o| &o.audio),
-        }
+    /// The audio a ticket's decode is to read (empty if that utterance is gone).
+    pub fn audio(&self, ticket: Ticket) -> &[f32] {
+        let audio = match &self.open {
+            Some(open) if open.id == ticket.utterance => &open.audio,
+            _ => match self.ended.iter().find(|e| e.id == ticket.utterance) {
+                Some(ended) => &ended.audio,
+                None => return &[],
+            },
+        };
+        &audio[..ticket.len.min(audio.len())]
     }
 
-    /// Takes the text of a decode of `kind` started on `audio(kind)`, emitting what it means.
-    pub fn decoded(&mut self, kind: DecodeKind, text: String, now: Instant, out: &mut Vec<Emit>) {
-        match kind {
-            DecodeKind::Final => {
-                if let Some(front) = self.ended.front_mut() {
-                    front.text = Some(text);
-                }
+    /// Takes the text of a ticket's decode, emitting what it means: a final if it covers
+    /// the last word of an utterance that has ended, else a partial of the open one.
+    pub fn decoded(&mut self, ticket: Ticket, text: String, now: Instant, out: &mut Vec<Emit>) {
+        if let Some(ended) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
+            if ticket.len >= ended.voiced_end && ended.text.is_none() {
+                ended.text = Some(text);
                 self.drain_ready(out);
             }
-            _ => {
-                let Some(open) = &mut self.open else { return };
-                open.decoded_len = open.audio.len();
-                open.since = now;
-                if !text.trim().is_empty() && text != self.last_partial {
-                    self.last_partial.clone_from(&text);
-                    out.push(Emit::Partial(text.clone()));
-                }
-                open.decoded_text = Some(text);
-            }
+            return;
         }
+        let Some(open) = &mut self.open else { return };
+        if open.id != ticket.utterance || ticket.len < open.decoded_len {
+            return;
+        }
+        open.decoded_len = ticket.len;
+        open.since = now;
+        if !text.trim().is_empty() && text != self.last_partial {
+            self.last_partial.clone_from(&text);
+            out.push(Emit::Partial(text.clone()));
+        }
+        open.decoded_text = Some(text);
     }
 
     /// Input position of the endpoint of the oldest utterance still without its final:
@@ -290,7 +317,9 @@ impl Segmenter {
                 audio.extend(self.recent.drain(..));
                 let preroll = audio.len();
                 audio.extend_from_slice(frame);
+                self.next_id += 1;
                 self.open = Some(Open {
+                    id: self.next_id,
                     preroll,
                     voiced_end: audio.len(),
                     audio,
@@ -341,6 +370,8 @@ impl Segmenter {
         }
         let covered = open.decoded_len >= open.voiced_end;
         self.ended.push_back(Ended {
+            id: open.id,
+            voiced_end: open.voiced_end,
             audio: std::mem::take(&mut audio),
             text: if covered { open.decoded_text } else { None },
             at_input,
@@ -376,6 +407,20 @@ mod tests {
         SegmenterConfig::from_ms(192, 480)
     }
 
+    /// What the channel wants decoded now, or else its open utterance as it is.
+    fn ticket(s: &Segmenter) -> Ticket {
+        s.want().map_or_else(
+            || {
+                let open = s.open.as_ref().unwrap();
+                Ticket {
+                    utterance: open.id,
+                    len: open.audio.len(),
+                }
+            },
+            |w| w.ticket,
+        )
+    }
+
     fn finals(out: &[Emit]) -> Vec<&str> {
         out.iter()
             .filter_map(|e| match e {
@@ -408,10 +453,10 @@ mod tests {
         let want = s.want().unwrap();
         assert_eq!(want.kind, DecodeKind::Final);
         // Pre-roll (capped at 300 ms) + voice + the pause that ended it.
-        let audio = s.audio(DecodeKind::Final).len();
+        let audio = s.audio(want.ticket).len();
         assert_eq!(audio, (10 + 40 + 12) * FRAME);
         let mut out = Vec::new();
-        s.decoded(DecodeKind::Final, "hello".into(), Instant::now(), &mut out);
+        s.decoded(want.ticket, "hello".into(), Instant::now(), &mut out);
         assert_eq!(finals(&out), ["hello"]);
         assert!(s.is_idle());
         assert!(s.want().is_none());
@@ -427,23 +472,13 @@ mod tests {
         assert_eq!(s.want().unwrap().kind, DecodeKind::FirstPartial);
         let mut out = Vec::new();
         // Nothing heard yet: try again 80 ms later.
-        s.decoded(
-            DecodeKind::FirstPartial,
-            " ".into(),
-            Instant::now(),
-            &mut out,
-        );
+        s.decoded(ticket(&s), " ".into(), Instant::now(), &mut out);
         assert!(out.is_empty());
         feed(&mut s, 4, true, &mut at);
         assert!(s.want().is_none());
         feed(&mut s, 1, true, &mut at);
         assert_eq!(s.want().unwrap().kind, DecodeKind::FirstPartial);
-        s.decoded(
-            DecodeKind::FirstPartial,
-            "he".into(),
-            Instant::now(),
-            &mut out,
-        );
+        s.decoded(ticket(&s), "he".into(), Instant::now(), &mut out);
         assert_eq!(out, [Emit::Partial("he".into())]);
         feed(&mut s, 29, true, &mut at);
         assert!(s.want().is_none());
@@ -451,7 +486,7 @@ mod tests {
         assert_eq!(s.want().unwrap().kind, DecodeKind::Partial);
         // The same text again is not news.
         out.clear();
-        s.decoded(DecodeKind::Partial, "he".into(), Instant::now(), &mut out);
+        s.decoded(ticket(&s), "he".into(), Instant::now(), &mut out);
         assert!(out.is_empty());
     }
 
@@ -469,12 +504,7 @@ mod tests {
             frames += 1;
         }
         assert!((4..12).contains(&frames), "asked after {frames} frames");
-        s.decoded(
-            DecodeKind::Speculative,
-            "all of it".into(),
-            Instant::now(),
-            &mut out,
-        );
+        s.decoded(ticket(&s), "all of it".into(), Instant::now(), &mut out);
         assert_eq!(out, [Emit::Partial("all of it".into())]);
         out.clear();
         assert!(s.want().is_none(), "nothing new to decode");
@@ -492,12 +522,7 @@ mod tests {
         feed(&mut s, 30, true, &mut at);
         feed(&mut s, 8, false, &mut at);
         let mut out = Vec::new();
-        s.decoded(
-            DecodeKind::Speculative,
-            "first".into(),
-            Instant::now(),
-            &mut out,
-        );
+        s.decoded(ticket(&s), "first".into(), Instant::now(), &mut out);
         feed(&mut s, 10, true, &mut at);
         feed(&mut s, 12, false, &mut at);
         s.drain_ready(&mut out);
@@ -518,21 +543,54 @@ mod tests {
         feed(&mut s, 2, false, &mut at);
         let mut out = Vec::new();
         // The open utterance is decoded while the first still waits...
-        s.decoded(
-            DecodeKind::Speculative,
-            "two".into(),
-            Instant::now(),
-            &mut out,
-        );
+        let open = s.open.as_ref().unwrap();
+        let two = Ticket {
+            utterance: open.id,
+            len: open.audio.len(),
+        };
+        s.decoded(two, "two".into(), Instant::now(), &mut out);
         feed(&mut s, 10, false, &mut at);
         s.drain_ready(&mut out);
         // ...but its final does not overtake the first's.
         assert_eq!(out, [Emit::Partial("two".into())]);
         out.clear();
-        s.decoded(DecodeKind::Final, "one".into(), Instant::now(), &mut out);
+        s.decoded(ticket(&s), "one".into(), Instant::now(), &mut out);
         assert_eq!(finals(&out), ["one", "two"]);
         assert_eq!(out.len(), 2);
         assert!(s.is_idle());
+    }
+
+    #[test]
+    fn a_decode_that_returns_after_the_endpoint_still_makes_the_final() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 9, false, &mut at);
+        let in_flight = s.want().unwrap();
+        assert_eq!(in_flight.kind, DecodeKind::Speculative);
+        // The endpoint passes while the decode runs elsewhere.
+        feed(&mut s, 3, false, &mut at);
+        assert_eq!(s.want().unwrap().kind, DecodeKind::Final);
+        let mut out = Vec::new();
+        s.decoded(in_flight.ticket, "late".into(), Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["late"]);
+        assert!(s.is_idle());
+    }
+
+    #[test]
+    fn a_decode_that_misses_the_last_word_is_not_the_final() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 30, true, &mut at);
+        let early = ticket(&s);
+        feed(&mut s, 5, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        let mut out = Vec::new();
+        s.decoded(early, "partly".into(), Instant::now(), &mut out);
+        assert!(out.is_empty());
+        let want = s.want().unwrap();
+        assert_eq!(want.kind, DecodeKind::Final);
+        assert_eq!(s.audio(want.ticket).len(), s.ended[0].audio.len());
     }
 
     #[test]

@@ -1,0 +1,382 @@
+//! The threads behind the embedded backend: one listener and a decoder per handle.
+//!
+//! The **listener** takes every channel's audio from its ring as it arrives, resamples it
+//! and runs it through the channel's [`Segmenter`] (voice detector and endpointing: tens of
+//! microseconds per frame), so endpoints are found on time whatever the decoders are doing,
+//! and a final that a decode already covers goes out the moment its endpoint passes.
+//!
+//! Each **decoder** owns one recognizer handle outright (a handle takes one call at a time)
+//! and loops: pick the most urgent decode any channel wants — finals, then speculative
+//! decodes at pauses, then first partials, then partials; oldest first within a kind —
+//! copy that audio, decode it without holding any lock, hand the text back. A channel has
+//! at most one decode running. Under load partials thin out and finals stay on time.
+//!
+//! Locks: a channel's state is one mutex, held for microseconds by either side; the channel
+//! list is a mutex changed only by the listener. Order: list, then channel; never the
+//! reverse. No lock is held across a decode.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use tracing::warn;
+
+use super::MODEL_RATE;
+use super::ffi::Transcriber;
+use crate::audio::AudioSource;
+use crate::backend::EventSink;
+use crate::metrics as m;
+use crate::resample::StreamResampler;
+use crate::segmenter::{Emit, Segmenter, SegmenterConfig, Want};
+
+/// Longest a thread sleeps before looking at its channels again without being woken.
+const IDLE_POLL: Duration = Duration::from_millis(20);
+/// Samples taken from a ring at a time.
+const MAX_STEP_SAMPLES: usize = 16_000;
+
+/// A channel handed to the backend.
+pub struct Job {
+    pub audio: AudioSource,
+    pub events: EventSink,
+    pub sample_rate: u32,
+    pub cuts: SegmenterConfig,
+}
+
+/// What the listener and the decoders share.
+pub struct Pool {
+    /// Live channels, for decoders to choose from. Only the listener adds and removes.
+    channels: Mutex<Vec<Arc<Channel>>>,
+    /// Bumped whenever there may be new work; decoders wait on it.
+    work: Mutex<u64>,
+    work_ready: Condvar,
+    listener: OnceLock<Thread>,
+    /// The backend is gone and the listener has served its last channel.
+    closed: AtomicBool,
+}
+
+impl Pool {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            channels: Mutex::new(Vec::new()),
+            work: Mutex::new(0),
+            work_ready: Condvar::new(),
+            listener: OnceLock::new(),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// The listener thread, which pushes into the rings should wake.
+    pub fn listener(&self) -> Option<&Thread> {
+        self.listener.get()
+    }
+
+    fn notify_work(&self) {
+        *lock(&self.work) += 1;
+        self.work_ready.notify_all();
+    }
+
+    fn wake_listener(&self) {
+        if let Some(t) = self.listener.get() {
+            t.unpark();
+        }
+    }
+}
+
+/// Starts the listener thread, which serves the channels sent on `jobs`.
+pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<(), String> {
+    let shared = pool.clone();
+    let handle = thread::Builder::new()
+        .name("moonshine-listen".into())
+        .spawn(move || listen(&shared, &jobs))
+        .map_err(|e| format!("cannot start listener thread: {e}"))?;
+    let _ = pool.listener.set(handle.thread().clone());
+    Ok(())
+}
+
+/// Starts a decoder thread that owns `transcriber`.
+pub fn spawn_decoder(
+    pool: Arc<Pool>,
+    index: usize,
+    transcriber: Transcriber,
+) -> Result<(), String> {
+    thread::Builder::new()
+        .name(format!("moonshine-{index}"))
+        .spawn(move || decode_loop(&pool, &transcriber))
+        .map(|_| ())
+        .map_err(|e| format!("cannot start decoder thread: {e}"))
+}
+
+fn listen(pool: &Pool, jobs: &Receiver<Job>) {
+    let mut channels: Vec<Arc<Channel>> = Vec::new();
+    loop {
+        let mut added = false;
+        loop {
+            match jobs.try_recv() {
+                Ok(job) => match Channel::open(job) {
+                    Ok(channel) => {
+                        channels.push(Arc::new(channel));
+                        added = true;
+                    }
+                    Err((events, e)) => events.fail(e),
+                },
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) if channels.is_empty() => {
+                    *lock(&pool.channels) = Vec::new();
+                    pool.closed.store(true, Ordering::Release);
+                    pool.notify_work();
+                    return;
+                }
+                Err(TryRecvError::Disconnected) => break,
+            }
+        }
+        let before = channels.len();
+        let mut wants = false;
+        channels.retain(|channel| {
+            let ingested = std::panic::catch_unwind(AssertUnwindSafe(|| channel.lock().ingest()));
+            match ingested {
+                Ok(Some(want)) => {
+                    wants |= want;
+                    true
+                }
+                Ok(None) => false,
+                Err(_) => {
+                    channel.lock().fail("recognizer panicked".into());
+                    false
+                }
+            }
+        });
+        if added || channels.len() != before {
+            *lock(&pool.channels) = channels.clone();
+        }
+        if wants {
+            pool.notify_work();
+        }
+        thread::park_timeout(IDLE_POLL);
+    }
+}
+
+fn decode_loop(pool: &Pool, transcriber: &Transcriber) {
+    let mut audio = Vec::new();
+    while !pool.closed.load(Ordering::Acquire) {
+        let seen = *lock(&pool.work);
+        let Some((channel, want)) = claim(pool, &mut audio) else {
+            let work = lock(&pool.work);
+            if *work == seen {
+                // Woken by new work, or the poll in case a notice came between the two.
+                let _ = pool.work_ready.wait_timeout(work, IDLE_POLL);
+            }
+            continue;
+        };
+        let started = Instant::now();
+        metrics::histogram!(m::DECODE_WAIT, "kind" => want.kind.as_str())
+            .record(started.saturating_duration_since(want.since).as_secs_f64());
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            transcriber.transcribe_without_streaming(&audio, MODEL_RATE)
+        }));
+        metrics::histogram!(m::DECODE_SECONDS, "kind" => want.kind.as_str())
+            .record(started.elapsed().as_secs_f64());
+        let mut state = channel.lock();
+        state.decoding = false;
+        match result {
+            Ok(Ok(lines)) => {
+                let text = lines
+                    .iter()
+                    .map(|l| l.text.trim())
+                    .filter(|t| !t.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let now = Instant::now();
+                let ChannelState {
+                    segmenter, emits, ..
+                } = &mut *state;
+                segmenter.decoded(want.ticket, text, now, emits);
+                state.report();
+            }
+            Ok(Err(e)) => state.fail(e.to_string()),
+            Err(_) => state.fail("recognizer panicked".into()),
+        }
+        drop(state);
+        // The channel may now be finished, or want another decode.
+        pool.wake_listener();
+    }
+}
+
+/// Picks the most urgent wanted decode of any idle channel, marks that channel as
+/// decoding and copies the audio into `audio`.
+fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
+    loop {
+        let best = {
+            let channels = lock(&pool.channels);
+            channels
+                .iter()
+                .filter_map(|c| c.lock().want().map(|w| (w.kind, w.since, c.clone())))
+                .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)))
+        };
+        let (_, _, channel) = best?;
+        let mut state = channel.lock();
+        // Another decoder may have claimed it since.
+        let Some(want) = state.want() else { continue };
+        state.decoding = true;
+        audio.clear();
+        audio.extend_from_slice(state.segmenter.audio(want.ticket));
+        drop(state);
+        return Some((channel, want));
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a lock is caught and fails that channel; the data stays usable.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One channel of a call.
+struct Channel {
+    state: Mutex<ChannelState>,
+}
+
+struct ChannelState {
+    audio: AudioSource,
+    events: Option<EventSink>,
+    resampler: Option<StreamResampler>,
+    segmenter: Segmenter,
+    /// A decoder is working on this channel.
+    decoding: bool,
+    /// The audio has ended and the segmenter was told.
+    finished: bool,
+    /// Scratch buffers, kept to avoid allocating per step: ring samples, input-rate and
+    /// model-rate audio, and what the segmenter has to say.
+    pcm: Vec<i16>,
+    input: Vec<f32>,
+    samples: Vec<f32>,
+    emits: Vec<Emit>,
+}
+
+impl Channel {
+    fn open(job: Job) -> Result<Self, (EventSink, String)> {
+        let Job {
+            audio,
+            events,
+            sample_rate,
+            cuts,
+        } = job;
+        let resampler = if sample_rate == MODEL_RATE {
+            None
+        } else {
+            match StreamResampler::new(sample_rate, MODEL_RATE) {
+                Ok(r) => Some(r),
+                Err(e) => return Err((events, e)),
+            }
+        };
+        Ok(Self {
+            state: Mutex::new(ChannelState {
+                audio,
+                events: Some(events),
+                resampler,
+                segmenter: Segmenter::new(cuts),
+                decoding: false,
+                finished: false,
+                pcm: vec![0; MAX_STEP_SAMPLES],
+                input: Vec::with_capacity(MAX_STEP_SAMPLES),
+                samples: Vec::with_capacity(MAX_STEP_SAMPLES),
+                emits: Vec::new(),
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ChannelState> {
+        lock(&self.state)
+    }
+}
+
+impl ChannelState {
+    /// The decode this channel wants, unless one is running or the channel is over.
+    fn want(&self) -> Option<Want> {
+        if self.decoding || self.events.is_none() {
+            return None;
+        }
+        self.segmenter.want()
+    }
+
+    /// Takes all audio waiting in the ring through the segmenter. `None` once the channel
+    /// is over: its session left, it failed, or its audio ended and every final went out;
+    /// else whether it wants a decode.
+    fn ingest(&mut self) -> Option<bool> {
+        if !self.events.as_ref().is_some_and(EventSink::is_open) {
+            return None;
+        }
+        let now = Instant::now();
+        loop {
+            let n = self.audio.pop(&mut self.pcm);
+            if n == 0 {
+                break;
+            }
+            self.convert(n, false);
+            self.segmenter
+                .push(&self.samples, self.audio.position(), now, &mut self.emits);
+        }
+        if !self.finished && self.audio.is_finished() {
+            self.finished = true;
+            let at = self.audio.position();
+            self.convert(0, true);
+            self.segmenter.push(&self.samples, at, now, &mut self.emits);
+            self.segmenter.finish(at, now, &mut self.emits);
+        }
+        self.report();
+        if self.finished && !self.decoding && self.segmenter.is_idle() {
+            if let Some(events) = self.events.take() {
+                events.done();
+            }
+            return None;
+        }
+        Some(self.want().is_some())
+    }
+
+    /// Converts `n` popped samples to the model's rate and format, into `samples`.
+    fn convert(&mut self, n: usize, last: bool) {
+        self.samples.clear();
+        let pcm = &self.pcm[..n];
+        match &mut self.resampler {
+            None => self
+                .samples
+                .extend(pcm.iter().map(|&s| f32::from(s) / 32768.0)),
+            Some(r) => {
+                self.input.clear();
+                self.input
+                    .extend(pcm.iter().map(|&s| f32::from(s) / 32768.0));
+                r.process(&self.input, &mut self.samples);
+                if last {
+                    r.flush(&mut self.samples);
+                }
+            }
+        }
+    }
+
+    /// Sends what the segmenter emitted, and tells the session how far behind it is.
+    fn report(&mut self) {
+        self.audio.owe_from(self.segmenter.pending_since());
+        let Some(events) = &self.events else {
+            self.emits.clear();
+            return;
+        };
+        for emit in self.emits.drain(..) {
+            match emit {
+                Emit::Partial(text) => events.partial(&text),
+                Emit::Final(text, waited) => {
+                    metrics::histogram!(m::TIME_TO_FINAL).record(waited.as_secs_f64());
+                    events.final_text(&text);
+                }
+            }
+        }
+    }
+
+    /// Ends the channel with an error the session will see.
+    fn fail(&mut self, error: String) {
+        if let Some(events) = self.events.take() {
+            warn!(error = %error, "recognition failed");
+            events.fail(error);
+        }
+    }
+}
