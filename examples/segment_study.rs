@@ -51,7 +51,7 @@ fn main() {
             at += chunk.len() as u64;
             seg.push(chunk, at, Instant::now(), &mut out);
             while let Some(want) = seg.want() {
-                let piece = seg.audio(want.kind);
+                let piece = seg.audio(want.ticket);
                 let started = Instant::now();
                 let lines = t
                     .transcribe_without_streaming(piece, 16_000)
@@ -75,7 +75,7 @@ fn main() {
                         text.join(" ")
                     );
                 }
-                seg.decoded(want.kind, text.join(" "), Instant::now(), &mut out);
+                seg.decoded(want.ticket, text.join(" "), Instant::now(), &mut out);
                 if want.kind != DecodeKind::Final {
                     break;
                 }
@@ -89,10 +89,10 @@ fn main() {
         seg.finish(at, Instant::now(), &mut out);
         while let Some(want) = seg.want() {
             let lines = t
-                .transcribe_without_streaming(seg.audio(want.kind), 16_000)
+                .transcribe_without_streaming(seg.audio(want.ticket), 16_000)
                 .expect("decode");
             let text: Vec<&str> = lines.iter().map(|l| l.text.trim()).collect();
-            seg.decoded(want.kind, text.join(" "), Instant::now(), &mut out);
+            seg.decoded(want.ticket, text.join(" "), Instant::now(), &mut out);
         }
         for e in out.drain(..) {
             if let Emit::Final(text, _) = e {
