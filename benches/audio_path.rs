@@ -1,6 +1,8 @@
 //! Throughput of hark's own audio path, without the recognizer's cost:
 //! - `pcm`: decode + de-interleave + ring push (and the consumer's pop) per second of audio;
 //! - `resample`: 8→16 kHz and 48→16 kHz per second of audio;
+//! - `segmenter`: the voice detector and endpointing the embedded backend's listener runs on
+//!   every channel, per second of audio (speech from the dev clips when present);
 //! - `session`: the whole path through a real server on loopback, socket frame in to
 //!   transcript out, with a counting backend (a test double that lives only here).
 //!
@@ -70,6 +72,52 @@ fn resample(c: &mut Criterion) {
             });
         });
     }
+    g.finish();
+}
+
+/// A second of speech-like audio: the JFK clip if `samples/fetch-clips.sh` has run, else a
+/// voiced-looking synthetic signal.
+fn speech_second() -> Vec<f32> {
+    let clip = std::env::var("HOME")
+        .ok()
+        .map(|h| std::path::PathBuf::from(h).join(".cache/hark/clips/jfk.wav"))
+        .and_then(|p| hound::WavReader::open(p).ok());
+    match clip {
+        Some(mut r) => r
+            .samples::<i16>()
+            .skip(RATE as usize)
+            .take(RATE as usize)
+            .filter_map(Result::ok)
+            .map(|s| f32::from(s) / 32768.0)
+            .collect(),
+        None => (0..RATE)
+            .map(|i| (i as f32 * 0.07).sin() * (i as f32 * 0.003).sin() * 0.3)
+            .collect(),
+    }
+}
+
+fn segmenter(c: &mut Criterion) {
+    use hark::segmenter::{Segmenter, SegmenterConfig};
+    let audio = speech_second();
+    let mut g = c.benchmark_group("segmenter");
+    g.throughput(Throughput::Elements(audio.len() as u64));
+    g.bench_function("vad_and_endpointing_1s_in_20ms_pieces", |b| {
+        let mut s = Segmenter::new(SegmenterConfig::from_ms(200, 500));
+        let mut out = Vec::new();
+        let mut at = 0u64;
+        b.iter(|| {
+            for piece in audio.chunks(320) {
+                at += piece.len() as u64;
+                s.push(piece, at, Instant::now(), &mut out);
+            }
+            out.clear();
+            // Keep the open utterance from growing across iterations.
+            s.finish(at, Instant::now(), &mut out);
+            while let Some(w) = s.want() {
+                s.decoded(w.ticket, String::new(), Instant::now(), &mut out);
+            }
+        });
+    });
     g.finish();
 }
 
@@ -171,5 +219,5 @@ fn session(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, pcm, resample, session);
+criterion_group!(benches, pcm, resample, segmenter, session);
 criterion_main!(benches);
