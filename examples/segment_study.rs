@@ -3,6 +3,10 @@
 //!
 //! ```text
 //! cargo run --release --example segment_study -- [ENDPOINT_MS] [THRESHOLD] [MIN_VOICE_MS]
+//!   OPTS=name=value,…   library options for the handle (hark's default: vad_threshold=0)
+//!   RATE=8000           pass each clip through 8 kHz and back first (phone band)
+//!   WHOLE=1             the engine alone: one decode per whole clip, no segmenter
+//!   LINES=1             print every line of every decode
 //! ```
 
 use std::path::PathBuf;
@@ -35,12 +39,28 @@ fn main() {
     for line in tsv.lines().filter(|l| !l.trim().is_empty()) {
         let (name, reference) = line.split_once('\t').expect("name<TAB>reference");
         let mut reader = hound::WavReader::open(dir.join(name)).expect("wav");
+        let mut clip: Vec<f32> = reader
+            .samples::<i16>()
+            .map(|s| f32::from(s.unwrap()) / 32768.0)
+            .collect();
+        if let Some(rate) = std::env::var("RATE").ok().and_then(|r| r.parse().ok()) {
+            clip = through(&through(&clip, 16_000, rate), rate, 16_000);
+        }
+        if std::env::var("WHOLE").is_ok() {
+            let lines = t
+                .transcribe_without_streaming(&clip, 16_000)
+                .expect("decode");
+            let text: Vec<&str> = lines.iter().map(|l| l.text.trim()).collect();
+            let text = text.join(" ");
+            println!(
+                "{name}: {} errors\n  {text}",
+                wer::word_errors(reference, &text)
+            );
+            pairs.push((reference.to_string(), text));
+            continue;
+        }
         let mut audio = vec![0.0f32; 16_000];
-        audio.extend(
-            reader
-                .samples::<i16>()
-                .map(|s| f32::from(s.unwrap()) / 32768.0),
-        );
+        audio.extend(clip);
         audio.extend(vec![0.0f32; 16_000]);
         let mut seg = Segmenter::new(config);
         let mut out = Vec::new();
@@ -81,7 +101,13 @@ fn main() {
                 }
             }
             for e in out.drain(..) {
-                if let Emit::Final(text, _) = e {
+                if let Emit::Final(text, waited) = e {
+                    // Audio time of the final, and the silence the segmenter waited.
+                    println!(
+                        "  final at {:5.2}s (waited {:3.0} ms): {text}",
+                        at as f64 / 16e3 - 1.0,
+                        waited.as_secs_f64() * 1000.0
+                    );
                     finals.push(text);
                 }
             }
@@ -106,4 +132,15 @@ fn main() {
     }
     let total = wer::wer(pairs.iter().map(|(r, h)| (r.as_str(), h.as_str())));
     println!("WER {:.1} %", total * 100.0);
+}
+
+/// Converts a whole clip from one rate to another, as the server's resampler would.
+fn through(audio: &[f32], from: u32, to: u32) -> Vec<f32> {
+    let mut r = hark::resample::StreamResampler::new(from, to).expect("resampler");
+    let mut out = Vec::new();
+    for piece in audio.chunks(from as usize / 50) {
+        r.process(piece, &mut out);
+    }
+    r.flush(&mut out);
+    out
 }

@@ -35,6 +35,9 @@ const DEFAULT_OPTIONS: [(&str, &str); 1] = [("vad_threshold", "0")];
 /// runtime and the listener, they cannot delay a frame or a transcript by a time slice
 /// (BENCHMARKS.md: server overhead).
 const DECODE_NICE: i32 = 10;
+/// A decode running this long is stuck in the library (the longest utterance, 24 s, decodes
+/// in about a second): readiness turns false so no more calls are sent here.
+const WEDGED_AFTER: Duration = Duration::from_secs(10);
 
 pub struct Moonshine {
     pool: OnceLock<Running>,
@@ -100,7 +103,9 @@ impl Moonshine {
 
 impl Backend for Moonshine {
     fn is_ready(&self) -> bool {
-        self.pool.get().is_some()
+        self.pool
+            .get()
+            .is_some_and(|r| r.pool.is_healthy(WEDGED_AFTER))
     }
 
     fn start(
@@ -147,7 +152,7 @@ impl Backend for Moonshine {
 fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
     let paths = engine_paths(config)?;
     let (jobs, rx) = mpsc::channel();
-    let pool = Pool::new();
+    let pool = Pool::new(config.pool_size);
     // The listener keeps the server's priority; everything started after this line on this
     // thread (onnxruntime's threads, the decoders) runs below it.
     pool::spawn_listener(pool.clone(), rx)?;

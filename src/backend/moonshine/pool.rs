@@ -16,7 +16,7 @@
 //! reverse. No lock is held across a decode.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{self, Thread};
@@ -55,17 +55,44 @@ pub struct Pool {
     listener: OnceLock<Thread>,
     /// The backend is gone and the listener has served its last channel.
     closed: AtomicBool,
+    /// Per decoder: when its running decode started, in ms after `epoch` plus one (0: idle).
+    busy: Vec<AtomicU64>,
+    epoch: Instant,
 }
 
 impl Pool {
-    pub fn new() -> Arc<Self> {
+    pub fn new(decoders: usize) -> Arc<Self> {
         Arc::new(Self {
             channels: Mutex::new(Vec::new()),
             work: Mutex::new(0),
             work_ready: Condvar::new(),
             listener: OnceLock::new(),
             closed: AtomicBool::new(false),
+            busy: (0..decoders).map(|_| AtomicU64::new(0)).collect(),
+            epoch: Instant::now(),
         })
+    }
+
+    /// False while a decode has run longer than `limit`: a library call that never returns
+    /// holds its handle for good, so the backend should take no more calls.
+    pub fn is_healthy(&self, limit: Duration) -> bool {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let limit = limit.as_millis() as u64;
+        self.busy.iter().all(|b| match b.load(Ordering::Acquire) {
+            0 => true,
+            started => now.saturating_sub(started - 1) <= limit,
+        })
+    }
+
+    fn set_busy(&self, decoder: usize, busy: bool) {
+        let value = if busy {
+            self.epoch.elapsed().as_millis() as u64 + 1
+        } else {
+            0
+        };
+        if let Some(b) = self.busy.get(decoder) {
+            b.store(value, Ordering::Release);
+        }
     }
 
     /// The listener thread, which pushes into the rings should wake.
@@ -104,7 +131,7 @@ pub fn spawn_decoder(
 ) -> Result<(), String> {
     thread::Builder::new()
         .name(format!("moonshine-{index}"))
-        .spawn(move || decode_loop(&pool, &transcriber))
+        .spawn(move || decode_loop(&pool, index, &transcriber))
         .map(|_| ())
         .map_err(|e| format!("cannot start decoder thread: {e}"))
 }
@@ -158,7 +185,7 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
     }
 }
 
-fn decode_loop(pool: &Pool, transcriber: &Transcriber) {
+fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
     let mut audio = Vec::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
@@ -173,9 +200,11 @@ fn decode_loop(pool: &Pool, transcriber: &Transcriber) {
         let started = Instant::now();
         metrics::histogram!(m::DECODE_WAIT, "kind" => want.kind.as_str())
             .record(started.saturating_duration_since(want.since).as_secs_f64());
+        pool.set_busy(index, true);
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
             transcriber.transcribe_without_streaming(&audio, MODEL_RATE)
         }));
+        pool.set_busy(index, false);
         metrics::histogram!(m::DECODE_SECONDS, "kind" => want.kind.as_str())
             .record(started.elapsed().as_secs_f64());
         let mut state = channel.lock();
@@ -378,5 +407,28 @@ impl ChannelState {
             warn!(error = %error, "recognition failed");
             events.fail(error);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decode_that_does_not_return_makes_the_pool_unhealthy() {
+        let pool = Pool::new(2);
+        let limit = Duration::from_secs(10);
+        assert!(pool.is_healthy(limit));
+        pool.set_busy(1, true);
+        assert!(pool.is_healthy(limit), "a decode just started");
+        // The same decode, 11 s later.
+        pool.busy[1].store(1, Ordering::Release);
+        let pool = Pool {
+            epoch: Instant::now() - Duration::from_secs(11),
+            ..Arc::into_inner(pool).unwrap()
+        };
+        assert!(!pool.is_healthy(limit));
+        pool.set_busy(1, false);
+        assert!(pool.is_healthy(limit));
     }
 }
