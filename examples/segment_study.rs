@@ -27,7 +27,7 @@ fn main() {
     let lib = Library::load(&paths.lib).expect("library");
     // OPTS="name=value,name=value": library options for the handle.
     let opts: Vec<(String, String)> = std::env::var("OPTS")
-        .unwrap_or_default()
+        .unwrap_or_else(|_| "vad_threshold=0".into())
         .split(',')
         .filter_map(|kv| kv.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
