@@ -241,10 +241,11 @@ fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
             let channels = lock(&pool.channels);
             channels
                 .iter()
-                .filter_map(|c| c.lock().want().map(|w| (w.kind, w.since, c.clone())))
-                .min_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)))
+                .filter_map(|c| c.lock().want().map(|w| ((w.kind, w.since), c)))
+                .min_by_key(|(urgency, _)| *urgency)
+                .map(|(_, c)| c.clone())
         };
-        let (_, _, channel) = best?;
+        let channel = best?;
         let mut state = channel.lock();
         // Another decoder may have claimed it since.
         let Some(want) = state.want() else { continue };
