@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use hark::backend::moonshine::fetch::{self, FetchOptions};
-use hark::backend::moonshine::ffi::{ARCH_TINY, Library, Transcriber};
+use hark::backend::moonshine::ffi::{ARCH_TINY, Library, Transcriber, joined_text};
 use hark::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
 use hark::wer;
 
@@ -50,8 +50,7 @@ fn main() {
             let lines = t
                 .transcribe_without_streaming(&clip, 16_000)
                 .expect("decode");
-            let text: Vec<&str> = lines.iter().map(|l| l.text.trim()).collect();
-            let text = text.join(" ");
+            let text = joined_text(&lines);
             println!(
                 "{name}: {} errors\n  {text}",
                 wer::word_errors(reference, &text)
@@ -77,7 +76,7 @@ fn main() {
                     .transcribe_without_streaming(piece, 16_000)
                     .expect("decode");
                 decode_ms += started.elapsed().as_secs_f64() * 1000.0;
-                let text: Vec<&str> = lines.iter().map(|l| l.text.trim()).collect();
+                let text = joined_text(&lines);
                 if std::env::var("LINES").is_ok() {
                     for l in &lines {
                         println!(
@@ -92,10 +91,10 @@ fn main() {
                         (at as f64 - piece.len() as f64) / 16e3 - 1.0,
                         at as f64 / 16e3 - 1.0,
                         piece.len() as f64 / 16e3,
-                        text.join(" ")
+                        text
                     );
                 }
-                seg.decoded(want.ticket, text.join(" "), Instant::now(), &mut out);
+                seg.decoded(want.ticket, text, Instant::now(), &mut out);
                 if want.kind != DecodeKind::Final {
                     break;
                 }
@@ -117,8 +116,7 @@ fn main() {
             let lines = t
                 .transcribe_without_streaming(seg.audio(want.ticket), 16_000)
                 .expect("decode");
-            let text: Vec<&str> = lines.iter().map(|l| l.text.trim()).collect();
-            seg.decoded(want.ticket, text.join(" "), Instant::now(), &mut out);
+            seg.decoded(want.ticket, joined_text(&lines), Instant::now(), &mut out);
         }
         for e in out.drain(..) {
             if let Emit::Final(text, _) = e {

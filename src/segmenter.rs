@@ -107,28 +107,14 @@ pub enum Emit {
     Final(String, Duration),
 }
 
-/// What it costs to decode, to time speculative decodes: `base + per_second × length`.
-#[derive(Debug, Clone, Copy)]
-pub struct DecodeCost {
-    pub base_ms: f64,
-    pub per_second_ms: f64,
-}
-
-impl Default for DecodeCost {
-    /// tiny-en on 2 cores (BENCHMARKS.md: batch decode cost by length).
-    fn default() -> Self {
-        Self {
-            base_ms: 50.0,
-            per_second_ms: 40.0,
-        }
-    }
-}
-
-impl DecodeCost {
-    fn samples_for(&self, audio: usize) -> usize {
-        let ms = self.base_ms + self.per_second_ms * audio as f64 / RATE as f64;
-        (ms * RATE as f64 / 1000.0) as usize
-    }
+/// What a decode costs, `base + per second × length` (tiny-en on 2 cores, BENCHMARKS.md
+/// "decode cost by length"), in samples of audio time: how long before the endpoint a
+/// speculative decode must start to be ready when it passes.
+fn decode_lead(audio: usize) -> usize {
+    const BASE_MS: f64 = 50.0;
+    const PER_SECOND_MS: f64 = 40.0;
+    let ms = BASE_MS + PER_SECOND_MS * audio as f64 / RATE as f64;
+    (ms * RATE as f64 / 1000.0) as usize
 }
 
 /// The utterance being spoken.
@@ -165,7 +151,6 @@ struct Ended {
 
 pub struct Segmenter {
     config: SegmenterConfig,
-    cost: DecodeCost,
     detector: earshot::Detector,
     /// What the detector hears: the frame plus dither (see `DITHER`).
     heard: Vec<f32>,
@@ -184,7 +169,6 @@ impl Segmenter {
     pub fn new(config: SegmenterConfig) -> Self {
         Self {
             config,
-            cost: DecodeCost::default(),
             detector: earshot::Detector::default(),
             heard: Vec::with_capacity(FRAME),
             dither: 0x9E37_79B9,
@@ -245,7 +229,7 @@ impl Segmenter {
             return None;
         }
         let kind = if open.silence > 0 {
-            let lead = self.cost.samples_for(open.audio.len());
+            let lead = decode_lead(open.audio.len());
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
             (open.silence >= start_at).then_some(DecodeKind::Speculative)
         } else if open

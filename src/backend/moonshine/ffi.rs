@@ -271,6 +271,16 @@ pub struct Line {
     pub last_transcription_latency_ms: u32,
 }
 
+/// The text of a decode's lines, in order, blank lines left out.
+pub fn joined_text(lines: &[Line]) -> String {
+    lines
+        .iter()
+        .map(|l| l.text.trim())
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// One loaded model.
 ///
 /// The library allows only one call into a handle at a time, so this is `Send` but not

@@ -13,7 +13,7 @@ mod pool;
 
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, OnceLock};
-use std::thread;
+use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
@@ -50,6 +50,7 @@ pub struct Moonshine {
 struct Running {
     pool: Arc<Pool>,
     jobs: Sender<Job>,
+    listener: Thread,
 }
 
 impl Moonshine {
@@ -131,10 +132,7 @@ impl Backend for Moonshine {
             ms("endpoint_ms", self.endpoint_ms),
             ms("partial_interval_ms", self.partial_interval_ms),
         );
-        let Some(listener) = running.pool.listener() else {
-            return Err(BackendError::new("recognizer listener is not running"));
-        };
-        audio.wake_thread(listener.clone());
+        audio.wake_thread(running.listener.clone());
         running
             .jobs
             .send(Job {
@@ -144,7 +142,7 @@ impl Backend for Moonshine {
                 cuts,
             })
             .map_err(|_| BackendError::new("recognizer listener has stopped"))?;
-        listener.unpark();
+        running.listener.unpark();
         Ok(())
     }
 }
@@ -155,7 +153,7 @@ fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
     let pool = Pool::new(config.pool_size);
     // The listener keeps the server's priority; everything started after this line on this
     // thread (onnxruntime's threads, the decoders) runs below it.
-    pool::spawn_listener(pool.clone(), rx)?;
+    let listener = pool::spawn_listener(pool.clone(), rx)?;
     lower_priority(DECODE_NICE);
     let lib = Library::load(&paths.lib).map_err(|e| e.to_string())?;
     let mut options: Vec<(String, String)> = DEFAULT_OPTIONS
@@ -179,7 +177,11 @@ fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
         load_ms = started.elapsed().as_millis() as u64,
         "embedded recognizer ready"
     );
-    Ok(Running { pool, jobs })
+    Ok(Running {
+        pool,
+        jobs,
+        listener,
+    })
 }
 
 /// Sets the calling thread's nice value. Linux keeps one per thread and new threads inherit

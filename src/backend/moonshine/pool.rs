@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use tracing::warn;
 
 use super::MODEL_RATE;
-use super::ffi::Transcriber;
+use super::ffi::{self, Transcriber};
 use crate::audio::AudioSource;
 use crate::backend::EventSink;
 use crate::metrics as m;
@@ -95,11 +95,6 @@ impl Pool {
         }
     }
 
-    /// The listener thread, which pushes into the rings should wake.
-    pub fn listener(&self) -> Option<&Thread> {
-        self.listener.get()
-    }
-
     fn notify_work(&self) {
         *lock(&self.work) += 1;
         self.work_ready.notify_all();
@@ -112,15 +107,17 @@ impl Pool {
     }
 }
 
-/// Starts the listener thread, which serves the channels sent on `jobs`.
-pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<(), String> {
+/// Starts the listener thread, which serves the channels sent on `jobs`; pushes into their
+/// rings should wake the thread returned.
+pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<Thread, String> {
     let shared = pool.clone();
     let handle = thread::Builder::new()
         .name("moonshine-listen".into())
         .spawn(move || listen(&shared, &jobs))
         .map_err(|e| format!("cannot start listener thread: {e}"))?;
-    let _ = pool.listener.set(handle.thread().clone());
-    Ok(())
+    let listener = handle.thread().clone();
+    let _ = pool.listener.set(listener.clone());
+    Ok(listener)
 }
 
 /// Starts a decoder thread that owns `transcriber`.
@@ -211,12 +208,7 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
         state.decoding = false;
         match result {
             Ok(Ok(lines)) => {
-                let text = lines
-                    .iter()
-                    .map(|l| l.text.trim())
-                    .filter(|t| !t.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let text = ffi::joined_text(&lines);
                 let now = Instant::now();
                 let ChannelState {
                     segmenter, emits, ..
