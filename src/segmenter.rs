@@ -417,16 +417,16 @@ mod tests {
 
     /// What the channel wants decoded now, or else its open utterance as it is.
     fn ticket(s: &Segmenter) -> Ticket {
-        s.want().map_or_else(
-            || {
-                let open = s.open.as_ref().unwrap();
-                Ticket {
-                    utterance: open.id,
-                    len: open.audio.len(),
-                }
-            },
-            |w| w.ticket,
-        )
+        s.want().map_or_else(|| open_ticket(s), |w| w.ticket)
+    }
+
+    /// The open utterance as it is, whatever the channel wants.
+    fn open_ticket(s: &Segmenter) -> Ticket {
+        let open = s.open.as_ref().unwrap();
+        Ticket {
+            utterance: open.id,
+            len: open.audio.len(),
+        }
     }
 
     fn finals(out: &[Emit]) -> Vec<&str> {
@@ -551,12 +551,7 @@ mod tests {
         feed(&mut s, 2, false, &mut at);
         let mut out = Vec::new();
         // The open utterance is decoded while the first still waits...
-        let open = s.open.as_ref().unwrap();
-        let two = Ticket {
-            utterance: open.id,
-            len: open.audio.len(),
-        };
-        s.decoded(two, "two".into(), Instant::now(), &mut out);
+        s.decoded(open_ticket(&s), "two".into(), Instant::now(), &mut out);
         feed(&mut s, 10, false, &mut at);
         s.drain_ready(&mut out);
         // ...but its final does not overtake the first's.
