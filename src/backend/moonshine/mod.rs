@@ -31,9 +31,9 @@ pub const MODEL_RATE: u32 = 16_000;
 /// library's own detector is turned off (threshold 0): with it on, a decode split the
 /// pre-roll into a line of its own that the model heard as "You" (BENCHMARKS.md).
 const DEFAULT_OPTIONS: [(&str, &str); 1] = [("vad_threshold", "0")];
-/// Nice value of the decoding threads. Decodes keep both cores busy under load; below the
-/// runtime and the listener, they cannot delay a frame or a transcript by a time slice
-/// (BENCHMARKS.md: server overhead).
+/// Nice value of the decoding threads where `SCHED_IDLE` is refused. Decodes keep both
+/// cores busy under load; below the runtime and the listener, they rarely delay a frame or a
+/// transcript (BENCHMARKS.md: server overhead).
 const DECODE_NICE: i32 = 10;
 /// A decode running this long is stuck in the library (the longest utterance, 24 s, decodes
 /// in about a second): readiness turns false so no more calls are sent here.
@@ -154,7 +154,7 @@ fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
     // The listener keeps the server's priority; everything started after this line on this
     // thread (onnxruntime's threads, the decoders) runs below it.
     let listener = pool::spawn_listener(pool.clone(), rx)?;
-    lower_priority(DECODE_NICE);
+    run_in_background();
     let lib = Library::load(&paths.lib).map_err(|e| e.to_string())?;
     let mut options: Vec<(String, String)> = DEFAULT_OPTIONS
         .iter()
@@ -184,16 +184,27 @@ fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
     })
 }
 
-/// Sets the calling thread's nice value. Linux keeps one per thread and new threads inherit
-/// it, so the recognizer's threads, started afterwards, all run at this priority.
-fn lower_priority(nice: i32) {
-    // SAFETY: plain system calls about the calling thread.
+/// Puts the calling thread in the `SCHED_IDLE` class (nice `DECODE_NICE` if that is
+/// refused). Linux keeps both per thread and new threads inherit them, so the recognizer's
+/// threads, started afterwards, all run below the server. A nice value only lowers the
+/// share: the scheduler still lets a decode finish its time slice before a woken runtime
+/// thread runs, which put 1–5 ms into the frame and event paths now and then; a
+/// `SCHED_IDLE` thread gives way at once to any ordinary one.
+fn run_in_background() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain system calls about the calling thread (pid 0).
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
+        return;
+    }
+    let idle_error = std::io::Error::last_os_error();
+    // SAFETY: as above.
     let code = unsafe {
         let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice)
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, DECODE_NICE)
     };
     if code != 0 {
         warn!(
+            idle_error = %idle_error,
             error = %std::io::Error::last_os_error(),
             "cannot lower the recognizer's priority; decodes may delay network I/O"
         );
