@@ -2,11 +2,13 @@
 //! clip, what a batch decode of each piece says, and how long the decodes take.
 //!
 //! ```text
-//! cargo run --release --example segment_study -- [ENDPOINT_MS] [THRESHOLD] [MIN_VOICE_MS]
+//! cargo run --release --example segment_study -- [ENDPOINT_MS] [THRESHOLD] [MIN_VOICE_MS] [PREROLL_MS]
 //!   OPTS=name=value,…   library options for the handle (hark's default: vad_threshold=0)
 //!   RATE=8000           pass each clip through 8 kHz and back first (phone band)
 //!   WHOLE=1             the engine alone: one decode per whole clip, no segmenter
 //!   LINES=1             print every line of every decode
+//!   CLIPS=DIR           another folder of clips with a transcripts.tsv (default: the dev clips)
+//!   QUIET=1             only the totals, per source (the file name's prefix before `_`)
 //! ```
 
 use std::path::PathBuf;
@@ -23,6 +25,13 @@ fn main() {
     let mut config = SegmenterConfig::from_ms(arg(0, 200.0) as u64, 500);
     config.threshold = arg(1, 0.5) as f32;
     config.min_voice = (arg(2, 64.0) * 16.0) as usize;
+    config.preroll = (arg(3, config.preroll as f64 / 16.0) * 16.0) as usize;
+    // PAD=ms: silence added on both sides of every piece before its decode.
+    let pad: usize = std::env::var("PAD")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0)
+        * 16;
     let paths = fetch::ensure_engine(&FetchOptions::default()).expect("engine");
     let lib = Library::load(&paths.lib).expect("library");
     // OPTS="name=value,name=value": library options for the handle.
@@ -33,7 +42,12 @@ fn main() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let t = Transcriber::load(lib, &paths.model_dir, ARCH_TINY, &opts).expect("model");
-    let dir = PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/hark/clips");
+    let dir = std::env::var("CLIPS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/hark/clips")
+        });
+    let quiet = std::env::var("QUIET").is_ok();
     let tsv = std::fs::read_to_string(dir.join("transcripts.tsv")).expect("transcripts.tsv");
     let mut pairs = Vec::new();
     for line in tsv.lines().filter(|l| !l.trim().is_empty()) {
@@ -51,11 +65,13 @@ fn main() {
                 .transcribe_without_streaming(&clip, 16_000)
                 .expect("decode");
             let text = joined_text(&lines);
-            println!(
-                "{name}: {} errors\n  {text}",
-                wer::word_errors(reference, &text)
-            );
-            pairs.push((reference.to_string(), text));
+            if !quiet {
+                println!(
+                    "{name}: {} errors\n  {text}",
+                    wer::word_errors(reference, &text)
+                );
+            }
+            pairs.push((name.to_string(), reference.to_string(), text));
             continue;
         }
         let mut audio = vec![0.0f32; 16_000];
@@ -70,7 +86,10 @@ fn main() {
             at += chunk.len() as u64;
             seg.push(chunk, at, Instant::now(), &mut out);
             while let Some(want) = seg.want() {
-                let piece = seg.audio(want.ticket);
+                let mut padded = vec![0.0f32; pad];
+                padded.extend_from_slice(seg.audio(want.ticket));
+                padded.extend(std::iter::repeat_n(0.0f32, pad));
+                let piece = &padded[..];
                 let started = Instant::now();
                 let lines = t
                     .transcribe_without_streaming(piece, 16_000)
@@ -85,7 +104,7 @@ fn main() {
                         );
                     }
                 }
-                if want.kind == DecodeKind::Final {
+                if want.kind == DecodeKind::Final && !quiet {
                     println!(
                         "  final  {:5.2}s..{:5.2}s ({:4.2}s) {:?}",
                         (at as f64 - piece.len() as f64) / 16e3 - 1.0,
@@ -102,11 +121,13 @@ fn main() {
             for e in out.drain(..) {
                 if let Emit::Final(text, waited) = e {
                     // Audio time of the final, and the silence the segmenter waited.
-                    println!(
-                        "  final at {:5.2}s (waited {:3.0} ms): {text}",
-                        at as f64 / 16e3 - 1.0,
-                        waited.as_secs_f64() * 1000.0
-                    );
+                    if !quiet {
+                        println!(
+                            "  final at {:5.2}s (waited {:3.0} ms): {text}",
+                            at as f64 / 16e3 - 1.0,
+                            waited.as_secs_f64() * 1000.0
+                        );
+                    }
                     finals.push(text);
                 }
             }
@@ -125,10 +146,28 @@ fn main() {
         }
         let hyp = finals.join(" | ");
         let errors = wer::word_errors(reference, &finals.join(" "));
-        println!("{name}: {errors} errors, decodes {decode_ms:.0} ms\n  {hyp}");
-        pairs.push((reference.to_string(), finals.join(" ")));
+        if !quiet {
+            println!("{name}: {errors} errors, decodes {decode_ms:.0} ms\n  {hyp}");
+        }
+        pairs.push((name.to_string(), reference.to_string(), finals.join(" ")));
     }
-    let total = wer::wer(pairs.iter().map(|(r, h)| (r.as_str(), h.as_str())));
+    let mut sources: Vec<&str> = pairs
+        .iter()
+        .map(|(n, _, _)| n.split('_').next().unwrap_or(n))
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    if sources.len() > 1 {
+        for source in sources {
+            let of = pairs
+                .iter()
+                .filter(|(n, _, _)| n.split('_').next() == Some(source));
+            let words: usize = of.clone().map(|(_, r, _)| wer::normalize(r).len()).sum();
+            let errors: usize = of.map(|(_, r, h)| wer::word_errors(r, h)).sum();
+            println!("  {source:<14} {errors:4} errors / {words:5} words");
+        }
+    }
+    let total = wer::wer(pairs.iter().map(|(_, r, h)| (r.as_str(), h.as_str())));
     println!("WER {:.1} %", total * 100.0);
 }
 

@@ -52,7 +52,7 @@ impl SegmenterConfig {
         let ms = |v: u64| (v as usize) * RATE / 1000;
         Self {
             endpoint: ms(endpoint_ms.clamp(32, 5_000)),
-            preroll: ms(300),
+            preroll: ms(150),
             first_partial: ms(160),
             partial_every: ms(partial_every_ms.clamp(50, 10_000)),
             max_utterance: ms(12_000),
@@ -460,9 +460,9 @@ mod tests {
         assert_eq!(s.pending_since(), Some(at));
         let want = s.want().unwrap();
         assert_eq!(want.kind, DecodeKind::Final);
-        // Pre-roll (capped at 300 ms) + voice + the pause that ended it.
+        // Pre-roll (150 ms of the 160 ms of silence) + voice + the pause that ended it.
         let audio = s.audio(want.ticket).len();
-        assert_eq!(audio, (10 + 40 + 12) * FRAME);
+        assert_eq!(audio, config().preroll + (40 + 12) * FRAME);
         let mut out = Vec::new();
         s.decoded(want.ticket, "hello".into(), Instant::now(), &mut out);
         assert_eq!(finals(&out), ["hello"]);
