@@ -55,6 +55,9 @@ struct CommonArgs {
     /// Silence that ends an utterance and brings its final [default: 200].
     #[arg(long, env = "HARK_ENDPOINT_MS")]
     endpoint_ms: Option<u64>,
+    /// The same for calls below 16 kHz [default: 300].
+    #[arg(long, env = "HARK_NARROWBAND_ENDPOINT_MS")]
+    narrowband_endpoint_ms: Option<u64>,
     /// Log format.
     #[arg(long, env = "HARK_LOG_FORMAT", value_enum)]
     log_format: Option<LogFormat>,
@@ -115,6 +118,9 @@ impl CommonArgs {
         }
         if let Some(v) = self.endpoint_ms {
             c.moonshine.endpoint_ms = v;
+        }
+        if let Some(v) = self.narrowband_endpoint_ms {
+            c.moonshine.narrowband_endpoint_ms = v;
         }
         if let Some(v) = self.log_format {
             c.log_format = v;

@@ -44,6 +44,7 @@ pub struct Moonshine {
     load_error: OnceLock<String>,
     partial_interval_ms: u64,
     endpoint_ms: u64,
+    narrowband_endpoint_ms: u64,
 }
 
 /// The loaded pool and the way to hand it channels.
@@ -62,6 +63,7 @@ impl Moonshine {
             load_error: OnceLock::new(),
             partial_interval_ms: config.partial_interval_ms,
             endpoint_ms: config.endpoint_ms,
+            narrowband_endpoint_ms: config.narrowband_endpoint_ms,
         });
         let loader = backend.clone();
         let config = config.clone();
@@ -128,8 +130,13 @@ impl Backend for Moonshine {
                 .and_then(toml::Value::as_integer)
                 .map_or(default, |v| v.max(0) as u64)
         };
+        let endpoint = if spec.sample_rate < MODEL_RATE {
+            ms("narrowband_endpoint_ms", self.narrowband_endpoint_ms)
+        } else {
+            ms("endpoint_ms", self.endpoint_ms)
+        };
         let cuts = SegmenterConfig::from_ms(
-            ms("endpoint_ms", self.endpoint_ms),
+            endpoint,
             ms("partial_interval_ms", self.partial_interval_ms),
         );
         audio.wake_thread(running.listener.clone());
