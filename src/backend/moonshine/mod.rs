@@ -86,6 +86,26 @@ impl Moonshine {
         backend
     }
 
+    /// Where a channel's utterances end: the profile's timing if it has one, else the
+    /// server-wide one; calls below the model's rate get the narrowband endpoint.
+    fn cuts(&self, spec: &ChannelSpec) -> SegmenterConfig {
+        let ms = |name: &str, default: u64| {
+            spec.options
+                .get(name)
+                .and_then(toml::Value::as_integer)
+                .map_or(default, |v| v.max(0) as u64)
+        };
+        let endpoint = if spec.sample_rate < MODEL_RATE {
+            ms("narrowband_endpoint_ms", self.narrowband_endpoint_ms)
+        } else {
+            ms("endpoint_ms", self.endpoint_ms)
+        };
+        SegmenterConfig::from_ms(
+            endpoint,
+            ms("partial_interval_ms", self.partial_interval_ms),
+        )
+    }
+
     /// Blocks until the pool is loaded or failed to load.
     pub fn wait_ready(&self, limit: Duration) -> Result<(), String> {
         let deadline = Instant::now() + limit;
@@ -123,22 +143,7 @@ impl Backend for Moonshine {
                 None => "embedded recognizer is still loading".into(),
             }));
         };
-        // A profile may ask for its own timing; otherwise the server-wide one.
-        let ms = |name: &str, default: u64| {
-            spec.options
-                .get(name)
-                .and_then(toml::Value::as_integer)
-                .map_or(default, |v| v.max(0) as u64)
-        };
-        let endpoint = if spec.sample_rate < MODEL_RATE {
-            ms("narrowband_endpoint_ms", self.narrowband_endpoint_ms)
-        } else {
-            ms("endpoint_ms", self.endpoint_ms)
-        };
-        let cuts = SegmenterConfig::from_ms(
-            endpoint,
-            ms("partial_interval_ms", self.partial_interval_ms),
-        );
+        let cuts = self.cuts(&spec);
         audio.wake_thread(running.listener.clone());
         running
             .jobs
@@ -228,4 +233,47 @@ pub fn engine_paths(config: &MoonshineConfig) -> Result<fetch::EnginePaths, Stri
         opts.url = wheel.clone();
     }
     fetch::ensure_engine(&opts).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Channel;
+
+    fn spec(sample_rate: u32, options: &[(&str, i64)]) -> ChannelSpec {
+        ChannelSpec {
+            session_id: 1,
+            channel: Channel::Customer,
+            sample_rate,
+            options: Arc::new(
+                options
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), toml::Value::Integer(*v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn phone_band_calls_get_the_narrowband_endpoint_and_profiles_override_both() {
+        let backend = Moonshine {
+            pool: OnceLock::new(),
+            load_error: OnceLock::new(),
+            partial_interval_ms: 500,
+            endpoint_ms: 200,
+            narrowband_endpoint_ms: 300,
+        };
+        let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
+        assert_eq!(backend.cuts(&spec(16_000, &[])).endpoint, ms(200));
+        assert_eq!(backend.cuts(&spec(48_000, &[])).endpoint, ms(200));
+        assert_eq!(backend.cuts(&spec(8_000, &[])).endpoint, ms(300));
+        let profile = [("endpoint_ms", 150), ("narrowband_endpoint_ms", 400)];
+        assert_eq!(backend.cuts(&spec(16_000, &profile)).endpoint, ms(150));
+        assert_eq!(backend.cuts(&spec(8_000, &profile)).endpoint, ms(400));
+        let cadence = backend.cuts(&spec(8_000, &[("partial_interval_ms", 300)]));
+        assert_eq!(
+            cadence.partial_every,
+            SegmenterConfig::from_ms(300, 300).partial_every
+        );
+    }
 }
