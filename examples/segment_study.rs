@@ -9,6 +9,7 @@
 //!   LINES=1             print every line of every decode
 //!   CLIPS=DIR           another folder of clips with a transcripts.tsv (default: the dev clips)
 //!   QUIET=1             only the totals, per source (the file name's prefix before `_`)
+//!   PAD=MS              silence added on both sides of each piece before its decode
 //! ```
 
 use std::path::PathBuf;
