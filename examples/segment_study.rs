@@ -9,7 +9,6 @@
 //!   LINES=1             print every line of every decode
 //!   CLIPS=DIR           another folder of clips with a transcripts.tsv (default: the dev clips)
 //!   QUIET=1             only the totals, per source (the file name's prefix before `_`)
-//!   PAD=MS              silence added on both sides of each piece before its decode
 //! ```
 
 use std::path::PathBuf;
@@ -27,12 +26,6 @@ fn main() {
     config.threshold = arg(1, 0.5) as f32;
     config.min_voice = (arg(2, 64.0) * 16.0) as usize;
     config.preroll = (arg(3, config.preroll as f64 / 16.0) * 16.0) as usize;
-    // PAD=ms: silence added on both sides of every piece before its decode.
-    let pad: usize = std::env::var("PAD")
-        .ok()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0)
-        * 16;
     let paths = fetch::ensure_engine(&FetchOptions::default()).expect("engine");
     let lib = Library::load(&paths.lib).expect("library");
     // OPTS="name=value,name=value": library options for the handle.
@@ -87,10 +80,7 @@ fn main() {
             at += chunk.len() as u64;
             seg.push(chunk, at, Instant::now(), &mut out);
             while let Some(want) = seg.want() {
-                let mut padded = vec![0.0f32; pad];
-                padded.extend_from_slice(seg.audio(want.ticket));
-                padded.extend(std::iter::repeat_n(0.0f32, pad));
-                let piece = &padded[..];
+                let piece = seg.audio(want.ticket);
                 let started = Instant::now();
                 let lines = t
                     .transcribe_without_streaming(piece, 16_000)

@@ -95,7 +95,8 @@ pub struct MoonshineConfig {
     pub endpoint_ms: u64,
     /// The same for calls below 16 kHz (phone band). Cut into short pieces, narrowband
     /// speech loses the sentence context the model leans on: 300 ms made 2.4 points fewer
-    /// word errors than 200 ms on the 3,322-word study set, for ~100 ms more latency.
+    /// word errors than 200 ms on the 3,322-word study set, for 25–70 ms more median time
+    /// to final (BENCHMARKS.md).
     pub narrowband_endpoint_ms: u64,
     /// Options passed to the library as they are (e.g. `vad_threshold`).
     pub options: BTreeMap<String, String>,
