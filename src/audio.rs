@@ -183,6 +183,11 @@ impl AudioSink {
         samples_to_duration(pushed.saturating_sub(done), self.sample_rate)
     }
 
+    /// Samples the consumer has taken so far.
+    pub fn taken(&self) -> u64 {
+        self.shared.consumed.load(Ordering::Acquire)
+    }
+
     /// Total audio pushed so far.
     pub fn pushed(&self) -> Duration {
         samples_to_duration(self.shared.pushed.load(Ordering::Acquire), self.sample_rate)
@@ -246,6 +251,11 @@ impl AudioSource {
         self.cons.occupied_len()
     }
 
+    /// True once the session has ended the audio: what is in the ring is all there is.
+    pub fn has_ended(&self) -> bool {
+        self.shared.ended.load(Ordering::Acquire)
+    }
+
     /// True once the session has ended the audio and every sample has been taken.
     pub fn is_finished(&self) -> bool {
         self.shared.ended.load(Ordering::Acquire) && self.cons.is_empty()
@@ -275,7 +285,7 @@ impl AudioSource {
     }
 }
 
-fn samples_to_duration(samples: u64, rate: u32) -> Duration {
+pub fn samples_to_duration(samples: u64, rate: u32) -> Duration {
     Duration::from_secs_f64(samples as f64 / f64::from(rate.max(1)))
 }
 

@@ -10,7 +10,9 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-use crate::backend::Options;
+use crate::backend::assemblyai::AssemblyAiConfig;
+use crate::backend::deepgram::DeepgramConfig;
+use crate::protocol::Channel;
 
 /// Name of the profile served at `/api/custom-transcriber` (no profile in the path).
 pub const DEFAULT_PROFILE: &str = "default";
@@ -33,6 +35,8 @@ pub struct Config {
     pub log_format: LogFormat,
     pub auth: AuthConfig,
     pub moonshine: MoonshineConfig,
+    /// Network recognizers by the name profiles use for them (`[backends.NAME]`).
+    pub backends: BTreeMap<String, BackendConfig>,
     /// Named profiles, served at `/api/custom-transcriber/{name}`.
     pub profiles: BTreeMap<String, Profile>,
 }
@@ -49,6 +53,7 @@ impl Default for Config {
             log_format: LogFormat::Text,
             auth: AuthConfig::default(),
             moonshine: MoonshineConfig::default(),
+            backends: BTreeMap::new(),
             profiles: BTreeMap::new(),
         }
     }
@@ -116,6 +121,24 @@ impl Default for MoonshineConfig {
     }
 }
 
+/// A network recognizer: one variant, and one module under `backend/`, per type.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum BackendConfig {
+    Deepgram(DeepgramConfig),
+    Assemblyai(AssemblyAiConfig),
+}
+
+impl BackendConfig {
+    /// The environment variable holding the backend's API key.
+    pub fn api_key_env(&self) -> &str {
+        match self {
+            Self::Deepgram(c) => &c.api_key_env,
+            Self::Assemblyai(c) => &c.api_key_env,
+        }
+    }
+}
+
 /// How a URL's calls are recognised.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -123,6 +146,8 @@ pub struct Profile {
     pub backend: String,
     /// Backends tried in order when the one before cannot start or fails mid-call.
     pub fallback: Vec<String>,
+    /// The channels to transcribe; audio of the others is read and dropped.
+    pub channels: Vec<Channel>,
     /// Passed to the backend with each channel.
     pub options: Options,
 }
@@ -132,9 +157,145 @@ impl Default for Profile {
         Self {
             backend: crate::registry::MOONSHINE.into(),
             fallback: Vec::new(),
-            options: Options::new(),
+            channels: vec![Channel::Customer, Channel::Assistant],
+            options: Options::default(),
         }
     }
+}
+
+impl Profile {
+    /// The backends to try, in order.
+    pub fn chain(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.backend.as_str()).chain(self.fallback.iter().map(String::as_str))
+    }
+}
+
+/// A profile's recognition settings. Each backend reads those that mean something to it;
+/// a key none of them knows is refused when the config is read.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// Embedded recognizer: overrides `moonshine.endpoint_ms`.
+    pub endpoint_ms: Option<u64>,
+    /// Embedded recognizer: overrides `moonshine.narrowband_endpoint_ms`.
+    pub narrowband_endpoint_ms: Option<u64>,
+    /// Embedded recognizer: overrides `moonshine.partial_interval_ms`.
+    pub partial_interval_ms: Option<u64>,
+    /// Network recognizers: the language spoken (BCP 47, e.g. `es`, `en-US`).
+    pub language: Option<String>,
+    /// Network recognizers: words and phrases to listen for (product names, jargon).
+    pub keyterms: Option<Vec<String>>,
+    /// Deepgram: silence in ms that ends an utterance (`endpointing`; 0 turns it off).
+    pub endpointing_ms: Option<u64>,
+    /// AssemblyAI: confidence above which a turn ends (`end_of_turn_confidence_threshold`).
+    pub end_of_turn_confidence_threshold: Option<f64>,
+    /// AssemblyAI: silence before a confident turn end (`min_turn_silence`).
+    pub min_turn_silence_ms: Option<u64>,
+    /// AssemblyAI: silence that ends a turn whatever the confidence (`max_turn_silence`).
+    pub max_turn_silence_ms: Option<u64>,
+}
+
+/// Query parameters a call's URL may carry to override its profile's options.
+pub const QUERY_OVERRIDES: &[&str] = &["language", "keyterms", "endpointing_ms", "endpoint_ms"];
+
+impl Options {
+    /// Applies a call URL's query overrides (`?language=es&keyterms=Acme,refund`),
+    /// refusing anything else with a message for the client.
+    pub fn with_query(&self, query: &str) -> Result<Self, String> {
+        let mut out = self.clone();
+        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            match key.as_ref() {
+                "language" => {
+                    check_language(&value)?;
+                    out.language = Some(value.into_owned());
+                }
+                "keyterms" => {
+                    let terms: Vec<String> = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(String::from)
+                        .collect();
+                    check_keyterms(&terms)?;
+                    out.keyterms = Some(terms);
+                }
+                "endpointing_ms" => out.endpointing_ms = Some(query_ms(&key, &value, 0, 10_000)?),
+                "endpoint_ms" => out.endpoint_ms = Some(query_ms(&key, &value, 50, 5_000)?),
+                other => {
+                    return Err(format!(
+                        "unknown query parameter {other:?} (known: {})",
+                        QUERY_OVERRIDES.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if let Some(language) = &self.language {
+            check_language(language)?;
+        }
+        if let Some(terms) = &self.keyterms {
+            check_keyterms(terms)?;
+        }
+        if let Some(t) = self.end_of_turn_confidence_threshold
+            && !(0.0..=1.0).contains(&t)
+        {
+            return Err(format!(
+                "end_of_turn_confidence_threshold must be within 0–1 (got {t})"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Longest keyterm list and term accepted (AssemblyAI's limits, the stricter provider's).
+const MAX_KEYTERMS: usize = 100;
+const MAX_KEYTERM_CHARS: usize = 50;
+
+fn check_language(value: &str) -> Result<(), String> {
+    let mut parts = value.split('-');
+    let primary = parts.next().unwrap_or_default();
+    let primary_ok =
+        (2..=3).contains(&primary.len()) && primary.chars().all(|c| c.is_ascii_alphabetic());
+    let rest_ok =
+        parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()));
+    if primary_ok && rest_ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "language {value:?} is not a language tag like \"es\" or \"en-US\""
+        ))
+    }
+}
+
+fn check_keyterms(terms: &[String]) -> Result<(), String> {
+    if terms.len() > MAX_KEYTERMS {
+        return Err(format!(
+            "at most {MAX_KEYTERMS} keyterms (got {})",
+            terms.len()
+        ));
+    }
+    match terms
+        .iter()
+        .find(|t| t.chars().count() > MAX_KEYTERM_CHARS || t.chars().any(char::is_control))
+    {
+        Some(t) => Err(format!(
+            "keyterm {t:?} is longer than {MAX_KEYTERM_CHARS} characters or has control characters"
+        )),
+        None => Ok(()),
+    }
+}
+
+fn query_ms(key: &str, value: &str, min: u64, max: u64) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| {
+            format!("{key} must be a whole number of ms from {min} to {max} (got {value:?})")
+        })
 }
 
 impl Config {
@@ -178,14 +339,35 @@ impl Config {
             bail!("moonshine.options.vad_hop_size = {hop:?} breaks the library; only 512 works");
         }
         for (name, p) in &self.profiles {
-            for b in std::iter::once(&p.backend).chain(&p.fallback) {
-                if !backends.contains(&b.as_str()) {
+            for b in p.chain() {
+                if !backends.contains(&b) {
                     bail!(
                         "profile {name:?} uses backend {b:?}, which does not exist (known: {})",
                         backends.join(", ")
                     );
                 }
             }
+            let mut seen = Vec::new();
+            for c in p.chain() {
+                if seen.contains(&c) {
+                    bail!("profile {name:?} lists backend {c:?} twice");
+                }
+                seen.push(c);
+            }
+            if p.channels.is_empty() {
+                bail!("profile {name:?} transcribes no channel: `channels` is empty");
+            }
+            if p.channels.len() == 2 && p.channels[0] == p.channels[1] {
+                bail!("profile {name:?} lists a channel twice");
+            }
+            p.options
+                .validate()
+                .map_err(|e| anyhow::anyhow!("profile {name:?}: {e}"))?;
+        }
+        if self.backends.contains_key(crate::registry::MOONSHINE) {
+            bail!(
+                "[backends.moonshine]: \"moonshine\" is the built-in embedded recognizer; choose another name"
+            );
         }
         Ok(())
     }

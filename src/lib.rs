@@ -1,6 +1,7 @@
 //! hark: a custom-transcriber streaming server for voice-assistant platforms.
 //!
 //! See ARCHITECTURE.md for the module map and the path of one audio frame.
+pub mod assistant_config;
 pub mod audio;
 pub mod auth;
 pub mod backend;
@@ -13,5 +14,6 @@ pub mod resample;
 pub mod segmenter;
 pub mod server;
 pub mod session;
+pub mod supervisor;
 pub mod transcribe;
 pub mod wer;

@@ -31,6 +31,8 @@ enum Command {
     Transcribe(TranscribeArgs),
     /// Benchmark a transcriber server the way the platform calls it.
     Bench(hark::bench::BenchArgs),
+    /// Print (or apply) the platform's transcriber config that points an assistant at hark.
+    AssistantConfig(hark::assistant_config::Args),
 }
 
 /// Settings shared by every command that loads a recognizer. Flags override `HARK_…`
@@ -172,6 +174,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Transcribe(args) => run_transcribe(args),
         Command::Bench(args) => run_bench(args),
+        Command::AssistantConfig(args) => hark::assistant_config::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -188,7 +191,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(config.log_format);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let backends = registry::from_config(&config);
+        let backends = registry::from_config(&config)?;
         let server = Server::bind(config, backends).await?;
         server.run(shutdown_signal()).await
     })

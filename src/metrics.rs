@@ -20,6 +20,11 @@ pub const EVENT_TO_SOCKET: &str = "hark_event_to_socket_seconds";
 pub const TIME_TO_FINAL: &str = "hark_time_to_final_seconds";
 pub const DECODE_SECONDS: &str = "hark_decode_seconds";
 pub const DECODE_WAIT: &str = "hark_decode_wait_seconds";
+pub const BACKEND_CHANNELS: &str = "hark_backend_channels_total";
+pub const RECONNECTS: &str = "hark_backend_reconnects_total";
+pub const FAILOVERS: &str = "hark_backend_failovers_total";
+pub const PROVIDER_ERRORS: &str = "hark_provider_errors_total";
+pub const FAILOVER_GAP: &str = "hark_failover_gap_seconds";
 
 /// Installs the recorder on first use and returns the handle that renders it.
 pub fn handle() -> PrometheusHandle {
@@ -62,14 +67,37 @@ fn describe() {
         RECOGNIZER_LAG,
         "How far a channel's recognizer is behind real time, sampled every 250 ms."
     );
-    describe_counter!(FALLBACKS, "Channels moved to a fallback backend.");
+    describe_counter!(
+        FALLBACKS,
+        "Channels moved to a fallback backend, by the backend."
+    );
+    describe_counter!(
+        BACKEND_CHANNELS,
+        "Call channels a backend started recognising (a reconnect is not counted again)."
+    );
+    describe_counter!(
+        RECONNECTS,
+        "In-call reconnects to the same backend after a dropped or failed connection."
+    );
+    describe_counter!(
+        FAILOVERS,
+        "Channels moved from one backend to the next, by both."
+    );
+    describe_counter!(
+        PROVIDER_ERRORS,
+        "Errors from network recognizers, by backend and code (HTTP status, close code, error)."
+    );
+    describe_histogram!(
+        FAILOVER_GAP,
+        "From the last transcript before a backend failed to the first one after it."
+    );
     describe_histogram!(
         FRAME_TO_RECOGNIZER,
         "From a frame's arrival on the socket to its samples being taken by the recognizer."
     );
     describe_histogram!(
         EVENT_TO_SOCKET,
-        "From a recognizer reporting a transcript to its message being written to the socket."
+        "From a recognizer reporting a transcript (a provider's message, for network backends) to its message being written to the socket, by backend."
     );
     describe_histogram!(
         TIME_TO_FINAL,

@@ -1,16 +1,36 @@
-//! Builds the named backends a config refers to. A new backend gets its line here.
+//! Builds the named backends a config refers to. A new backend type gets its line here.
 
-use crate::backend::Registry;
+use std::sync::Arc;
+
+use anyhow::anyhow;
+
+use crate::backend::assemblyai::AssemblyAi;
+use crate::backend::deepgram::Deepgram;
 use crate::backend::moonshine::Moonshine;
-use crate::config::Config;
+use crate::backend::{ApiKey, Registry};
+use crate::config::{BackendConfig, Config};
 
-/// The name of the embedded default backend.
+/// The name of the embedded default backend; it needs no `[backends]` section.
 pub const MOONSHINE: &str = "moonshine";
 
-/// Creates every built-in backend. Backends that load models start loading now, in the
-/// background, so the server can answer health checks meanwhile.
-pub fn from_config(config: &Config) -> Registry {
+/// Creates the embedded backend and every `[backends.NAME]`. Backends that load models
+/// start loading now, in the background, so the server can answer health checks meanwhile.
+/// A network backend whose API key variable is unset is refused here, naming the variable.
+pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
     let mut registry = Registry::default();
     registry.insert(MOONSHINE, Moonshine::spawn(&config.moonshine));
-    registry
+    for (name, backend) in &config.backends {
+        let key = ApiKey::from_env(backend.api_key_env())
+            .map_err(|e| anyhow!("backend {name:?}: {e}"))?;
+        registry.insert(name.clone(), network(name, backend.clone(), key));
+    }
+    Ok(registry)
+}
+
+/// A network backend from its config section and key.
+pub fn network(name: &str, config: BackendConfig, key: ApiKey) -> Arc<dyn crate::backend::Backend> {
+    match config {
+        BackendConfig::Deepgram(c) => Arc::new(Deepgram::new(name, c, key)),
+        BackendConfig::Assemblyai(c) => Arc::new(AssemblyAi::new(name, c, key)),
+    }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -148,24 +148,27 @@ fn router(state: Arc<AppState>) -> Router {
 
 async fn upgrade_default(
     state: State<Arc<AppState>>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    upgrade(state, DEFAULT_PROFILE.to_string(), headers, ws)
+    upgrade(state, DEFAULT_PROFILE.to_string(), query, headers, ws)
 }
 
 async fn upgrade_profile(
     state: State<Arc<AppState>>,
     Path(profile): Path<String>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    upgrade(state, profile, headers, ws)
+    upgrade(state, profile, query, headers, ws)
 }
 
 fn upgrade(
     State(state): State<Arc<AppState>>,
     profile_name: String,
+    query: Option<String>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
@@ -196,6 +199,15 @@ fn upgrade(
             format!("no profile named {profile_name:?}\n"),
         );
     };
+    let options = match profile
+        .options
+        .with_query(query.as_deref().unwrap_or_default())
+    {
+        Ok(options) => options,
+        Err(e) => {
+            return reject(StatusCode::BAD_REQUEST, "bad-query", format!("{e}\n"));
+        }
+    };
     if *state.shutdown.borrow() {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -203,10 +215,10 @@ fn upgrade(
             "server is shutting down\n".into(),
         );
     }
-    let ready = state
-        .backends
-        .get(&profile.backend)
-        .is_some_and(|b| b.is_ready());
+    // Any backend of the chain will do: the supervisor starts the first one that is ready.
+    let ready = profile
+        .chain()
+        .any(|name| state.backends.get(name).is_some_and(|b| b.is_ready()));
     if !ready {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -234,6 +246,7 @@ fn upgrade(
         id: state.next_id.fetch_add(1, Ordering::Relaxed),
         profile_name,
         profile,
+        options,
         max_lag: state.config.max_lag(),
         start_timeout: state.config.start_timeout(),
         max_frame_bytes: state.config.max_frame_bytes,

@@ -6,7 +6,6 @@
 //! unbounded channel, and socket writes go through a separate writer task so a slow client
 //! cannot stall reading either.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,14 +16,15 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until, timeout};
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
-use crate::audio::{AudioSink, PcmDecoder, channel_pipe};
-use crate::backend::{ChannelSpec, Event, EventKind, EventSink, Options, Registry};
+use crate::audio::PcmDecoder;
+use crate::backend::{ChannelSpec, Event, Options, Registry};
 use crate::config::Profile;
 use crate::metrics as m;
 use crate::protocol::{
     CLOSE_GOING_AWAY, CLOSE_INTERNAL, CLOSE_NORMAL, Channel, ClientError, PIPELINE_FAILED,
     ServerMessage, Start, TranscriptType,
 };
+use crate::supervisor::{Exhausted, Link, Supervisor, Transcript};
 
 /// How often lag is checked; a failing backend is noticed within max_lag plus this.
 const WATCH_INTERVAL: Duration = Duration::from_millis(250);
@@ -39,6 +39,8 @@ pub struct SessionSettings {
     pub id: u64,
     pub profile_name: String,
     pub profile: Profile,
+    /// The profile's options with the call URL's query overrides applied.
+    pub options: Options,
     pub max_lag: Duration,
     pub start_timeout: Duration,
     pub max_frame_bytes: usize,
@@ -101,10 +103,11 @@ pub async fn run(
     .await
 }
 
-/// A frame for the writer task; transcripts carry the time their event was reported.
+/// A frame for the writer task; transcripts carry when and by which backend they were
+/// reported, to time the way to the socket.
 struct Outgoing {
     message: Message,
-    event_at: Option<std::time::Instant>,
+    event: Option<(std::time::Instant, Arc<str>)>,
 }
 
 async fn write_loop(
@@ -116,32 +119,23 @@ async fn write_loop(
         if tx.send(out.message).await.is_err() || closing {
             break;
         }
-        if let Some(at) = out.event_at {
-            metrics::histogram!(m::EVENT_TO_SOCKET).record(at.elapsed().as_secs_f64());
+        if let Some((at, backend)) = out.event {
+            metrics::histogram!(m::EVENT_TO_SOCKET, "backend" => backend.to_string())
+                .record(at.elapsed().as_secs_f64());
         }
     }
     let _ = tx.close().await;
 }
 
-struct ChannelState {
-    channel: Channel,
-    sink: AudioSink,
-    /// Which attempt is current; events from replaced backends carry older numbers.
-    generation: u32,
-    /// Position in the profile's backend chain of the backend serving the channel.
-    backend: usize,
-    done: bool,
-}
-
 struct Session {
     settings: SessionSettings,
-    backends: Arc<Registry>,
-    chain: Vec<String>,
+    chain: Arc<[Link]>,
     options: Arc<Options>,
     out: mpsc::UnboundedSender<Outgoing>,
     events_tx: mpsc::UnboundedSender<Event>,
     events_rx: mpsc::UnboundedReceiver<Event>,
-    channels: Vec<ChannelState>,
+    /// One per transcribed channel; a channel the profile leaves out has none.
+    supervisors: Vec<Supervisor>,
     sample_rate: u32,
     /// Audio received but not yet counted in the whole-second metric, per channel.
     uncounted_samples: [u64; 2],
@@ -153,20 +147,27 @@ impl Session {
         backends: Arc<Registry>,
         out: mpsc::UnboundedSender<Outgoing>,
     ) -> Self {
-        let chain = std::iter::once(settings.profile.backend.clone())
-            .chain(settings.profile.fallback.iter().cloned())
+        let chain: Arc<[Link]> = settings
+            .profile
+            .chain()
+            .filter_map(|name| {
+                let backend = backends.get(name)?.clone();
+                Some(Link {
+                    name: name.into(),
+                    backend,
+                })
+            })
             .collect();
-        let options = Arc::new(settings.profile.options.clone());
+        let options = Arc::new(settings.options.clone());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         Self {
             settings,
-            backends,
             chain,
             options,
             out,
             events_tx,
             events_rx,
-            channels: Vec::new(),
+            supervisors: Vec::new(),
             sample_rate: 0,
             uncounted_samples: [0; 2],
         }
@@ -201,8 +202,23 @@ impl Session {
             let Some(channel) = Channel::from_index(index) else {
                 break;
             };
-            if let Err(outcome) = self.start_channel(channel, 0, 0) {
-                return outcome;
+            if !self.settings.profile.channels.contains(&channel) {
+                continue;
+            }
+            let spec = ChannelSpec {
+                session_id: self.settings.id,
+                channel,
+                sample_rate: self.sample_rate,
+                options: self.options.clone(),
+            };
+            match Supervisor::start(
+                spec,
+                self.chain.clone(),
+                self.events_tx.clone(),
+                self.settings.max_lag,
+            ) {
+                Ok(supervisor) => self.supervisors.push(supervisor),
+                Err(e) => return e.into(),
             }
         }
 
@@ -211,6 +227,11 @@ impl Session {
         watch.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut drain_deadline: Option<Instant> = None;
         loop {
+            let due = self
+                .supervisors
+                .iter()
+                .filter_map(Supervisor::next_due)
+                .min();
             tokio::select! {
                 msg = ws.next() => match msg {
                     Some(Ok(Message::Binary(bytes))) => {
@@ -229,7 +250,12 @@ impl Session {
                     }
                 }
                 _ = watch.tick() => {
-                    if let Err(outcome) = self.check_lag() {
+                    if let Err(outcome) = self.tick() {
+                        return outcome;
+                    }
+                }
+                _ = sleep_until(due.map_or_else(Instant::now, Instant::from_std)), if due.is_some() => {
+                    if let Err(outcome) = self.tick() {
                         return outcome;
                     }
                 }
@@ -246,70 +272,6 @@ impl Session {
         }
     }
 
-    /// Starts a backend for `channel`, trying the profile's chain from position `from`.
-    fn start_channel(
-        &mut self,
-        channel: Channel,
-        from: usize,
-        generation: u32,
-    ) -> Result<(), Outcome> {
-        let capacity = (u64::from(self.sample_rate)
-            * (self.settings.max_lag + Duration::from_secs(1)).as_millis() as u64
-            / 1000) as usize;
-        let mut errors = Vec::new();
-        for (position, name) in self.chain.iter().enumerate().skip(from) {
-            let generation = generation + (position - from) as u32;
-            let Some(backend) = self.backends.get(name) else {
-                errors.push(format!("{name}: no such backend"));
-                continue;
-            };
-            if !backend.is_ready() {
-                errors.push(format!("{name}: not ready"));
-                continue;
-            }
-            let (sink, source) = channel_pipe(self.sample_rate, capacity);
-            let spec = ChannelSpec {
-                session_id: self.settings.id,
-                channel,
-                sample_rate: self.sample_rate,
-                options: self.options.clone(),
-            };
-            let events = EventSink::new(self.events_tx.clone(), channel, generation);
-            let started =
-                std::panic::catch_unwind(AssertUnwindSafe(|| backend.start(spec, source, events)));
-            match started {
-                Ok(Ok(())) => {
-                    if position > 0 {
-                        metrics::counter!(m::FALLBACKS, "backend" => name.clone()).increment(1);
-                        warn!(channel = channel.as_str(), backend = %name, "using fallback backend");
-                    }
-                    let state = ChannelState {
-                        channel,
-                        sink,
-                        generation,
-                        backend: position,
-                        done: false,
-                    };
-                    match self.channels.iter_mut().find(|c| c.channel == channel) {
-                        Some(slot) => *slot = state,
-                        None => self.channels.push(state),
-                    }
-                    return Ok(());
-                }
-                Ok(Err(e)) => errors.push(format!("{name}: {e}")),
-                Err(_) => errors.push(format!("{name}: panicked while starting")),
-            }
-        }
-        Err(Outcome::Failed {
-            reason: "backend-start",
-            message: format!(
-                "recognizer for the {} channel could not start ({})",
-                channel.as_str(),
-                errors.join("; ")
-            ),
-        })
-    }
-
     fn on_audio(&mut self, decoder: &mut PcmDecoder, bytes: &[u8]) -> Result<(), Outcome> {
         let limit = self.settings.max_frame_bytes;
         if bytes.len() > limit {
@@ -319,139 +281,81 @@ impl Session {
             }));
         }
         let planes = decoder.decode(bytes);
-        let mut behind = None;
-        for (index, state) in self.channels.iter_mut().enumerate() {
-            let samples = &planes[state.channel.index()];
-            if state.sink.push(samples).is_err() {
-                behind = Some(index);
-                continue;
-            }
-            let uncounted = &mut self.uncounted_samples[state.channel.index()];
+        for supervisor in &mut self.supervisors {
+            let index = supervisor.channel().index();
+            let samples = &planes[index];
+            supervisor.push(samples)?;
+            let uncounted = &mut self.uncounted_samples[index];
             *uncounted += samples.len() as u64;
             let rate = u64::from(self.sample_rate);
             if *uncounted >= rate {
-                metrics::counter!(m::AUDIO_SECONDS, "channel" => state.channel.as_str())
+                metrics::counter!(m::AUDIO_SECONDS, "channel" => supervisor.channel().as_str())
                     .increment(*uncounted / rate);
                 *uncounted %= rate;
             }
         }
-        match behind {
-            Some(index) => self.fall_behind(index),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     fn on_event(&mut self, event: Event) -> Result<(), Outcome> {
-        let Some(index) = self
-            .channels
-            .iter()
-            .position(|c| c.channel == event.channel && c.generation == event.generation)
+        let Some(supervisor) = self
+            .supervisors
+            .iter_mut()
+            .find(|s| s.channel() == event.channel)
         else {
             return Ok(());
         };
-        match event.kind {
-            EventKind::Partial(text) => self.send_transcript(event.channel, text, false, event.at),
-            EventKind::Final(text) => self.send_transcript(event.channel, text, true, event.at),
-            EventKind::Done => self.channels[index].done = true,
-            EventKind::Failed(message) => return self.replace_backend(index, message),
+        if let Some(transcript) = supervisor.on_event(event)? {
+            self.send_transcript(transcript);
         }
         Ok(())
     }
 
-    /// Moves a failed channel to the next backend of the chain, or fails the call.
-    fn replace_backend(&mut self, index: usize, message: String) -> Result<(), Outcome> {
-        let state = &self.channels[index];
-        let (channel, next, generation) = (state.channel, state.backend + 1, state.generation + 1);
-        error!(channel = channel.as_str(), backend = %self.chain[state.backend], %message, "recognizer failed");
-        let failed = |detail: String| Outcome::Failed {
-            reason: "backend-error",
-            message: format!(
-                "recognizer for the {} channel failed: {detail}",
-                channel.as_str()
-            ),
-        };
-        if next >= self.chain.len() {
-            return Err(failed(message));
+    fn tick(&mut self) -> Result<(), Outcome> {
+        let now = std::time::Instant::now();
+        for supervisor in &mut self.supervisors {
+            supervisor.tick(now)?;
         }
-        self.start_channel(channel, next, generation)
-            .map_err(|_| failed(format!("{message}; no fallback backend could take over")))
+        Ok(())
     }
 
-    fn check_lag(&mut self) -> Result<(), Outcome> {
-        let mut behind = None;
-        for (index, state) in self.channels.iter().enumerate() {
-            let lag = state.sink.lag();
-            metrics::histogram!(m::RECOGNIZER_LAG, "channel" => state.channel.as_str())
-                .record(lag.as_secs_f64());
-            if lag > self.settings.max_lag {
-                behind = Some(index);
-            }
-        }
-        match behind {
-            Some(index) => self.fall_behind(index),
-            None => Ok(()),
-        }
-    }
-
-    /// A recognizer too far behind real time is as good as failed: hand its channel to the
-    /// next backend of the chain, or fail the call.
-    fn fall_behind(&mut self, index: usize) -> Result<(), Outcome> {
-        let state = &self.channels[index];
-        let message = format!(
-            "{:.1} s behind real time (limit {:.1} s)",
-            state.sink.lag().as_secs_f64(),
-            self.settings.max_lag.as_secs_f64()
-        );
-        self.replace_backend(index, message).map_err(|o| match o {
-            Outcome::Failed { message, .. } => Outcome::Failed {
-                reason: "lag",
-                message,
-            },
-            other => other,
-        })
-    }
-
-    fn send_transcript(
-        &self,
-        channel: Channel,
-        transcription: String,
-        is_final: bool,
-        event_at: std::time::Instant,
-    ) {
-        let transcript_type = if is_final {
-            TranscriptType::Final
+    fn send_transcript(&self, t: Transcript) {
+        let (transcript_type, kind) = if t.is_final {
+            (TranscriptType::Final, "final")
         } else {
-            TranscriptType::Partial
+            (TranscriptType::Partial, "partial")
         };
-        let kind = if is_final { "final" } else { "partial" };
         metrics::counter!(m::TRANSCRIPTS, "type" => kind).increment(1);
-        debug!(channel = channel.as_str(), kind, %transcription, "transcript");
+        debug!(channel = t.channel.as_str(), kind, transcription = %t.text, "transcript");
         let msg = ServerMessage::TranscriberResponse {
-            transcription,
-            channel,
+            transcription: t.text,
+            channel: t.channel,
             transcript_type,
         };
-        self.queue(
-            Message::Text(Utf8Bytes::from(msg.to_json())),
-            Some(event_at),
-        );
+        let _ = self.out.send(Outgoing {
+            message: Message::Text(Utf8Bytes::from(msg.to_json())),
+            event: Some((t.at, t.backend)),
+        });
     }
 
     fn send(&self, msg: ServerMessage) {
-        self.queue(Message::Text(Utf8Bytes::from(msg.to_json())), None);
+        self.queue(Message::Text(Utf8Bytes::from(msg.to_json())));
     }
 
-    fn queue(&self, message: Message, event_at: Option<std::time::Instant>) {
-        let _ = self.out.send(Outgoing { message, event_at });
+    fn queue(&self, message: Message) {
+        let _ = self.out.send(Outgoing {
+            message,
+            event: None,
+        });
     }
 
     /// Ends the audio and forwards the backends' last finals, waiting a bounded time.
     async fn flush(&mut self) {
-        for state in &self.channels {
-            state.sink.finish();
+        if self.finish().is_err() {
+            return;
         }
         let deadline = Instant::now() + FLUSH_TIMEOUT;
-        while self.channels.iter().any(|c| !c.done) {
+        while self.supervisors.iter().any(|s| !s.is_done()) {
             match tokio::time::timeout_at(deadline, self.events_rx.recv()).await {
                 Ok(Some(event)) => {
                     // A failure while flushing leaves nothing more to send.
@@ -467,11 +371,21 @@ impl Session {
         }
     }
 
+    /// Ends every channel's audio; the backends flush and stop.
+    fn finish(&mut self) -> Result<(), Outcome> {
+        let mut result = Ok(());
+        for supervisor in &mut self.supervisors {
+            if let Err(e) = supervisor.finish() {
+                result = Err(e.into());
+            }
+        }
+        result
+    }
+
     /// Sends the message and close frame that `outcome` calls for, and records it.
     fn close(&mut self, outcome: Outcome) {
-        for state in &self.channels {
-            state.sink.finish();
-        }
+        // Nothing more is listened for: a failure here changes no outcome.
+        let _ = self.finish();
         let (code, reason): (u16, String) = match &outcome {
             Outcome::ClientClosed => {
                 info!("call ended by client");
@@ -495,13 +409,10 @@ impl Session {
             }
         };
         if !matches!(outcome, Outcome::ClientClosed) {
-            self.queue(
-                Message::Close(Some(CloseFrame {
-                    code,
-                    reason: Utf8Bytes::from(reason),
-                })),
-                None,
-            );
+            self.queue(Message::Close(Some(CloseFrame {
+                code,
+                reason: Utf8Bytes::from(reason),
+            })));
         }
         for (index, samples) in self.uncounted_samples.iter().enumerate() {
             if let Some(channel) = Channel::from_index(index) {
@@ -509,6 +420,15 @@ impl Session {
                 metrics::counter!(m::AUDIO_SECONDS, "channel" => channel.as_str())
                     .increment(secs as u64);
             }
+        }
+    }
+}
+
+impl From<Exhausted> for Outcome {
+    fn from(e: Exhausted) -> Self {
+        Outcome::Failed {
+            reason: e.reason,
+            message: e.message,
         }
     }
 }

@@ -71,7 +71,7 @@ pub async fn transcribe_planes(
             session_id: 0,
             channel,
             sample_rate,
-            options: Arc::new(Options::new()),
+            options: Arc::new(Options::default()),
         };
         backend
             .start(spec, source, EventSink::new(tx.clone(), channel, 0))
@@ -92,9 +92,9 @@ pub async fn transcribe_planes(
         let Some(event) = rx.recv().await else { break };
         match event.kind {
             EventKind::Final(text) => texts[event.channel.index()].push(text),
-            EventKind::Partial(_) => {}
+            EventKind::Partial(_) | EventKind::Settled(_) => {}
             EventKind::Done => open -= 1,
-            EventKind::Failed(e) => bail!("recognizer failed: {e}"),
+            EventKind::Failed { message, .. } => bail!("recognizer failed: {message}"),
         }
     }
     for f in feeders {

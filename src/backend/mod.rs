@@ -7,22 +7,25 @@
 //! task (waiting on [`AudioSource::readable`]). `start` itself must return promptly because
 //! it runs on the async runtime.
 //!
-//! To add a backend: implement [`Backend`], register it under a name with
-//! [`Registry::insert`] (see `server::Backends::from_config`), and point a profile's
-//! `backend` at that name.
+//! To add a backend: implement [`Backend`] in a module of its own, give it a variant of
+//! `config::BackendConfig` and a line in `registry::from_config`, and point a profile's
+//! `backend` at a `[backends.NAME]` of that type.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::http;
 
 use crate::audio::AudioSource;
 use crate::protocol::Channel;
 
+pub mod assemblyai;
+pub mod deepgram;
 pub mod moonshine;
+mod relay;
 
-/// Per-profile options for a backend, from the config file.
-pub type Options = toml::Table;
+pub use crate::config::Options;
 
 /// What a backend is asked to recognise.
 #[derive(Debug, Clone)]
@@ -50,6 +53,12 @@ pub trait Backend: Send + Sync + 'static {
         true
     }
 
+    /// How many times in a row a call may start this backend again after a failure that
+    /// says retrying may help (a dropped connection), before moving to the next backend.
+    fn max_retries(&self) -> u32 {
+        0
+    }
+
     /// Begins recognising one channel. Must not block: it runs on the async runtime.
     /// Errors here mean the channel could not start at all.
     fn start(
@@ -58,6 +67,62 @@ pub trait Backend: Send + Sync + 'static {
         audio: AudioSource,
         events: EventSink,
     ) -> Result<(), BackendError>;
+}
+
+/// A provider's API key. Shown as the variable it came from, never as itself, so that it
+/// cannot reach a log or an error message by accident.
+#[derive(Clone)]
+pub struct ApiKey {
+    env: String,
+    key: String,
+}
+
+impl ApiKey {
+    pub fn new(env: &str, key: String) -> Self {
+        Self {
+            env: env.into(),
+            key,
+        }
+    }
+
+    /// Reads the key from the environment variable `env`.
+    pub fn from_env(env: &str) -> Result<Self, String> {
+        match std::env::var(env) {
+            Ok(key) if !key.trim().is_empty() => Ok(Self::new(env, key.trim().to_string())),
+            _ => Err(format!(
+                "environment variable {env} (the API key) is not set"
+            )),
+        }
+    }
+
+    /// The `Authorization` header value: the key behind `scheme` (e.g. `"Token "`, or
+    /// `""` for a raw key), marked sensitive so the HTTP stack never prints it.
+    pub fn header(&self, scheme: &str) -> Result<http::HeaderValue, BackendError> {
+        let mut value =
+            http::HeaderValue::from_str(&format!("{scheme}{}", self.key)).map_err(|_| {
+                BackendError::new(format!(
+                    "the key in {} is not a valid header value",
+                    self.env
+                ))
+            })?;
+        value.set_sensitive(true);
+        Ok(value)
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiKey(${}: ***)", self.env)
+    }
+}
+
+/// A passthrough query parameter's values as text; a list repeats the parameter.
+pub(crate) fn query_value(value: &toml::Value) -> Vec<String> {
+    match value {
+        toml::Value::String(s) => vec![s.clone()],
+        toml::Value::Array(items) => items.iter().flat_map(query_value).collect(),
+        other => vec![other.to_string()],
+    }
 }
 
 /// Backends by the name profiles use for them.
@@ -87,8 +152,13 @@ pub enum EventKind {
     Partial(String),
     /// Definitive text of one segment.
     Final(String),
-    /// Recognition of this channel cannot go on.
-    Failed(String),
+    /// Every word in the audio before this position (samples of the channel's stream, as
+    /// the backend took it) has been reported as final; that audio need not be replayed.
+    Settled(u64),
+    /// This attempt at recognising the channel cannot go on. `retry`: whether the same
+    /// backend may work if started again (a dropped connection), or not (refused
+    /// credentials, a broken engine).
+    Failed { message: String, retry: bool },
     /// The audio ended and every final has been reported.
     Done,
 }
@@ -147,9 +217,27 @@ impl EventSink {
         }
     }
 
-    pub fn fail(mut self, message: impl Into<String>) {
+    /// Reports that the audio before `position` needs no replay (see [`EventKind::Settled`]).
+    pub fn settled(&self, position: u64) {
+        self.send(EventKind::Settled(position));
+    }
+
+    /// Reports a failure that starting this backend again will not mend.
+    pub fn fail(self, message: impl Into<String>) {
+        self.fail_with(message, false);
+    }
+
+    /// Reports a failure that a new attempt with the same backend may get past.
+    pub fn fail_transient(self, message: impl Into<String>) {
+        self.fail_with(message, true);
+    }
+
+    fn fail_with(mut self, message: impl Into<String>, retry: bool) {
         self.closed = true;
-        self.send(EventKind::Failed(message.into()));
+        self.send(EventKind::Failed {
+            message: message.into(),
+            retry,
+        });
     }
 
     pub fn done(mut self) {
@@ -176,7 +264,10 @@ impl Drop for EventSink {
             } else {
                 "recognizer stopped without finishing"
             };
-            self.send(EventKind::Failed(reason.into()));
+            self.send(EventKind::Failed {
+                message: reason.into(),
+                retry: false,
+            });
         }
     }
 }
@@ -199,7 +290,10 @@ mod tests {
         drop(sink);
         assert_eq!(rx.try_recv().unwrap().kind, EventKind::Final("Hi.".into()));
         let failed = rx.try_recv().unwrap();
-        assert!(matches!(failed.kind, EventKind::Failed(_)));
+        assert!(matches!(
+            failed.kind,
+            EventKind::Failed { retry: false, .. }
+        ));
         assert_eq!((failed.channel, failed.generation), (Channel::Assistant, 3));
         assert!(rx.try_recv().is_err());
     }

@@ -89,20 +89,16 @@ impl Moonshine {
     /// Where a channel's utterances end: the profile's timing if it has one, else the
     /// server-wide one; calls below the model's rate get the narrowband endpoint.
     fn cuts(&self, spec: &ChannelSpec) -> SegmenterConfig {
-        let ms = |name: &str, default: u64| {
-            spec.options
-                .get(name)
-                .and_then(toml::Value::as_integer)
-                .map_or(default, |v| v.max(0) as u64)
-        };
+        let o = &spec.options;
         let endpoint = if spec.sample_rate < MODEL_RATE {
-            ms("narrowband_endpoint_ms", self.narrowband_endpoint_ms)
+            o.narrowband_endpoint_ms
+                .unwrap_or(self.narrowband_endpoint_ms)
         } else {
-            ms("endpoint_ms", self.endpoint_ms)
+            o.endpoint_ms.unwrap_or(self.endpoint_ms)
         };
         SegmenterConfig::from_ms(
             endpoint,
-            ms("partial_interval_ms", self.partial_interval_ms),
+            o.partial_interval_ms.unwrap_or(self.partial_interval_ms),
         )
     }
 
@@ -240,17 +236,21 @@ mod tests {
     use super::*;
     use crate::protocol::Channel;
 
-    fn spec(sample_rate: u32, options: &[(&str, i64)]) -> ChannelSpec {
+    fn spec(sample_rate: u32, options: &[(&str, u64)]) -> ChannelSpec {
+        let mut o = crate::config::Options::default();
+        for (k, v) in options {
+            match *k {
+                "endpoint_ms" => o.endpoint_ms = Some(*v),
+                "narrowband_endpoint_ms" => o.narrowband_endpoint_ms = Some(*v),
+                "partial_interval_ms" => o.partial_interval_ms = Some(*v),
+                _ => unreachable!("test option {k}"),
+            }
+        }
         ChannelSpec {
             session_id: 1,
             channel: Channel::Customer,
             sample_rate,
-            options: Arc::new(
-                options
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), toml::Value::Integer(*v)))
-                    .collect(),
-            ),
+            options: Arc::new(o),
         }
     }
 

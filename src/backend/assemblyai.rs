@@ -1,0 +1,320 @@
+//! AssemblyAI Universal Streaming v3 (`/v3/ws`). Facts: STT-SERVICES.md §2.
+//!
+//! One connection per channel (the service takes mono audio). It refuses audio faster than
+//! real time and frames outside 50–1000 ms, so the relay paces at 1.0× in frames of at
+//! least 50 ms: a replay after a reconnect cannot be caught up, and the lag it leaves is
+//! what the supervisor's `max_lag` check judges.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use super::relay::{self, Heard, Pacing, Provider, RelaySettings};
+use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink, query_value};
+use crate::audio::AudioSource;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AssemblyAiConfig {
+    /// The streaming endpoint (`wss://streaming.eu.assemblyai.com/v3/ws` for the EU).
+    pub url: String,
+    /// The environment variable holding the API key (sent as `Authorization: <key>`).
+    pub api_key_env: String,
+    pub speech_model: String,
+    /// Punctuated, cased finals: the platform answers 0.1 s after a final ending in
+    /// punctuation and 1.5 s after one without (STT-SERVICES.md §3).
+    pub format_turns: bool,
+    /// Terms to listen for (`keyterms_prompt`).
+    pub keyterms: Vec<String>,
+    pub end_of_turn_confidence_threshold: Option<f64>,
+    pub min_turn_silence_ms: Option<u64>,
+    pub max_turn_silence_ms: Option<u64>,
+    /// Other query parameters, passed as they are.
+    pub query: BTreeMap<String, toml::Value>,
+    pub connect_timeout_ms: u64,
+    /// Voiced audio flowing with no answer for this long counts as a stall.
+    pub stall_timeout_ms: u64,
+    /// Reconnects in a row before the channel fails over.
+    pub max_reconnects: u32,
+}
+
+impl Default for AssemblyAiConfig {
+    fn default() -> Self {
+        Self {
+            url: "wss://streaming.assemblyai.com/v3/ws".into(),
+            api_key_env: "ASSEMBLYAI_API_KEY".into(),
+            speech_model: "universal-streaming-english".into(),
+            format_turns: true,
+            keyterms: Vec::new(),
+            end_of_turn_confidence_threshold: None,
+            min_turn_silence_ms: None,
+            max_turn_silence_ms: None,
+            query: BTreeMap::new(),
+            connect_timeout_ms: 3_000,
+            stall_timeout_ms: 2_500,
+            max_reconnects: 3,
+        }
+    }
+}
+
+pub struct AssemblyAi {
+    name: Arc<str>,
+    config: AssemblyAiConfig,
+    key: ApiKey,
+}
+
+impl AssemblyAi {
+    pub fn new(name: &str, config: AssemblyAiConfig, key: ApiKey) -> Self {
+        Self {
+            name: name.into(),
+            config,
+            key,
+        }
+    }
+
+    fn query(&self, spec: &ChannelSpec) -> Vec<(String, String)> {
+        let c = &self.config;
+        let o = &spec.options;
+        let mut q: Vec<(String, String)> = vec![
+            ("sample_rate".into(), spec.sample_rate.to_string()),
+            ("encoding".into(), "pcm_s16le".into()),
+            ("speech_model".into(), c.speech_model.clone()),
+            ("format_turns".into(), c.format_turns.to_string()),
+        ];
+        let terms = o.keyterms.as_ref().unwrap_or(&c.keyterms);
+        if !terms.is_empty() {
+            let json = serde_json::to_string(terms).unwrap_or_else(|_| "[]".into());
+            q.push(("keyterms_prompt".into(), json));
+        }
+        if let Some(t) = o
+            .end_of_turn_confidence_threshold
+            .or(c.end_of_turn_confidence_threshold)
+        {
+            q.push(("end_of_turn_confidence_threshold".into(), t.to_string()));
+        }
+        if let Some(ms) = o.min_turn_silence_ms.or(c.min_turn_silence_ms) {
+            q.push(("min_turn_silence".into(), ms.to_string()));
+        }
+        if let Some(ms) = o.max_turn_silence_ms.or(c.max_turn_silence_ms) {
+            q.push(("max_turn_silence".into(), ms.to_string()));
+        }
+        for (k, v) in &c.query {
+            q.retain(|(name, _)| name != k);
+            q.extend(query_value(v).into_iter().map(|v| (k.clone(), v)));
+        }
+        q
+    }
+}
+
+impl Backend for AssemblyAi {
+    fn max_retries(&self) -> u32 {
+        self.config.max_reconnects
+    }
+
+    fn start(
+        &self,
+        spec: ChannelSpec,
+        audio: AudioSource,
+        events: EventSink,
+    ) -> Result<(), BackendError> {
+        let url = relay::with_query(&self.config.url, &self.query(&spec));
+        let mut request = url
+            .into_client_request()
+            .map_err(|e| BackendError::new(format!("bad url {:?}: {e}", self.config.url)))?;
+        request
+            .headers_mut()
+            .insert("authorization", self.key.header("")?);
+        let settings = RelaySettings {
+            connect_timeout: Duration::from_millis(self.config.connect_timeout_ms),
+            stall_timeout: Duration::from_millis(self.config.stall_timeout_ms),
+            keepalive_after: Duration::from_secs(5),
+            finish_timeout: Duration::from_secs(3),
+        };
+        let stream = Stream {
+            format_turns: self.config.format_turns,
+            open: false,
+            last_final: None,
+        };
+        relay::spawn(self.name.clone(), stream, request, settings, audio, events);
+        Ok(())
+    }
+}
+
+/// One AssemblyAI connection: which turn is open and which was last made final.
+struct Stream {
+    format_turns: bool,
+    open: bool,
+    last_final: Option<i64>,
+}
+
+impl Provider for Stream {
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            max_speed: 1.0,
+            burst: Duration::ZERO,
+            min_frame: Duration::from_millis(50),
+            max_frame: Duration::from_millis(1000),
+        }
+    }
+
+    fn keepalive(&self) -> Option<Message> {
+        // Only an `inactivity_timeout` session needs one, and audio flows all call long.
+        None
+    }
+
+    fn closing(&self) -> Vec<Message> {
+        vec![Message::text(r#"{"type":"Terminate"}"#)]
+    }
+
+    fn idle(&self) -> bool {
+        !self.open
+    }
+
+    fn read(&mut self, text: &str, heard: &mut Vec<Heard>) {
+        let Ok(msg) = serde_json::from_str::<Value>(text) else {
+            heard.push(Heard::Error {
+                code: "unparseable".into(),
+                message: "a message that is not JSON".into(),
+            });
+            return;
+        };
+        match msg["type"].as_str() {
+            Some("Turn") => self.turn(&msg, heard),
+            Some("Termination") => heard.push(Heard::Ended),
+            Some("Error") => heard.push(Heard::Error {
+                code: match &msg["error_code"] {
+                    Value::Null => "unknown".into(),
+                    code => code.to_string(),
+                },
+                message: msg["error"].as_str().unwrap_or_default().to_string(),
+            }),
+            // Begin, and Warning, SpeechStarted, … carry no text.
+            _ => {}
+        }
+    }
+
+    fn close_is_permanent(&self, code: u16) -> bool {
+        // 1008 unauthorized, 3006 invalid message, 3007 input out of bounds, 3009 too many
+        // sessions: the same request would be refused again. 3005 (server error) and 3008
+        // (session expired after 3 h) are worth a new connection.
+        matches!(code, 1008 | 3006 | 3007 | 3009)
+    }
+}
+
+impl Stream {
+    /// A turn is final when it ended and, if formatting was asked for, is formatted: the
+    /// rule for both server behaviours (formatted inline, or in a second message).
+    fn turn(&mut self, msg: &Value, heard: &mut Vec<Heard>) {
+        let order = msg["turn_order"].as_i64();
+        if order.is_some() && order == self.last_final {
+            return;
+        }
+        let transcript = msg["transcript"].as_str().unwrap_or_default().to_string();
+        let ended = msg["end_of_turn"].as_bool() == Some(true);
+        let formatted = msg["turn_is_formatted"].as_bool() == Some(true);
+        if ended && (!self.format_turns || formatted) {
+            heard.push(Heard::Final(transcript));
+            let last_end = msg["words"]
+                .as_array()
+                .and_then(|w| w.last())
+                .and_then(|w| w["end"].as_f64());
+            if let Some(ms) = last_end {
+                heard.push(Heard::Settled(ms / 1000.0));
+            }
+            self.open = false;
+            self.last_final = order;
+        } else {
+            self.open |= !transcript.trim().is_empty();
+            heard.push(Heard::Partial(transcript));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(order: i64, text: &str, end: bool, formatted: bool) -> String {
+        format!(
+            r#"{{"type":"Turn","turn_order":{order},"end_of_turn":{end},"turn_is_formatted":{formatted},
+                "transcript":"{text}","words":[{{"start":100,"end":640,"text":"x","word_is_final":true}}]}}"#
+        )
+    }
+
+    fn heard(format_turns: bool, messages: &[String]) -> Vec<Heard> {
+        let mut s = Stream {
+            format_turns,
+            open: false,
+            last_final: None,
+        };
+        let mut out = Vec::new();
+        for m in messages {
+            s.read(m, &mut out);
+        }
+        out
+    }
+
+    #[test]
+    fn older_servers_final_is_the_formatted_second_message() {
+        let out = heard(
+            true,
+            &[
+                turn(0, "hi my", false, false),
+                turn(0, "hi my name", true, false),
+                turn(0, "Hi, my name.", true, true),
+                // A late repeat of a turn already final changes nothing.
+                turn(0, "Hi, my name.", true, true),
+            ],
+        );
+        assert_eq!(
+            out,
+            [
+                Heard::Partial("hi my".into()),
+                Heard::Partial("hi my name".into()),
+                Heard::Final("Hi, my name.".into()),
+                Heard::Settled(0.64),
+            ]
+        );
+    }
+
+    #[test]
+    fn newer_servers_and_unformatted_sessions_end_turns_in_one_message() {
+        let inline = heard(true, &[turn(3, "Yes.", true, true)]);
+        assert_eq!(inline[0], Heard::Final("Yes.".into()));
+        let plain = heard(false, &[turn(0, "yes", true, false)]);
+        assert_eq!(plain[0], Heard::Final("yes".into()));
+        let ended = heard(
+            false,
+            &[r#"{"type":"Termination","audio_duration_seconds":1}"#.into()],
+        );
+        assert_eq!(ended, [Heard::Ended]);
+    }
+
+    #[test]
+    fn query_has_the_rate_model_and_keyterms_as_json() {
+        let config = AssemblyAiConfig {
+            keyterms: vec!["Acme".into(), "refund".into()],
+            min_turn_silence_ms: Some(160),
+            ..AssemblyAiConfig::default()
+        };
+        let aai = AssemblyAi::new("aai", config, ApiKey::new("AAI", "k".into()));
+        let spec = ChannelSpec {
+            session_id: 1,
+            channel: crate::protocol::Channel::Customer,
+            sample_rate: 8000,
+            options: Arc::new(crate::config::Options::default()),
+        };
+        let q = aai.query(&spec);
+        let get = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("sample_rate"), Some("8000"));
+        assert_eq!(get("speech_model"), Some("universal-streaming-english"));
+        assert_eq!(get("keyterms_prompt"), Some(r#"["Acme","refund"]"#));
+        assert_eq!(get("min_turn_silence"), Some("160"));
+        assert_eq!(get("format_turns"), Some("true"));
+    }
+}

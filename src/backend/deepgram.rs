@@ -1,0 +1,335 @@
+//! Deepgram live streaming (`/v1/listen`) and every service that speaks its protocol at
+//! another URL (self-hosted Deepgram, compatible vendors). Facts: STT-SERVICES.md §1.
+//!
+//! One connection per channel, mono, at the call's own rate and encoding: a channel fails
+//! over and replays on its own, a profile that transcribes only the customer sends only
+//! the customer's audio, and the two channels' results never have to be told apart.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+use super::relay::{self, Heard, Pacing, Provider, RelaySettings};
+use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink, query_value};
+use crate::audio::AudioSource;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeepgramConfig {
+    /// Any Deepgram-compatible streaming endpoint; `ws://` works too.
+    pub url: String,
+    /// The environment variable holding the API key (sent as `Authorization: Token …`).
+    pub api_key_env: String,
+    pub model: String,
+    /// The language spoken (`language`); unset leaves the service's default (`en`).
+    pub language: Option<String>,
+    /// Terms to listen for: `keyterm` on Nova-3 models, `keywords` before them.
+    pub keyterms: Vec<String>,
+    /// Silence in ms that ends an utterance (`endpointing`); 0 turns it off.
+    pub endpointing_ms: Option<u64>,
+    pub punctuate: bool,
+    pub smart_format: bool,
+    pub numerals: bool,
+    pub interim_results: bool,
+    /// Other query parameters, passed as they are (a list repeats the parameter).
+    pub query: BTreeMap<String, toml::Value>,
+    pub connect_timeout_ms: u64,
+    /// Voiced audio flowing with no answer for this long counts as a stall.
+    pub stall_timeout_ms: u64,
+    /// KeepAlive after this long without audio (the service closes after 10 s).
+    pub keepalive_ms: u64,
+    /// Reconnects in a row before the channel fails over.
+    pub max_reconnects: u32,
+}
+
+impl Default for DeepgramConfig {
+    fn default() -> Self {
+        Self {
+            url: "wss://api.deepgram.com/v1/listen".into(),
+            api_key_env: "DEEPGRAM_API_KEY".into(),
+            model: "nova-3".into(),
+            language: None,
+            keyterms: Vec::new(),
+            endpointing_ms: None,
+            punctuate: true,
+            smart_format: false,
+            numerals: false,
+            interim_results: true,
+            query: BTreeMap::new(),
+            connect_timeout_ms: 3_000,
+            stall_timeout_ms: 2_500,
+            keepalive_ms: 4_000,
+            max_reconnects: 3,
+        }
+    }
+}
+
+/// Deepgram ingests at most 1.25× real time (STT-SERVICES.md §1): a replay drains that fast.
+const MAX_SPEED: f64 = 1.25;
+
+pub struct Deepgram {
+    name: Arc<str>,
+    config: DeepgramConfig,
+    key: ApiKey,
+}
+
+impl Deepgram {
+    pub fn new(name: &str, config: DeepgramConfig, key: ApiKey) -> Self {
+        Self {
+            name: name.into(),
+            config,
+            key,
+        }
+    }
+
+    /// The query for one channel: the config, then the profile's (and URL's) overrides.
+    fn query(&self, spec: &ChannelSpec) -> Vec<(String, String)> {
+        let c = &self.config;
+        let o = &spec.options;
+        let mut q: Vec<(String, String)> = vec![
+            ("model".into(), c.model.clone()),
+            ("encoding".into(), "linear16".into()),
+            ("sample_rate".into(), spec.sample_rate.to_string()),
+            ("channels".into(), "1".into()),
+            ("interim_results".into(), c.interim_results.to_string()),
+            ("punctuate".into(), c.punctuate.to_string()),
+            ("smart_format".into(), c.smart_format.to_string()),
+            ("numerals".into(), c.numerals.to_string()),
+        ];
+        if let Some(language) = o.language.as_ref().or(c.language.as_ref()) {
+            q.push(("language".into(), language.clone()));
+        }
+        match o.endpointing_ms.or(c.endpointing_ms) {
+            Some(0) => q.push(("endpointing".into(), "false".into())),
+            Some(ms) => q.push(("endpointing".into(), ms.to_string())),
+            None => {}
+        }
+        let terms = o.keyterms.as_ref().unwrap_or(&c.keyterms);
+        let param = if c.model.starts_with("nova-3") {
+            "keyterm"
+        } else {
+            "keywords"
+        };
+        q.extend(terms.iter().map(|t| (param.to_string(), t.clone())));
+        for (k, v) in &c.query {
+            q.retain(|(name, _)| name != k);
+            q.extend(query_value(v).into_iter().map(|v| (k.clone(), v)));
+        }
+        q
+    }
+}
+
+impl Backend for Deepgram {
+    fn max_retries(&self) -> u32 {
+        self.config.max_reconnects
+    }
+
+    fn start(
+        &self,
+        spec: ChannelSpec,
+        audio: AudioSource,
+        events: EventSink,
+    ) -> Result<(), BackendError> {
+        let url = relay::with_query(&self.config.url, &self.query(&spec));
+        let mut request = url
+            .into_client_request()
+            .map_err(|e| BackendError::new(format!("bad url {:?}: {e}", self.config.url)))?;
+        request
+            .headers_mut()
+            .insert("authorization", self.key.header("Token ")?);
+        let settings = RelaySettings {
+            connect_timeout: Duration::from_millis(self.config.connect_timeout_ms),
+            stall_timeout: Duration::from_millis(self.config.stall_timeout_ms),
+            keepalive_after: Duration::from_millis(self.config.keepalive_ms),
+            finish_timeout: Duration::from_secs(3),
+        };
+        relay::spawn(self.name.clone(), Stream, request, settings, audio, events);
+        Ok(())
+    }
+}
+
+/// One Deepgram connection.
+struct Stream;
+
+impl Provider for Stream {
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            max_speed: MAX_SPEED,
+            burst: Duration::from_millis(250),
+            min_frame: Duration::ZERO,
+            max_frame: Duration::from_millis(250),
+        }
+    }
+
+    fn keepalive(&self) -> Option<Message> {
+        Some(Message::text(r#"{"type":"KeepAlive"}"#))
+    }
+
+    fn closing(&self) -> Vec<Message> {
+        vec![
+            Message::text(r#"{"type":"Finalize"}"#),
+            Message::text(r#"{"type":"CloseStream"}"#),
+        ]
+    }
+
+    fn read(&mut self, text: &str, heard: &mut Vec<Heard>) {
+        let Ok(msg) = serde_json::from_str::<Value>(text) else {
+            heard.push(Heard::Error {
+                code: "unparseable".into(),
+                message: "a message that is not JSON".into(),
+            });
+            return;
+        };
+        match msg["type"].as_str() {
+            Some("Results") => {
+                let transcript = msg["channel"]["alternatives"][0]["transcript"]
+                    .as_str()
+                    .unwrap_or_default();
+                if msg["is_final"].as_bool() == Some(true) {
+                    heard.push(Heard::Final(transcript.to_string()));
+                    let start = msg["start"].as_f64().unwrap_or(0.0);
+                    let duration = msg["duration"].as_f64().unwrap_or(0.0);
+                    heard.push(Heard::Settled(start + duration));
+                } else {
+                    heard.push(Heard::Partial(transcript.to_string()));
+                }
+            }
+            Some("Metadata") => heard.push(Heard::Ended),
+            Some("Error") => heard.push(Heard::Error {
+                code: msg["err_code"]
+                    .as_str()
+                    .or(msg["code"].as_str())
+                    .unwrap_or("unknown")
+                    .to_string(),
+                message: msg["description"]
+                    .as_str()
+                    .or(msg["err_msg"].as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+            }),
+            // UtteranceEnd, SpeechStarted and whatever comes later carry no text.
+            _ => {}
+        }
+    }
+
+    fn close_is_permanent(&self, code: u16) -> bool {
+        // 1008 DATA-0000: the audio cannot be decoded; sending it again will not help.
+        code == 1008
+    }
+
+    fn describe_refusal(&self, response: &tungstenite::http::Response<Option<Vec<u8>>>) -> String {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let mut what = format!("HTTP {}", response.status());
+        if let Some(reason) = header("dg-error") {
+            what.push_str(&format!(" ({reason})"));
+        }
+        if let Some(id) = header("dg-request-id") {
+            what.push_str(&format!(", request {id}"));
+        }
+        what
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Options;
+    use crate::protocol::Channel;
+
+    fn spec(options: Options) -> ChannelSpec {
+        ChannelSpec {
+            session_id: 1,
+            channel: Channel::Customer,
+            sample_rate: 8000,
+            options: Arc::new(options),
+        }
+    }
+
+    fn values<'a>(q: &'a [(String, String)], key: &str) -> Vec<&'a str> {
+        q.iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn query_carries_the_call_rate_settings_and_overrides() {
+        let config: DeepgramConfig = toml::from_str(
+            r#"
+            keyterms = ["Acme"]
+            language = "en"
+            endpointing_ms = 300
+            query = { tag = ["a", "b"], diarize = true }
+            "#,
+        )
+        .unwrap();
+        let dg = Deepgram::new("dg", config, ApiKey::new("DG", "k".into()));
+        let q = dg.query(&spec(Options::default()));
+        assert_eq!(values(&q, "sample_rate"), ["8000"]);
+        assert_eq!(values(&q, "encoding"), ["linear16"]);
+        assert_eq!(values(&q, "keyterm"), ["Acme"]);
+        assert_eq!(values(&q, "endpointing"), ["300"]);
+        assert_eq!(values(&q, "tag"), ["a", "b"]);
+        assert_eq!(values(&q, "diarize"), ["true"]);
+        let o = Options {
+            language: Some("es".into()),
+            keyterms: Some(vec!["refund".into(), "Acme".into()]),
+            endpointing_ms: Some(0),
+            ..Options::default()
+        };
+        let q = dg.query(&spec(o));
+        assert_eq!(values(&q, "language"), ["es"]);
+        assert_eq!(values(&q, "keyterm"), ["refund", "Acme"]);
+        assert_eq!(values(&q, "endpointing"), ["false"]);
+    }
+
+    #[test]
+    fn older_models_get_keywords() {
+        let config = DeepgramConfig {
+            model: "nova-2-phonecall".into(),
+            keyterms: vec!["Acme".into()],
+            ..DeepgramConfig::default()
+        };
+        let dg = Deepgram::new("dg", config, ApiKey::new("DG", "k".into()));
+        let q = dg.query(&spec(Options::default()));
+        assert_eq!(values(&q, "keywords"), ["Acme"]);
+        assert!(values(&q, "keyterm").is_empty());
+    }
+
+    #[test]
+    fn results_become_partials_finals_and_settled_time() {
+        let mut s = Stream;
+        let mut heard = Vec::new();
+        s.read(
+            r#"{"type":"Results","channel_index":[0,1],"start":1.0,"duration":0.5,"is_final":false,
+               "channel":{"alternatives":[{"transcript":"hello wor"}]}}"#,
+            &mut heard,
+        );
+        s.read(
+            r#"{"type":"Results","channel_index":[0,1],"start":1.0,"duration":1.25,"is_final":true,
+               "speech_final":true,"channel":{"alternatives":[{"transcript":"Hello world."}]}}"#,
+            &mut heard,
+        );
+        s.read(
+            r#"{"type":"UtteranceEnd","channel":[0,1],"last_word_end":2.2}"#,
+            &mut heard,
+        );
+        s.read("not json", &mut heard);
+        assert_eq!(heard[0], Heard::Partial("hello wor".into()));
+        assert_eq!(heard[1], Heard::Final("Hello world.".into()));
+        assert_eq!(heard[2], Heard::Settled(2.25));
+        assert!(matches!(heard[3], Heard::Error { .. }));
+        assert_eq!(heard.len(), 4);
+    }
+}

@@ -1,0 +1,398 @@
+//! What every network backend does the same way: one websocket to the provider per channel
+//! attempt; audio out of the channel's ring at the pace the provider takes it; the
+//! provider's answers turned into events; keepalives; stall detection; a clean end.
+//!
+//! A provider module says only what is its own ([`Provider`]): the upgrade request, how to
+//! read its messages, how to end a stream and which closes are worth a reconnect. Audio is
+//! taken from the ring only when it may be sent, so the ring's fill is the true lag and the
+//! supervisor's lag check sees a provider that cannot keep up.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::time::{MissedTickBehavior, interval, sleep_until, timeout};
+use tokio_tungstenite::tungstenite::handshake::client::Request;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tracing::{debug, warn};
+
+use crate::audio::AudioSource;
+use crate::backend::EventSink;
+use crate::metrics as m;
+
+/// How fast and in what pieces a provider takes audio.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacing {
+    /// Most seconds of audio per second of connection time (1.0 = never ahead of real time).
+    pub max_speed: f64,
+    /// Audio that may go ahead of that pace.
+    pub burst: Duration,
+    /// Shortest and longest frame; a shorter tail is padded with silence at the end.
+    pub min_frame: Duration,
+    pub max_frame: Duration,
+}
+
+/// What a provider's message meant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Heard {
+    Partial(String),
+    Final(String),
+    /// Everything up to this stream time (seconds from the connection's first sample) is final.
+    Settled(f64),
+    /// The provider finished the stream we asked it to end.
+    Ended,
+    /// The provider reported an error; its close usually follows.
+    Error {
+        code: String,
+        message: String,
+    },
+}
+
+/// A provider's side of one connection.
+pub trait Provider: Send + 'static {
+    fn pacing(&self) -> Pacing;
+    /// Sent when no audio has gone out for a while, so the provider keeps the stream open.
+    fn keepalive(&self) -> Option<Message>;
+    /// Sent when the call's audio has ended: flush, then close.
+    fn closing(&self) -> Vec<Message>;
+    /// Interprets one text message.
+    fn read(&mut self, text: &str, heard: &mut Vec<Heard>);
+    /// True while the provider has no words pending (no turn open): audio it has answered
+    /// and that held no voice since can be settled by the relay itself.
+    fn idle(&self) -> bool {
+        false
+    }
+    /// Whether a close with this code (before we asked for one) rules out a reconnect.
+    fn close_is_permanent(&self, code: u16) -> bool;
+    /// A refused upgrade, described for logs and the error message (status, provider's
+    /// reason header); never includes credentials.
+    fn describe_refusal(&self, response: &tungstenite::http::Response<Option<Vec<u8>>>) -> String {
+        format!("HTTP {}", response.status())
+    }
+}
+
+/// Timings shared by every network backend, from its config section.
+#[derive(Debug, Clone, Copy)]
+pub struct RelaySettings {
+    pub connect_timeout: Duration,
+    /// Audio with voice in it sent and no answer for this long: the provider is stalled.
+    pub stall_timeout: Duration,
+    /// No audio sent for this long: send the provider's keepalive.
+    pub keepalive_after: Duration,
+    /// After the closing messages, how long to wait for the provider's last answers.
+    pub finish_timeout: Duration,
+}
+
+/// A frame whose RMS is above this (about −44 dBFS) counts as possibly voiced: a provider
+/// that stays silent while such audio flows is stalled. Phone-line noise sits well below.
+const VOICED_RMS: f64 = 200.0;
+/// Audio kept unsettled behind the send position while the provider is idle, for words it
+/// has heard but not yet answered.
+const IDLE_SETTLE_MARGIN: Duration = Duration::from_secs(1);
+const HOUSEKEEPING: Duration = Duration::from_millis(100);
+
+/// Starts relaying one channel to a provider on the runtime.
+pub fn spawn<P: Provider>(
+    backend: Arc<str>,
+    provider: P,
+    request: Request,
+    settings: RelaySettings,
+    audio: AudioSource,
+    events: EventSink,
+) {
+    tokio::spawn(async move {
+        let mut relay = Relay {
+            backend,
+            provider,
+            settings,
+            rate: audio.sample_rate(),
+            audio,
+            sent: 0,
+            heard: Vec::new(),
+        };
+        match relay.run(request, &events).await {
+            Ok(()) => events.done(),
+            Err(Failure::Gone) => std::mem::forget(events),
+            Err(Failure::Permanent(message)) => events.fail(message),
+            Err(Failure::Transient(message)) => events.fail_transient(message),
+        }
+    });
+}
+
+enum Failure {
+    /// The session no longer listens: nothing to report.
+    Gone,
+    Permanent(String),
+    Transient(String),
+}
+
+struct Relay<P> {
+    backend: Arc<str>,
+    provider: P,
+    settings: RelaySettings,
+    audio: AudioSource,
+    rate: u32,
+    /// Samples sent on this connection: the stream position.
+    sent: u64,
+    heard: Vec<Heard>,
+}
+
+impl<P: Provider> Relay<P> {
+    fn count_error(&self, code: String) {
+        metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => code)
+            .increment(1);
+    }
+
+    async fn run(&mut self, request: Request, events: &EventSink) -> Result<(), Failure> {
+        let connect = tokio_tungstenite::connect_async_with_config(request, None, true);
+        let ws = match timeout(self.settings.connect_timeout, connect).await {
+            Err(_) => {
+                self.count_error("connect-timeout".into());
+                return Err(Failure::Transient(format!(
+                    "no connection within {} ms",
+                    self.settings.connect_timeout.as_millis()
+                )));
+            }
+            Ok(Err(tungstenite::Error::Http(response))) => {
+                let status = response.status();
+                self.count_error(format!("http-{}", status.as_u16()));
+                let what = format!("refused: {}", self.provider.describe_refusal(&response));
+                // A 4xx is about the request (key, parameters, plan limits): asking again
+                // the same way will not help. A 5xx may pass.
+                return Err(if status.is_client_error() {
+                    Failure::Permanent(what)
+                } else {
+                    Failure::Transient(what)
+                });
+            }
+            Ok(Err(e)) => {
+                self.count_error("connect".into());
+                return Err(Failure::Transient(format!("cannot connect: {e}")));
+            }
+            Ok(Ok((ws, _))) => ws,
+        };
+        let (mut tx, mut rx) = ws.split();
+        let pacing = self.provider.pacing();
+        let per_sec = f64::from(self.rate);
+        let min_frame = (pacing.min_frame.as_secs_f64() * per_sec).round() as usize;
+        let max_frame = ((pacing.max_frame.as_secs_f64() * per_sec) as usize).max(min_frame.max(1));
+        let mut buf = vec![0i16; max_frame];
+        let connected = Instant::now();
+        let mut last_audio = connected;
+        // When voiced audio first went out after the provider's last message.
+        let mut unanswered_since: Option<Instant> = None;
+        let mut finish_by: Option<tokio::time::Instant> = None;
+        let mut housekeeping = interval(HOUSEKEEPING);
+        housekeeping.set_missed_tick_behavior(MissedTickBehavior::Delay);
+
+        loop {
+            // How much audio the provider takes now, and when more may go.
+            let elapsed = connected.elapsed().as_secs_f64();
+            let budget =
+                ((elapsed * pacing.max_speed + pacing.burst.as_secs_f64()) * per_sec) as u64;
+            let allowed = budget.saturating_sub(self.sent) as usize;
+            let available = self.audio.available();
+            let ended = finish_by.is_none() && self.audio.is_finished();
+            let want = available.min(max_frame);
+            let mut wake: Option<tokio::time::Instant> = None;
+            if finish_by.is_none() && want > 0 {
+                // A tail shorter than a frame goes out padded once no more audio will come.
+                let whole = want >= min_frame || self.audio.has_ended();
+                if whole && allowed >= want.max(min_frame) {
+                    let n = self.audio.pop(&mut buf[..want]);
+                    let mut frame = buf[..n].to_vec();
+                    if frame.len() < min_frame {
+                        frame.resize(min_frame, 0);
+                    }
+                    if unanswered_since.is_none() && rms(&frame) > VOICED_RMS {
+                        unanswered_since = Some(Instant::now());
+                    }
+                    self.sent += frame.len() as u64;
+                    last_audio = Instant::now();
+                    if tx.send(Message::binary(to_bytes(&frame))).await.is_err() {
+                        return self.lost("the connection broke while sending audio");
+                    }
+                    continue;
+                }
+                let short_by = if whole {
+                    // Paced: wait until the budget covers the frame.
+                    let need = self.sent + want.max(min_frame) as u64;
+                    let at =
+                        (need as f64 / per_sec - pacing.burst.as_secs_f64()) / pacing.max_speed;
+                    Duration::from_secs_f64((at - elapsed).max(0.0))
+                } else {
+                    // Too little for a frame yet: it fills in real time.
+                    Duration::from_secs_f64((min_frame - want) as f64 / per_sec)
+                };
+                wake = Some(tokio::time::Instant::now() + short_by.max(Duration::from_millis(1)));
+            }
+            if ended {
+                for message in self.provider.closing() {
+                    if tx.send(message).await.is_err() {
+                        return self.lost("the connection broke while closing the stream");
+                    }
+                }
+                finish_by = Some(tokio::time::Instant::now() + self.settings.finish_timeout);
+                continue;
+            }
+            let wait_audio = finish_by.is_none() && available == 0;
+            tokio::select! {
+                _ = self.audio.readable(), if wait_audio => {}
+                _ = sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => {}
+                _ = sleep_until(finish_by.unwrap_or_else(tokio::time::Instant::now)), if finish_by.is_some() => {
+                    warn!(backend = %self.backend, "provider did not end the stream in time");
+                    return Ok(());
+                }
+                message = rx.next() => {
+                    let text = match message {
+                        Some(Ok(Message::Text(text))) => text,
+                        Some(Ok(Message::Close(frame))) => {
+                            return if finish_by.is_some() { Ok(()) } else { self.closed(frame) };
+                        }
+                        Some(Ok(_)) => continue,
+                        Some(Err(e)) if finish_by.is_some() => {
+                            debug!(backend = %self.backend, error = %e, "connection ended while finishing");
+                            return Ok(());
+                        }
+                        Some(Err(e)) => return self.lost(&format!("the connection broke: {e}")),
+                        None if finish_by.is_some() => return Ok(()),
+                        None => return self.lost("the provider closed the connection without a close frame"),
+                    };
+                    unanswered_since = None;
+                    self.provider.read(&text, &mut self.heard);
+                    if self.report(events) {
+                        return Ok(());
+                    }
+                }
+                _ = housekeeping.tick() => {
+                    if !events.is_open() {
+                        let _ = tx.send(Message::Close(Some(CloseFrame {
+                            code: CloseCode::Normal,
+                            reason: "call ended".into(),
+                        }))).await;
+                        return Err(Failure::Gone);
+                    }
+                    if let Some(since) = unanswered_since
+                        && since.elapsed() > self.settings.stall_timeout
+                    {
+                        self.count_error("stall".into());
+                        return Err(Failure::Transient(format!(
+                            "no answer for {:.1} s while audio was flowing",
+                            since.elapsed().as_secs_f64()
+                        )));
+                    }
+                    if self.provider.idle() && unanswered_since.is_none() {
+                        let margin = (IDLE_SETTLE_MARGIN.as_secs_f64() * per_sec) as u64;
+                        if self.sent > margin {
+                            events.settled(self.sent - margin);
+                        }
+                    }
+                    if finish_by.is_none()
+                        && last_audio.elapsed() >= self.settings.keepalive_after
+                        && let Some(keepalive) = self.provider.keepalive()
+                    {
+                        last_audio = Instant::now();
+                        if tx.send(keepalive).await.is_err() {
+                            return self.lost("the connection broke while sending a keepalive");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands what the provider said to the session; true once the provider ended the stream.
+    fn report(&mut self, events: &EventSink) -> bool {
+        let mut ended = false;
+        for heard in self.heard.drain(..) {
+            match heard {
+                Heard::Partial(text) => events.partial(&text),
+                Heard::Final(text) => events.final_text(&text),
+                Heard::Settled(secs) => {
+                    let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
+                    events.settled(position.min(self.sent));
+                }
+                Heard::Ended => ended = true,
+                Heard::Error { code, message } => {
+                    warn!(backend = %self.backend, %code, %message, "provider reported an error");
+                    metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => format!("error-{code}"))
+                        .increment(1);
+                }
+            }
+        }
+        ended
+    }
+
+    fn closed(&self, frame: Option<CloseFrame>) -> Result<(), Failure> {
+        let (code, reason) = frame.map_or((1005, String::new()), |f| {
+            (u16::from(f.code), f.reason.to_string())
+        });
+        self.count_error(format!("close-{code}"));
+        let message = format!("the provider closed the connection ({code} {reason})");
+        Err(if self.provider.close_is_permanent(code) {
+            Failure::Permanent(message)
+        } else {
+            Failure::Transient(message)
+        })
+    }
+
+    fn lost(&self, what: &str) -> Result<(), Failure> {
+        self.count_error("connection-lost".into());
+        Err(Failure::Transient(what.into()))
+    }
+}
+
+fn to_bytes(samples: &[i16]) -> Vec<u8> {
+    samples.iter().flat_map(|s| s.to_le_bytes()).collect()
+}
+
+fn rms(samples: &[i16]) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let sum: f64 = samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+    (sum / samples.len() as f64).sqrt()
+}
+
+/// Appends query parameters to a configured URL that may already carry some.
+pub fn with_query(url: &str, params: &[(String, String)]) -> String {
+    if params.is_empty() {
+        return url.to_string();
+    }
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in params {
+        query.append_pair(k, v);
+    }
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{}", query.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parameters_are_escaped_and_appended() {
+        let p = vec![
+            ("keyterm".to_string(), "Acme Corp".to_string()),
+            ("keyterm".to_string(), "a&b".to_string()),
+        ];
+        assert_eq!(
+            with_query("ws://h/v1/listen", &p),
+            "ws://h/v1/listen?keyterm=Acme+Corp&keyterm=a%26b"
+        );
+        assert_eq!(
+            with_query("ws://h/x?tag=1", &p[..1]),
+            "ws://h/x?tag=1&keyterm=Acme+Corp"
+        );
+    }
+
+    #[test]
+    fn loudness_separates_voice_from_line_noise() {
+        assert!(rms(&[512, -512, 512, -512]) > VOICED_RMS);
+        assert!(rms(&[20, -30, 10, -5]) < VOICED_RMS);
+        assert_eq!(rms(&[]), 0.0);
+    }
+}
