@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod backends;
+pub mod provider_mock;
+pub mod words;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
