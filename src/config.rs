@@ -407,6 +407,88 @@ mod tests {
     }
 
     #[test]
+    fn backends_are_typed_and_misspelt_keys_are_named() {
+        let c: Config = toml::from_str(
+            r#"
+            [backends.dg]
+            type = "deepgram"
+            url = "ws://127.0.0.1:9/v1/listen"
+            model = "nova-2-phonecall"
+            [backends.aai]
+            type = "assemblyai"
+            api_key_env = "AAI_KEY"
+            [profiles.sales]
+            backend = "dg"
+            fallback = ["aai", "moonshine"]
+            channels = ["customer"]
+            options = { language = "en-US", keyterms = ["Acme"] }
+            "#,
+        )
+        .unwrap();
+        c.validate(&["moonshine", "dg", "aai"]).unwrap();
+        assert!(
+            matches!(c.backends["dg"], BackendConfig::Deepgram(ref d) if d.model == "nova-2-phonecall")
+        );
+        assert_eq!(c.backends["aai"].api_key_env(), "AAI_KEY");
+        let sales = c.profile("sales").unwrap();
+        assert_eq!(
+            sales.chain().collect::<Vec<_>>(),
+            ["dg", "aai", "moonshine"]
+        );
+        assert_eq!(sales.channels, [Channel::Customer]);
+
+        for (text, culprit) in [
+            (
+                "[backends.x]\ntype = \"deepgram\"\nmodle = \"nova-3\"",
+                "modle",
+            ),
+            ("[backends.x]\ntype = \"whisper\"", "whisper"),
+            ("[backends.x]\nurl = \"ws://h\"", "type"),
+            ("[profiles.p]\nchanels = [\"customer\"]", "chanels"),
+            ("[profiles.p]\nchannels = [\"caller\"]", "caller"),
+            ("[profiles.p.options]\nendpoint = 300", "endpoint"),
+        ] {
+            let err = toml::from_str::<Config>(text).unwrap_err().to_string();
+            assert!(err.contains(culprit), "{text}: {err}");
+        }
+        let bad = |text: &str| {
+            let c: Config = toml::from_str(text).unwrap();
+            c.validate(&["moonshine"]).unwrap_err().to_string()
+        };
+        assert!(bad("[profiles.p]\nchannels = []").contains("no channel"));
+        assert!(bad("[profiles.p]\nfallback = [\"moonshine\"]").contains("twice"));
+        assert!(bad("[profiles.p.options]\nlanguage = \"en US\"").contains("language"));
+        assert!(bad("[backends.moonshine]\ntype = \"deepgram\"").contains("built-in"));
+    }
+
+    #[test]
+    fn query_overrides_apply_or_are_refused_with_a_reason() {
+        let base = Options {
+            language: Some("en".into()),
+            ..Options::default()
+        };
+        let o = base
+            .with_query("language=es&keyterms=Acme,%20refund,")
+            .unwrap();
+        assert_eq!(o.language.as_deref(), Some("es"));
+        assert_eq!(
+            o.keyterms,
+            Some(vec!["Acme".to_string(), "refund".to_string()])
+        );
+        assert_eq!(base.with_query("").unwrap(), base);
+        for (query, culprit) in [
+            ("lang=es", "lang"),
+            ("language=es;DROP", "language"),
+            ("endpointing_ms=fast", "endpointing_ms"),
+            ("endpoint_ms=10", "endpoint_ms"),
+            (&format!("keyterms={}", "x".repeat(51)), "keyterm"),
+        ] {
+            let err = base.with_query(query).unwrap_err();
+            assert!(err.contains(culprit), "{query}: {err}");
+        }
+    }
+
+    #[test]
     fn default_profile_always_exists() {
         let c = Config::default();
         assert_eq!(c.profile(DEFAULT_PROFILE).unwrap().backend, "moonshine");
