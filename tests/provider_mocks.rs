@@ -464,7 +464,7 @@ async fn deepgram_normal_stream(rate: u32, punctuate: bool) {
     let query = format!(
         "model=nova-3&language=en&encoding=linear16&sample_rate={rate}&channels=1\
          &interim_results=true&punctuate={punctuate}&keyterm=hello&keyterm=world%20cup\
-         &endpointing=300&tag=t1"
+         &endpointing=300&tag=t1&vad_events={punctuate}"
     );
     let mut client = dg_open(&mock, &query).await;
     let mut audio = silence(rate, 500);
@@ -486,6 +486,19 @@ async fn deepgram_normal_stream(rate: u32, punctuate: bool) {
         audio.len() as f64 / f64::from(rate)
     ));
     let results: Vec<&Value> = messages.iter().filter(|m| m["type"] == "Results").collect();
+    // vad_events: SpeechStarted at each utterance's first word, before its first interim.
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    let started = messages.iter().filter(|m| m["type"] == "SpeechStarted");
+    let starts: Vec<f64> = started.map(|m| m["timestamp"].as_f64().unwrap()).collect();
+    if punctuate {
+        assert_eq!(starts, [0.5, 2.0]);
+        assert_eq!(kinds[0], "SpeechStarted");
+    } else {
+        assert!(starts.is_empty());
+    }
     for m in &results {
         assert_eq!(m["channel_index"], json!([0, 1]));
         assert_eq!(m["metadata"]["request_id"], request_id.as_str());
@@ -1172,6 +1185,13 @@ async fn aai_check_normal(rate: u32, format_turns: bool) {
         "{rate} Hz"
     );
     assert_eq!(aai_finals(&m, format_turns), [first, second]);
+    // A message type clients must ignore, at the start of each turn.
+    let started: Vec<u64> = s
+        .of_type("SpeechStarted")
+        .iter()
+        .map(|m| m["timestamp"].as_u64().unwrap())
+        .collect();
+    assert_eq!(started, [200, 1200]);
     // Word times: integer ms from the stream's start.
     let w = &turns[2]["words"];
     assert_eq!(
@@ -1325,6 +1345,7 @@ async fn assemblyai_validates_the_query() {
             "keyterms_prompt",
         ),
         ("&sample_rate=fast".into(), "sample_rate"),
+        ("&inactivity_timeout=2".into(), "inactivity_timeout"),
     ] {
         let url = format!(
             "{}?speech_model=universal-streaming-english{extra}",
@@ -1360,11 +1381,42 @@ async fn assemblyai_validates_the_query() {
     let s = c.end(PROMPT).await;
     assert_eq!(aai_finals(&s.messages(), false), ["hello", "world"]);
 
-    assert!(mock.wait_closed(6, PROMPT).await);
+    assert!(mock.wait_closed(7, PROMPT).await);
     let c = mock.connections();
-    assert!(c[..5].iter().all(|c| c.violations.len() == 1));
-    assert_eq!(c[5].violations.len(), 1);
-    assert!(c[5].violations[0].contains("speech_model"));
+    assert!(c[..6].iter().all(|c| c.violations.len() == 1));
+    assert_eq!(c[6].violations.len(), 1);
+    assert!(c[6].violations[0].contains("speech_model"));
+}
+
+/// `inactivity_timeout`: with no message for that long the session ends normally
+/// (Termination, close 1000); KeepAlive resets the timer.
+#[tokio::test]
+async fn assemblyai_inactivity_timeout_ends_the_session() {
+    let rate = 16000;
+    let mock = mock(Provider::AssemblyAi, false).await;
+    let q = aai_query(rate, "&inactivity_timeout=5");
+    let session = |keep_alive: bool| {
+        let mock = &mock;
+        let q = &q;
+        async move {
+            let mut c = aai_open(mock, q).await;
+            assert!(c.mono(&sentence("hello", rate), rate, 50, true).await);
+            if keep_alive {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                assert!(c.text(json!({"type": "KeepAlive"})).await);
+            }
+            let s = c.end(Duration::from_secs(10)).await;
+            let m = s.messages();
+            assert_eq!(aai_finals(&m, false), ["hello"]);
+            assert_eq!(m.last().unwrap()["type"], "Termination");
+            assert_eq!(s.close(), Some((1000, String::new())));
+            s.events.last().unwrap().0 - s.opened
+        }
+    };
+    let (plain, kept) = tokio::join!(session(false), session(true));
+    let secs = |d: Duration| d.as_secs_f64();
+    assert!((5.2..6.5).contains(&secs(plain)), "{plain:?}");
+    assert!((7.2..8.5).contains(&secs(kept)), "{kept:?}");
 }
 
 #[tokio::test]

@@ -198,7 +198,8 @@ impl MockProvider {
         lock(&self.shared.connections).clone()
     }
 
-    /// Waits (bounded) until `n` connections have closed (either side); false on timeout.
+    /// Waits (bounded) until `n` connections have closed (either side; a refused upgrade
+    /// counts as closed); false on timeout.
     pub async fn wait_closed(&self, n: usize, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         let closed = || {
@@ -708,10 +709,7 @@ async fn run(
                     }
                     Message::Text(text) => {
                         link.last_input = Instant::now();
-                        let kind = serde_json::from_str::<Value>(&text)
-                            .ok()
-                            .and_then(|v| v.get("type")?.as_str().map(String::from))
-                            .unwrap_or_else(|| "<invalid>".into());
+                        let kind = message_type(&text).unwrap_or_else(|| "<invalid>".into());
                         link.record(|c| c.control.push(kind));
                         if !link.closing && !link.stalled {
                             dialect.text(&text, &mut link);
@@ -819,6 +817,7 @@ struct DeepgramParams {
     /// None: `endpointing=false`.
     endpointing_ms: Option<f64>,
     utterance_end_ms: Option<f64>,
+    vad_events: bool,
     punctuate: bool,
 }
 
@@ -863,6 +862,7 @@ impl DeepgramParams {
                 _ => Some(ms("endpointing").unwrap_or(DEEPGRAM_DEFAULT_ENDPOINTING_MS)),
             },
             utterance_end_ms: ms("utterance_end_ms"),
+            vad_events: q.flag("vad_events"),
             punctuate: q.flag("punctuate") || q.flag("smart_format"),
         })
     }
@@ -911,6 +911,15 @@ impl Deepgram {
         }
     }
 
+    /// `[channel, total]`: per channel with `multichannel`, else one mixed channel.
+    fn channel_index(&self, lane: usize) -> [usize; 2] {
+        if self.p.multichannel {
+            [lane, self.p.channels]
+        } else {
+            [0, 1]
+        }
+    }
+
     fn secs(&self, samples: u64) -> f64 {
         samples as f64 / f64::from(self.p.rate)
     }
@@ -934,14 +943,9 @@ impl Deepgram {
                 v
             })
             .collect();
-        let channel_index = if self.p.multichannel {
-            [lane, self.p.channels]
-        } else {
-            [0, 1]
-        };
         json!({
             "type": "Results",
-            "channel_index": channel_index,
+            "channel_index": self.channel_index(lane),
             "duration": self.secs(span.1 - span.0),
             "start": self.secs(span.0),
             "is_final": kind != ResultKind::Interim,
@@ -974,6 +978,12 @@ impl Deepgram {
     fn hear(&mut self, lane: usize, samples: &[i16], link: &mut Link) {
         for word in self.lanes[lane].decoder.push(samples) {
             link.heard(&word);
+            if self.p.vad_events && self.lanes[lane].pending.is_empty() {
+                link.send(
+                    json!({"type": "SpeechStarted", "channel": self.channel_index(lane),
+                                 "timestamp": self.secs(word.start)}),
+                );
+            }
             let l = &mut self.lanes[lane];
             l.utterance_open = Some(word.end);
             l.pending.push(word);
@@ -1224,7 +1234,12 @@ impl AssemblyAiParams {
                 ));
             }
         }
-        let inactivity = number("inactivity_timeout")?.map(Duration::from_secs_f64);
+        let inactivity = match number("inactivity_timeout")? {
+            Some(t) if !(5.0..=3600.0).contains(&t) => {
+                return Err(format!("Invalid inactivity_timeout: {t} (5-3600 s)"));
+            }
+            t => t.map(Duration::from_secs_f64),
+        };
         Ok(Self {
             rate,
             mulaw,
@@ -1412,6 +1427,11 @@ impl Dialect for AssemblyAi {
         };
         for word in self.decoder.push(&pcm) {
             link.heard(&word);
+            if self.turn.is_empty() {
+                // A message type clients must ignore (STT-SERVICES.md): proves they do.
+                let ms = word.start * 1000 / u64::from(self.p.rate);
+                link.send(json!({"type": "SpeechStarted", "timestamp": ms}));
+            }
             self.turn.push(word);
             link.send(self.turn_message(false, false));
         }
