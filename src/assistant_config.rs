@@ -516,10 +516,10 @@ pub fn apply(
 ) -> anyhow::Result<ApplyReport> {
     let client = Client::new(key);
     let url = format!("{api_base}/assistant/{assistant_id}");
-    let before = client.call("GET", &url, None)?;
+    let before = client.get(&url)?;
     let old = assistant_transcriber("GET", &url, &before)?.unwrap_or(Value::Null);
     let body = json!({ "transcriber": transcriber });
-    let after = client.call("PATCH", &url, Some(&body))?;
+    let after = client.patch(&url, &body)?;
     let stored = assistant_transcriber("PATCH", &url, &after)?;
     let new = stored.clone().unwrap_or_else(|| transcriber.clone());
     Ok(ApplyReport {
@@ -558,25 +558,39 @@ impl<'a> Client<'a> {
         Client { agent, key }
     }
 
-    fn call(&self, method: &str, url: &str, body: Option<&Value>) -> anyhow::Result<Value> {
-        let auth = format!("Bearer {}", self.key);
-        let result = match (method, body) {
-            ("GET", None) => self
-                .agent
-                .get(url)
-                .header("Authorization", &auth)
-                .header("Accept", "application/json")
-                .call(),
-            ("PATCH", Some(body)) => self
-                .agent
-                .patch(url)
-                .header("Authorization", &auth)
-                .header("Accept", "application/json")
-                .header("Content-Type", "application/json")
-                .send(body.to_string()),
-            _ => bail!("internal: unsupported request {method}"),
-        };
-        let mut response = result.map_err(|e| {
+    fn get(&self, url: &str) -> anyhow::Result<Value> {
+        let sent = self
+            .agent
+            .get(url)
+            .header("Authorization", &self.authorization())
+            .header("Accept", "application/json")
+            .call();
+        self.answer("GET", url, sent)
+    }
+
+    fn patch(&self, url: &str, body: &Value) -> anyhow::Result<Value> {
+        let sent = self
+            .agent
+            .patch(url)
+            .header("Authorization", &self.authorization())
+            .header("Accept", "application/json")
+            .header("Content-Type", "application/json")
+            .send(body.to_string());
+        self.answer("PATCH", url, sent)
+    }
+
+    fn authorization(&self) -> String {
+        format!("Bearer {}", self.key)
+    }
+
+    /// The JSON body of a 2xx answer; anything else is an error naming the request.
+    fn answer(
+        &self,
+        method: &str,
+        url: &str,
+        sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> anyhow::Result<Value> {
+        let mut response = sent.map_err(|e| {
             let cause = match e {
                 ureq::Error::Io(io) => io.to_string(),
                 other => other.to_string(),
