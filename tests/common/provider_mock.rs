@@ -979,10 +979,8 @@ impl Deepgram {
         for word in self.lanes[lane].decoder.push(samples) {
             link.heard(&word);
             if self.p.vad_events && self.lanes[lane].pending.is_empty() {
-                link.send(
-                    json!({"type": "SpeechStarted", "channel": self.channel_index(lane),
-                                 "timestamp": self.secs(word.start)}),
-                );
+                let (channel, at) = (self.channel_index(lane), self.secs(word.start));
+                link.send(json!({"type": "SpeechStarted", "channel": channel, "timestamp": at}));
             }
             let l = &mut self.lanes[lane];
             l.utterance_open = Some(word.end);
@@ -1199,7 +1197,7 @@ impl AssemblyAiParams {
         };
         let rate = match number("sample_rate")? {
             None => 16_000,
-            Some(r) if r >= 1.0 && r.fract() == 0.0 => r as u32,
+            Some(r) if (1000.0..=192_000.0).contains(&r) && r.fract() == 0.0 => r as u32,
             Some(r) => return Err(format!("Invalid sample_rate: {r}")),
         };
         let mulaw = match q.get("encoding") {
