@@ -268,6 +268,13 @@ impl<P: Provider> Relay<P> {
                 }
                 _ = housekeeping.tick() => {
                     if !events.is_open() {
+                        // Nobody listens any more: end the provider's stream its documented
+                        // way without the audio still owed, then close.
+                        if finish_by.is_none() {
+                            for message in self.provider.closing() {
+                                let _ = tx.send(message).await;
+                            }
+                        }
                         let _ = tx.send(Message::Close(Some(CloseFrame {
                             code: CloseCode::Normal,
                             reason: "call ended".into(),

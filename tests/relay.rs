@@ -1,0 +1,491 @@
+//! Network backends end to end: a real hark server on loopback relays calls from a real
+//! websocket client to provider mocks that follow STT-SERVICES.md, and the transcripts the
+//! client gets are checked word for word (the mocks answer known text for known audio).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
+use common::{Call, Received, TestServer, test_config, words};
+use hark::backend::{ApiKey, Registry};
+use hark::config::{BackendConfig, Config, Options, Profile};
+use hark::protocol::{Channel, ServerMessage, TranscriptType};
+
+const KEY: &str = "test-key-7f3a";
+
+async fn mock(provider: Provider) -> MockProvider {
+    MockProvider::start(MockOptions {
+        provider,
+        api_key: KEY.into(),
+        two_message_formatting: false,
+    })
+    .await
+}
+
+/// The `[backends.NAME]` section for a mock, as a user would write it.
+fn backend_config(mock: &MockProvider, provider: Provider, extra: &str) -> BackendConfig {
+    let kind = match provider {
+        Provider::Deepgram => "deepgram",
+        Provider::AssemblyAi => "assemblyai",
+    };
+    toml::from_str(&format!(
+        "type = \"{kind}\"\nurl = \"{}\"\n{extra}",
+        mock.url()
+    ))
+    .expect("backend config parses")
+}
+
+/// A server whose profile `p` uses `chain` of backends; `net` gives the network backends
+/// (name, config); `moonshine` adds the embedded recognizer.
+async fn server(
+    net: &[(&str, BackendConfig)],
+    chain: &[&str],
+    moonshine: bool,
+    edit: impl FnOnce(&mut Profile, &mut Config),
+) -> TestServer {
+    let mut registry = Registry::default();
+    if moonshine {
+        registry.insert("moonshine", common::moonshine());
+    }
+    for (name, config) in net {
+        registry.insert(
+            *name,
+            hark::registry::network(name, config.clone(), ApiKey::new("TEST_KEY", KEY.into())),
+        );
+    }
+    let mut config = test_config();
+    let mut profile = Profile {
+        backend: chain[0].into(),
+        fallback: chain[1..].iter().map(|s| s.to_string()).collect(),
+        ..Profile::default()
+    };
+    edit(&mut profile, &mut config);
+    config.profiles = BTreeMap::from([("p".to_string(), profile)]);
+    TestServer::start(config, registry).await
+}
+
+/// The words of a transcript, lowercased, without punctuation.
+fn words_of(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+fn final_words(got: &Received, channel: Channel) -> Vec<String> {
+    got.finals(channel.as_str())
+        .iter()
+        .flat_map(|f| words_of(f))
+        .collect()
+}
+
+fn spoken(sentences: &[&str]) -> Vec<String> {
+    sentences.iter().flat_map(|s| words_of(s)).collect()
+}
+
+/// Speech of `sentences`, each followed by `pause_ms` of silence (long enough for the
+/// mocks to end the utterance).
+fn script(sentences: &[&str], rate: u32, pause_ms: u32) -> Vec<i16> {
+    let mut out = words::silence(rate, 200);
+    for s in sentences {
+        out.extend(words::sentence(s, rate));
+        out.extend(words::silence(rate, pause_ms));
+    }
+    out
+}
+
+fn is_final_with(channel: Channel, word: &'static str) -> impl Fn(&ServerMessage) -> bool {
+    move |m| {
+        matches!(m, ServerMessage::TranscriberResponse { transcription, channel: c, transcript_type: TranscriptType::Final }
+            if *c == channel && words_of(transcription).iter().any(|w| w == word))
+    }
+}
+
+/// Plays a stereo call (customer, assistant) paced in real time, waits for the final that
+/// holds the last word of each channel in `wait`, and hangs up.
+async fn play_call_waiting(
+    url: &str,
+    rate: u32,
+    customer: &[&str],
+    assistant: &[&str],
+    wait: &[Channel],
+) -> Received {
+    let a = script(customer, rate, 700);
+    let b = script(assistant, rate, 700);
+    let mut call = Call::open(url, rate, 2).await;
+    assert!(
+        call.play(&[&a, &b], rate, 20, true).await,
+        "server took the audio"
+    );
+    for (channel, said) in [
+        (Channel::Customer, customer),
+        (Channel::Assistant, assistant),
+    ] {
+        if !wait.contains(&channel) {
+            continue;
+        }
+        let Some(last) = said.last().and_then(|s| s.split_whitespace().last()) else {
+            continue;
+        };
+        let last: &'static str = words::VOCAB
+            .iter()
+            .find(|v| v.eq_ignore_ascii_case(last))
+            .expect("vocabulary word");
+        let came = call
+            .wait_for(Duration::from_secs(5), is_final_with(channel, last))
+            .await;
+        assert!(
+            came,
+            "no final with {last:?} on the {} channel: {:?}",
+            channel.as_str(),
+            call.poll()
+        );
+    }
+    call.hang_up().await
+}
+
+async fn play_call(url: &str, rate: u32, customer: &[&str], assistant: &[&str]) -> Received {
+    play_call_waiting(
+        url,
+        rate,
+        customer,
+        assistant,
+        &[Channel::Customer, Channel::Assistant],
+    )
+    .await
+}
+
+fn query<'a>(c: &'a Connection, key: &str) -> Vec<&'a str> {
+    c.query
+        .iter()
+        .filter(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+fn header<'a>(c: &'a Connection, name: &str) -> Option<&'a str> {
+    c.headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Partials of a channel come before its finals: the first transcript is a partial.
+fn partial_first(got: &Received, channel: Channel) -> bool {
+    got.messages.iter().find_map(|(_, m)| match m {
+        ServerMessage::TranscriberResponse {
+            channel: c,
+            transcript_type,
+            ..
+        } if *c == channel => Some(*transcript_type == TranscriptType::Partial),
+        _ => None,
+    }) == Some(true)
+}
+
+const CUSTOMER: &[&str] = &["hello alpha bravo charlie", "please delta echo"];
+const ASSISTANT: &[&str] = &["yes foxtrot golf hotel", "thanks india"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deepgram_relays_a_call_at_16_and_8_khz() {
+    let dg = mock(Provider::Deepgram).await;
+    let config = backend_config(
+        &dg,
+        Provider::Deepgram,
+        "model = \"nova-3\"\nkeyterms = [\"Acme\"]",
+    );
+    let server = server(&[("dg", config)], &["dg"], false, |_, _| {}).await;
+    for rate in [16_000, 8_000] {
+        let got = play_call(
+            &server.ws_url("/api/custom-transcriber/p"),
+            rate,
+            CUSTOMER,
+            ASSISTANT,
+        )
+        .await;
+        assert_eq!(
+            final_words(&got, Channel::Customer),
+            spoken(CUSTOMER),
+            "{rate} Hz"
+        );
+        assert_eq!(
+            final_words(&got, Channel::Assistant),
+            spoken(ASSISTANT),
+            "{rate} Hz"
+        );
+        assert!(partial_first(&got, Channel::Customer) && partial_first(&got, Channel::Assistant));
+        // Finals are punctuated as the provider sends them.
+        assert!(
+            got.finals("customer").iter().all(|f| f.ends_with('.')),
+            "{:?}",
+            got.finals("customer")
+        );
+    }
+    assert!(
+        dg.wait_closed(4, Duration::from_secs(5)).await,
+        "provider connections end with the call"
+    );
+    let conns = dg.connections();
+    assert_eq!(conns.len(), 4, "one connection per channel per call");
+    for (c, rate) in conns.iter().zip(["16000", "16000", "8000", "8000"]) {
+        assert_eq!(
+            query(c, "sample_rate"),
+            [rate],
+            "the call's own rate, not resampled"
+        );
+        assert_eq!(query(c, "encoding"), ["linear16"]);
+        assert_eq!(query(c, "channels"), ["1"]);
+        assert_eq!(query(c, "model"), ["nova-3"]);
+        assert_eq!(query(c, "keyterm"), ["Acme"]);
+        assert_eq!(query(c, "interim_results"), ["true"]);
+        assert_eq!(
+            header(c, "authorization"),
+            Some(format!("Token {KEY}").as_str())
+        );
+        assert!(c.violations.is_empty(), "{:?}", c.violations);
+        assert_eq!(c.zero_length_frames, 0);
+        assert!(
+            c.max_rate_ratio <= 1.3,
+            "sent at {:.2}× real time",
+            c.max_rate_ratio
+        );
+        assert!(
+            c.control
+                .ends_with(&["Finalize".to_string(), "CloseStream".to_string()]),
+            "the stream ends with Finalize and CloseStream: {:?}",
+            c.control
+        );
+    }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assemblyai_relays_a_call_with_either_formatting_behaviour() {
+    for two_message in [false, true] {
+        let aai = MockProvider::start(MockOptions {
+            provider: Provider::AssemblyAi,
+            api_key: KEY.into(),
+            two_message_formatting: two_message,
+        })
+        .await;
+        let config = backend_config(
+            &aai,
+            Provider::AssemblyAi,
+            "keyterms = [\"Acme\", \"refund\"]",
+        );
+        let server = server(&[("aai", config)], &["aai"], false, |_, _| {}).await;
+        for rate in [16_000, 8_000] {
+            let got = play_call(
+                &server.ws_url("/api/custom-transcriber/p"),
+                rate,
+                CUSTOMER,
+                ASSISTANT,
+            )
+            .await;
+            let what = format!("{rate} Hz, two-message formatting {two_message}");
+            assert_eq!(
+                final_words(&got, Channel::Customer),
+                spoken(CUSTOMER),
+                "{what}"
+            );
+            assert_eq!(
+                final_words(&got, Channel::Assistant),
+                spoken(ASSISTANT),
+                "{what}"
+            );
+            assert!(partial_first(&got, Channel::Customer), "{what}");
+            assert!(
+                got.finals("customer").iter().all(|f| f.ends_with('.')),
+                "{what}: {:?}",
+                got.finals("customer")
+            );
+        }
+        assert!(aai.wait_closed(4, Duration::from_secs(5)).await);
+        for c in aai.connections() {
+            assert!(c.violations.is_empty(), "{:?}", c.violations);
+            assert_eq!(header(&c, "authorization"), Some(KEY));
+            assert_eq!(query(&c, "keyterms_prompt"), [r#"["Acme","refund"]"#]);
+            assert_eq!(query(&c, "format_turns"), ["true"]);
+            assert!(!query(&c, "speech_model").is_empty());
+            assert!(
+                c.frame_ms.iter().all(|ms| (50.0..=1000.0).contains(ms)),
+                "frames {:?}",
+                c.frame_ms
+            );
+            assert!(
+                c.max_rate_ratio <= 1.0 + 1e-6 || c.max_rate_ratio < 1.05,
+                "{:.3}× real time",
+                c.max_rate_ratio
+            );
+            assert_eq!(c.control.last().map(String::as_str), Some("Terminate"));
+        }
+        server.shutdown().await.unwrap();
+    }
+}
+
+/// Each fault, mid-call, on either provider: the channel reconnects, the audio after the
+/// last final is replayed, and every word arrives in a final exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_mid_call_reconnect_with_no_word_lost_or_doubled() {
+    let cases: Vec<(Provider, Fault)> = vec![
+        (Provider::Deepgram, Fault::DropAfter(2.3)),
+        (Provider::Deepgram, Fault::CloseAfter(2.3, 1011, "NET-0000")),
+        (Provider::Deepgram, Fault::StallAfter(2.3)),
+        (Provider::AssemblyAi, Fault::DropAfter(2.3)),
+        (
+            Provider::AssemblyAi,
+            Fault::CloseAfter(2.3, 3005, "Internal server error"),
+        ),
+        (Provider::AssemblyAi, Fault::StallAfter(2.3)),
+    ];
+    let runs = cases.into_iter().map(|(provider, fault)| async move {
+        let m = mock(provider).await;
+        let config = backend_config(&m, provider, "stall_timeout_ms = 1500");
+        let server = server(&[("net", config)], &["net"], false, |p, _| {
+            p.channels = vec![Channel::Customer];
+        })
+        .await;
+        // Only the customer channel is relayed, so the script applies to its connection.
+        m.script(vec![fault.clone()]);
+        let customer = &[
+            "hello alpha bravo",
+            "charlie delta echo foxtrot",
+            "golf hotel",
+        ];
+        let got = play_call(
+            &server.ws_url("/api/custom-transcriber/p"),
+            16_000,
+            customer,
+            &[],
+        )
+        .await;
+        let what = format!("{provider:?} {fault:?}");
+        assert!(got.error().is_none(), "{what}: {:?}", got.error());
+        assert_eq!(
+            final_words(&got, Channel::Customer),
+            spoken(customer),
+            "{what}"
+        );
+        let conns = m.connections();
+        assert_eq!(conns.len(), 2, "{what}: one reconnect");
+        assert!(
+            conns.iter().all(|c| c.violations.is_empty()),
+            "{what}: {:?}",
+            conns
+        );
+        server.shutdown().await.unwrap();
+    });
+    futures_util::future::join_all(runs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_reconnect_fails_over_to_the_embedded_recognizer_mid_call() {
+    let dg = mock(Provider::Deepgram).await;
+    let config = backend_config(&dg, Provider::Deepgram, "");
+    let server = server(&[("dg", config)], &["dg", "moonshine"], true, |p, _| {
+        p.channels = vec![Channel::Customer];
+    })
+    .await;
+    // Real speech: the mock hears no code words in it and answers nothing, the connection
+    // drops after 1.5 s and the reconnect is refused (401): the embedded recognizer takes the
+    // channel with the replay, so it transcribes the clip from its first word.
+    dg.script(vec![Fault::DropAfter(1.5), Fault::Refuse(401)]);
+    let clip = common::clips().into_iter().next().expect("a dev clip");
+    let samples = common::resample(&clip.samples, clip.rate, 16_000);
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    assert!(call.play(&[&samples], 16_000, 20, true).await);
+    call.silence(1, 16_000, 1.5).await;
+    let got = call.hang_up().await;
+    assert!(got.error().is_none(), "{:?}", got.error());
+    let heard = got.finals("customer").join(" ");
+    let wer = hark::wer::wer([(clip.reference.as_str(), heard.as_str())]);
+    assert!(
+        wer < 0.35,
+        "embedded fallback heard {heard:?} for {:?} (WER {wer:.2})",
+        clip.reference
+    );
+    let conns = dg.connections();
+    assert_eq!(conns.len(), 2);
+    assert_eq!(conns[1].refused, Some(401));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_chain_ends_the_call_with_the_pipeline_error_and_1011() {
+    let dg = mock(Provider::Deepgram).await;
+    let config = backend_config(&dg, Provider::Deepgram, "");
+    let server = server(&[("dg", config)], &["dg"], false, |_, _| {}).await;
+    // Mid-call: the connection drops, then every reconnect is refused.
+    dg.script(vec![
+        Fault::DropAfter(1.0),
+        Fault::Refuse(401),
+        Fault::Refuse(401),
+        Fault::Refuse(401),
+    ]);
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    let audio = script(&["hello alpha bravo charlie delta echo"], 16_000, 500);
+    let started = Instant::now();
+    call.play(&[&audio], 16_000, 20, true).await;
+    let got = call.finish(Duration::from_secs(10)).await;
+    let (code, message) = got.error().expect("error message");
+    assert_eq!(code, "pipeline-error-custom-transcriber-failed");
+    assert!(message.contains("401"), "{message}");
+    assert!(!message.contains(KEY), "the key leaked into {message}");
+    assert_eq!(got.close.as_ref().map(|c| c.0), Some(1011));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "ended after {:?}",
+        started.elapsed()
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_choose_channels_and_the_url_overrides_options() {
+    let dg = mock(Provider::Deepgram).await;
+    let config = backend_config(&dg, Provider::Deepgram, "language = \"en\"");
+    let server = server(&[("dg", config)], &["dg"], false, |p, _| {
+        p.channels = vec![Channel::Customer];
+        p.options = Options {
+            keyterms: Some(vec!["Acme".into()]),
+            ..Options::default()
+        };
+    })
+    .await;
+    let url = server.ws_url("/api/custom-transcriber/p?language=es&keyterms=Acme,refund");
+    let got = play_call_waiting(
+        &url,
+        16_000,
+        &["hello alpha"],
+        &["yes bravo"],
+        &[Channel::Customer],
+    )
+    .await;
+    assert_eq!(final_words(&got, Channel::Customer), ["hello", "alpha"]);
+    assert!(got.finals("assistant").is_empty() && got.partials("assistant").is_empty());
+    assert!(dg.wait_closed(1, Duration::from_secs(5)).await);
+    let conns = dg.connections();
+    assert_eq!(conns.len(), 1, "only the customer channel is relayed");
+    assert_eq!(query(&conns[0], "language"), ["es"]);
+    assert_eq!(query(&conns[0], "keyterm"), ["Acme", "refund"]);
+    // A bad override is refused before the upgrade, with the reason.
+    for bad in ["?language=es%20ES", "?keyterm=Acme", "?endpointing_ms=soon"] {
+        let (status, body) = common::http_get(
+            server.addr,
+            &format!("/api/custom-transcriber/p{bad}"),
+            &[
+                ("Upgrade", "websocket"),
+                ("Connection", "Upgrade"),
+                ("Sec-WebSocket-Version", "13"),
+                ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+            ],
+        )
+        .await;
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    server.shutdown().await.unwrap();
+}
