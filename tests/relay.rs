@@ -331,54 +331,72 @@ async fn assemblyai_relays_a_call_with_either_formatting_behaviour() {
 /// last final is replayed, and every word arrives in a final exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_mid_call_reconnect_with_no_word_lost_or_doubled() {
-    let cases: Vec<(Provider, Fault)> = vec![
-        (Provider::Deepgram, Fault::DropAfter(2.3)),
-        (Provider::Deepgram, Fault::CloseAfter(2.3, 1011, "NET-0000")),
-        (Provider::Deepgram, Fault::StallAfter(2.3)),
-        (Provider::AssemblyAi, Fault::DropAfter(2.3)),
+    // (provider, fault, connections the call should take); a slow provider is no failure.
+    let cases: Vec<(Provider, Fault, usize)> = vec![
+        (Provider::Deepgram, Fault::DropAfter(2.3), 2),
+        (
+            Provider::Deepgram,
+            Fault::CloseAfter(2.3, 1011, "NET-0000"),
+            2,
+        ),
+        (Provider::Deepgram, Fault::StallAfter(2.3), 2),
+        (
+            Provider::Deepgram,
+            Fault::Slow(Duration::from_millis(400)),
+            1,
+        ),
+        (Provider::AssemblyAi, Fault::DropAfter(2.3), 2),
         (
             Provider::AssemblyAi,
             Fault::CloseAfter(2.3, 3005, "Internal server error"),
+            2,
         ),
-        (Provider::AssemblyAi, Fault::StallAfter(2.3)),
+        (Provider::AssemblyAi, Fault::StallAfter(2.3), 2),
+        (
+            Provider::AssemblyAi,
+            Fault::Slow(Duration::from_millis(400)),
+            1,
+        ),
     ];
-    let runs = cases.into_iter().map(|(provider, fault)| async move {
-        let m = mock(provider).await;
-        let config = backend_config(&m, provider, "stall_timeout_ms = 1500");
-        let server = server(&[("net", config)], &["net"], false, |p, _| {
-            p.channels = vec![Channel::Customer];
-        })
-        .await;
-        // Only the customer channel is relayed, so the script applies to its connection.
-        m.script(vec![fault.clone()]);
-        let customer = &[
-            "hello alpha bravo",
-            "charlie delta echo foxtrot",
-            "golf hotel",
-        ];
-        let got = play_call(
-            &server.ws_url("/api/custom-transcriber/p"),
-            16_000,
-            customer,
-            &[],
-        )
-        .await;
-        let what = format!("{provider:?} {fault:?}");
-        assert!(got.error().is_none(), "{what}: {:?}", got.error());
-        assert_eq!(
-            final_words(&got, Channel::Customer),
-            spoken(customer),
-            "{what}"
-        );
-        let conns = m.connections();
-        assert_eq!(conns.len(), 2, "{what}: one reconnect");
-        assert!(
-            conns.iter().all(|c| c.violations.is_empty()),
-            "{what}: {:?}",
-            conns
-        );
-        server.shutdown().await.unwrap();
-    });
+    let runs = cases
+        .into_iter()
+        .map(|(provider, fault, connections)| async move {
+            let m = mock(provider).await;
+            let config = backend_config(&m, provider, "stall_timeout_ms = 1500");
+            let server = server(&[("net", config)], &["net"], false, |p, _| {
+                p.channels = vec![Channel::Customer];
+            })
+            .await;
+            // Only the customer channel is relayed, so the script applies to its connection.
+            m.script(vec![fault.clone()]);
+            let customer = &[
+                "hello alpha bravo",
+                "charlie delta echo foxtrot",
+                "golf hotel",
+            ];
+            let got = play_call(
+                &server.ws_url("/api/custom-transcriber/p"),
+                16_000,
+                customer,
+                &[],
+            )
+            .await;
+            let what = format!("{provider:?} {fault:?}");
+            assert!(got.error().is_none(), "{what}: {:?}", got.error());
+            assert_eq!(
+                final_words(&got, Channel::Customer),
+                spoken(customer),
+                "{what}"
+            );
+            let conns = m.connections();
+            assert_eq!(conns.len(), connections, "{what}: connections");
+            assert!(
+                conns.iter().all(|c| c.violations.is_empty()),
+                "{what}: {:?}",
+                conns
+            );
+            server.shutdown().await.unwrap();
+        });
     futures_util::future::join_all(runs).await;
 }
 
@@ -487,5 +505,126 @@ async fn profiles_choose_channels_and_the_url_overrides_options() {
         .await;
         assert_eq!(status, 400, "{bad}: {body}");
     }
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_first_connection_fails_over_at_once_and_is_counted() {
+    let dg = mock(Provider::Deepgram).await;
+    let aai = mock(Provider::AssemblyAi).await;
+    let net = [
+        ("dg429", backend_config(&dg, Provider::Deepgram, "")),
+        ("aai429", backend_config(&aai, Provider::AssemblyAi, "")),
+    ];
+    let server = server(&net, &["dg429", "aai429"], false, |p, _| {
+        p.channels = vec![Channel::Customer];
+    })
+    .await;
+    // Over the account's concurrency: a 4xx at the handshake is not retried.
+    dg.script(vec![Fault::Refuse(429)]);
+    let said = &["hello alpha bravo", "charlie delta"];
+    let got = play_call_waiting(
+        &server.ws_url("/api/custom-transcriber/p"),
+        16_000,
+        said,
+        &[],
+        &[Channel::Customer],
+    )
+    .await;
+    assert!(got.error().is_none(), "{:?}", got.error());
+    assert_eq!(final_words(&got, Channel::Customer), spoken(said));
+    assert_eq!(dg.connections().len(), 1, "no retry after a 4xx");
+    assert_eq!(aai.connections().len(), 1);
+    let (_, metrics) = common::http_get(server.addr, "/metrics", &[]).await;
+    for series in [
+        r#"hark_provider_errors_total{backend="dg429",code="http-429"} 1"#,
+        r#"hark_backend_failovers_total{from="dg429",to="aai429"} 1"#,
+        r#"hark_backend_channels_total{backend="aai429"} 1"#,
+    ] {
+        assert!(metrics.contains(series), "{series} missing from /metrics");
+    }
+    assert!(!metrics.contains(r#"hark_backend_reconnects_total{backend="dg429"}"#));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalives_hold_the_stream_open_while_no_audio_flows() {
+    let dg = mock(Provider::Deepgram).await;
+    dg.set_idle_timeout(Duration::from_millis(2500));
+    let config = backend_config(&dg, Provider::Deepgram, "keepalive_ms = 800");
+    let server = server(&[("dg", config)], &["dg"], false, |p, _| {
+        p.channels = vec![Channel::Customer];
+    })
+    .await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    let first = script(&["hello alpha"], 16_000, 600);
+    call.play(&[&first], 16_000, 20, true).await;
+    // The platform sends nothing for longer than the provider's idle limit.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let second = script(&["bravo charlie"], 16_000, 600);
+    call.play(&[&second], 16_000, 20, true).await;
+    assert!(
+        call.wait_for(
+            Duration::from_secs(5),
+            is_final_with(Channel::Customer, "charlie")
+        )
+        .await
+    );
+    let got = call.hang_up().await;
+    assert_eq!(
+        final_words(&got, Channel::Customer),
+        ["hello", "alpha", "bravo", "charlie"]
+    );
+    let conns = dg.connections();
+    assert_eq!(conns.len(), 1, "the stream stayed open: {conns:?}");
+    assert!(
+        conns[0]
+            .control
+            .iter()
+            .filter(|c| *c == "KeepAlive")
+            .count()
+            >= 3
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_shutdown_the_last_words_are_finalized_and_delivered_before_the_close() {
+    let dg = mock(Provider::Deepgram).await;
+    let config = backend_config(&dg, Provider::Deepgram, "");
+    let mut server = server(&[("dg", config)], &["dg"], false, |p, config| {
+        p.channels = vec![Channel::Customer];
+        config.drain_timeout_ms = 300;
+    })
+    .await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    // The words end without the pause that would end the utterance: only Finalize brings
+    // their final.
+    let mut audio = words::silence(16_000, 200);
+    audio.extend(words::speak(
+        &words::indices("hello alpha bravo"),
+        16_000,
+        200,
+        20,
+    ));
+    call.play(&[&audio], 16_000, 20, true).await;
+    assert!(
+        call.wait_for(Duration::from_secs(3), |m| matches!(m,
+            ServerMessage::TranscriberResponse { transcript_type: TranscriptType::Partial, transcription, .. }
+                if transcription.to_lowercase().contains("bravo")))
+            .await
+    );
+    server.begin_shutdown();
+    let got = call.finish(Duration::from_secs(10)).await;
+    assert_eq!(
+        final_words(&got, Channel::Customer),
+        ["hello", "alpha", "bravo"]
+    );
+    assert_eq!(got.close.as_ref().map(|c| c.0), Some(1001));
+    let control = &dg.connections()[0].control;
+    assert!(
+        control.ends_with(&["Finalize".to_string(), "CloseStream".to_string()]),
+        "{control:?}"
+    );
     server.shutdown().await.unwrap();
 }
