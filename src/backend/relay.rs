@@ -195,38 +195,42 @@ impl<P: Provider> Relay<P> {
             let allowed = budget.saturating_sub(self.sent) as usize;
             let available = self.audio.available();
             let ended = finish_by.is_none() && self.audio.is_finished();
-            let want = available.min(max_frame);
+            let ready = available.min(max_frame);
             let mut wake: Option<tokio::time::Instant> = None;
-            if finish_by.is_none() && want > 0 {
+            if finish_by.is_none() && ready > 0 {
                 // A tail shorter than a frame goes out padded once no more audio will come.
-                let whole = want >= min_frame || self.audio.has_ended();
-                if whole && allowed >= want.max(min_frame) {
-                    let n = self.audio.pop(&mut buf[..want]);
-                    let mut frame = buf[..n].to_vec();
-                    if frame.len() < min_frame {
-                        frame.resize(min_frame, 0);
+                let tail = ready < min_frame && self.audio.has_ended();
+                if ready >= min_frame || tail {
+                    // As much as the pace allows, but never less than a whole frame.
+                    let n = if tail { ready } else { ready.min(allowed) };
+                    let padded = n.max(min_frame);
+                    if n > 0 && allowed >= padded {
+                        let n = self.audio.pop(&mut buf[..n]);
+                        let mut frame = buf[..n].to_vec();
+                        frame.resize(padded.max(n), 0);
+                        if unanswered_since.is_none() && rms(&frame) > VOICED_RMS {
+                            unanswered_since = Some(Instant::now());
+                        }
+                        self.sent += frame.len() as u64;
+                        last_audio = Instant::now();
+                        if tx.send(Message::binary(to_bytes(&frame))).await.is_err() {
+                            return self.lost("the connection broke while sending audio");
+                        }
+                        continue;
                     }
-                    if unanswered_since.is_none() && rms(&frame) > VOICED_RMS {
-                        unanswered_since = Some(Instant::now());
-                    }
-                    self.sent += frame.len() as u64;
-                    last_audio = Instant::now();
-                    if tx.send(Message::binary(to_bytes(&frame))).await.is_err() {
-                        return self.lost("the connection broke while sending audio");
-                    }
-                    continue;
-                }
-                let short_by = if whole {
-                    // Paced: wait until the budget covers the frame.
-                    let need = self.sent + want.max(min_frame) as u64;
+                    // Paced: wait until the budget covers a frame.
+                    let need = self.sent + padded.max(1) as u64;
                     let at =
                         (need as f64 / per_sec - pacing.burst.as_secs_f64()) / pacing.max_speed;
-                    Duration::from_secs_f64((at - elapsed).max(0.0))
+                    wake = Some(
+                        tokio::time::Instant::now()
+                            + Duration::from_secs_f64((at - elapsed).max(0.001)),
+                    );
                 } else {
                     // Too little for a frame yet: it fills in real time.
-                    Duration::from_secs_f64((min_frame - want) as f64 / per_sec)
-                };
-                wake = Some(tokio::time::Instant::now() + short_by.max(Duration::from_millis(1)));
+                    let fill = Duration::from_secs_f64((min_frame - ready) as f64 / per_sec);
+                    wake = Some(tokio::time::Instant::now() + fill.max(Duration::from_millis(1)));
+                }
             }
             if ended {
                 for message in self.provider.closing() {
