@@ -268,6 +268,9 @@ struct ChannelState {
     decoding: bool,
     /// The audio has ended and the segmenter was told.
     finished: bool,
+    /// The last position reported settled, and how often to report it (see `report`).
+    settled: u64,
+    settle_every: u64,
     /// Scratch buffers, kept to avoid allocating per step: ring samples, input-rate and
     /// model-rate audio, and what the segmenter has to say.
     pcm: Vec<i16>,
@@ -300,6 +303,8 @@ impl Channel {
                 segmenter: Segmenter::new(cuts),
                 decoding: false,
                 finished: false,
+                settled: 0,
+                settle_every: u64::from(sample_rate),
                 pcm: vec![0; MAX_STEP_SAMPLES],
                 input: Vec::with_capacity(MAX_STEP_SAMPLES),
                 samples: Vec::with_capacity(MAX_STEP_SAMPLES),
@@ -376,7 +381,9 @@ impl ChannelState {
         }
     }
 
-    /// Sends what the segmenter emitted, and tells the session how far behind it is.
+    /// Sends what the segmenter emitted, and tells the session how far behind it is and,
+    /// about once a second while nobody speaks, how far its finals reach (so that a backend
+    /// taking over replays only what it has not finalized).
     fn report(&mut self) {
         self.audio.owe_from(self.segmenter.pending_since());
         let Some(events) = &self.events else {
@@ -390,6 +397,16 @@ impl ChannelState {
                     metrics::histogram!(m::TIME_TO_FINAL).record(waited.as_secs_f64());
                     events.final_text(&text);
                 }
+            }
+        }
+        if self.segmenter.is_idle() {
+            // Behind the position by the pre-roll, the detector's frame and the
+            // resampler's delay, all well under this margin.
+            let margin = self.settle_every * 3 / 10;
+            let settled = self.audio.position().saturating_sub(margin);
+            if settled >= self.settled + self.settle_every {
+                self.settled = settled;
+                events.settled(settled);
             }
         }
     }
