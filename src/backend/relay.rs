@@ -266,7 +266,9 @@ impl<P: Provider> Relay<P> {
                     };
                     unanswered_since = None;
                     self.provider.read(&text, &mut self.heard);
-                    if self.report(events) {
+                    // The provider's end-of-stream message counts only after we asked
+                    // for the end; unasked, the close that follows says what happened.
+                    if self.report(events) && finish_by.is_some() {
                         return Ok(());
                     }
                 }
