@@ -628,3 +628,34 @@ async fn on_shutdown_the_last_words_are_finalized_and_delivered_before_the_close
     );
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wss_urls_go_through_tls() {
+    // A peer that is not a TLS server: the handshake must fail as TLS, not as "no TLS here".
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            use tokio::io::AsyncWriteExt;
+            let _ = socket.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").await;
+        }
+    });
+    let config: BackendConfig = toml::from_str(&format!(
+        "type = \"deepgram\"\nurl = \"wss://{addr}/v1/listen\"\nmax_reconnects = 0"
+    ))
+    .unwrap();
+    let server = server(&[("tls", config)], &["tls"], false, |p, _| {
+        p.channels = vec![Channel::Customer];
+    })
+    .await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    call.silence(1, 16_000, 0.5).await;
+    let got = call.finish(Duration::from_secs(10)).await;
+    let (_, message) = got.error().expect("the call fails: nothing can take it");
+    assert!(message.contains("cannot connect"), "{message}");
+    assert!(
+        !message.to_lowercase().contains("not compiled"),
+        "{message}"
+    );
+    server.shutdown().await.unwrap();
+}
