@@ -174,6 +174,9 @@ impl<P: Provider> Relay<P> {
             Ok(Ok((ws, _))) => ws,
         };
         let (mut tx, mut rx) = ws.split();
+        // A provider that stops reading fills the socket: a send that cannot finish within
+        // the stall bound is a stall too, and must not hold this task forever.
+        let limit = self.settings.stall_timeout;
         let pacing = self.provider.pacing();
         let per_sec = f64::from(self.rate);
         let min_frame = (pacing.min_frame.as_secs_f64() * per_sec).round() as usize;
@@ -213,8 +216,8 @@ impl<P: Provider> Relay<P> {
                         }
                         self.sent += frame.len() as u64;
                         last_audio = Instant::now();
-                        if tx.send(Message::binary(to_bytes(&frame))).await.is_err() {
-                            return self.lost("the connection broke while sending audio");
+                        if !send(&mut tx, Message::binary(to_bytes(&frame)), limit).await {
+                            return self.lost("the connection broke or stopped taking audio");
                         }
                         continue;
                     }
@@ -234,7 +237,7 @@ impl<P: Provider> Relay<P> {
             }
             if ended {
                 for message in self.provider.closing() {
-                    if tx.send(message).await.is_err() {
+                    if !send(&mut tx, message, limit).await {
                         return self.lost("the connection broke while closing the stream");
                     }
                 }
@@ -278,13 +281,14 @@ impl<P: Provider> Relay<P> {
                         // way without the audio still owed, then close.
                         if finish_by.is_none() {
                             for message in self.provider.closing() {
-                                let _ = tx.send(message).await;
+                                send(&mut tx, message, limit).await;
                             }
                         }
-                        let _ = tx.send(Message::Close(Some(CloseFrame {
+                        let close = Message::Close(Some(CloseFrame {
                             code: CloseCode::Normal,
                             reason: "call ended".into(),
-                        }))).await;
+                        }));
+                        send(&mut tx, close, limit).await;
                         return Err(Failure::Gone);
                     }
                     if let Some(since) = unanswered_since
@@ -307,7 +311,7 @@ impl<P: Provider> Relay<P> {
                         && let Some(keepalive) = self.provider.keepalive()
                     {
                         last_audio = Instant::now();
-                        if tx.send(keepalive).await.is_err() {
+                        if !send(&mut tx, keepalive, limit).await {
                             return self.lost("the connection broke while sending a keepalive");
                         }
                     }
@@ -355,6 +359,14 @@ impl<P: Provider> Relay<P> {
         self.count_error("connection-lost".into());
         Err(Failure::Transient(what.into()))
     }
+}
+
+/// Sends one message within `limit`; false if the connection broke or did not take it.
+async fn send<S>(tx: &mut S, message: Message, limit: Duration) -> bool
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    matches!(timeout(limit, tx.send(message)).await, Ok(Ok(())))
 }
 
 fn to_bytes(samples: &[i16]) -> Vec<u8> {
