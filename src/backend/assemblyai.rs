@@ -12,10 +12,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use super::relay::{self, Heard, Pacing, Provider, RelaySettings};
-use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink, query_value};
+use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink};
 use crate::audio::AudioSource;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -103,10 +102,7 @@ impl AssemblyAi {
         if let Some(ms) = o.max_turn_silence_ms.or(c.max_turn_silence_ms) {
             q.push(("max_turn_silence".into(), ms.to_string()));
         }
-        for (k, v) in &c.query {
-            q.retain(|(name, _)| name != k);
-            q.extend(query_value(v).into_iter().map(|v| (k.clone(), v)));
-        }
+        relay::pass_through(&mut q, &c.query);
         q
     }
 }
@@ -122,13 +118,8 @@ impl Backend for AssemblyAi {
         audio: AudioSource,
         events: EventSink,
     ) -> Result<(), BackendError> {
-        let url = relay::with_query(&self.config.url, &self.query(&spec));
-        let mut request = url
-            .into_client_request()
-            .map_err(|e| BackendError::new(format!("bad url {:?}: {e}", self.config.url)))?;
-        request
-            .headers_mut()
-            .insert("authorization", self.key.header("")?);
+        let query = self.query(&spec);
+        let request = relay::request(&self.config.url, &query, &self.key, "")?;
         let settings = RelaySettings {
             connect_timeout: Duration::from_millis(self.config.connect_timeout_ms),
             stall_timeout: Duration::from_millis(self.config.stall_timeout_ms),

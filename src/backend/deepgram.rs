@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::relay::{self, Heard, Pacing, Provider, RelaySettings};
-use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink, query_value};
+use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink};
 use crate::audio::AudioSource;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -116,10 +115,7 @@ impl Deepgram {
             "keywords"
         };
         q.extend(terms.iter().map(|t| (param.to_string(), t.clone())));
-        for (k, v) in &c.query {
-            q.retain(|(name, _)| name != k);
-            q.extend(query_value(v).into_iter().map(|v| (k.clone(), v)));
-        }
+        relay::pass_through(&mut q, &c.query);
         q
     }
 }
@@ -135,13 +131,8 @@ impl Backend for Deepgram {
         audio: AudioSource,
         events: EventSink,
     ) -> Result<(), BackendError> {
-        let url = relay::with_query(&self.config.url, &self.query(&spec));
-        let mut request = url
-            .into_client_request()
-            .map_err(|e| BackendError::new(format!("bad url {:?}: {e}", self.config.url)))?;
-        request
-            .headers_mut()
-            .insert("authorization", self.key.header("Token ")?);
+        let query = self.query(&spec);
+        let request = relay::request(&self.config.url, &query, &self.key, "Token ")?;
         let settings = RelaySettings {
             connect_timeout: Duration::from_millis(self.config.connect_timeout_ms),
             stall_timeout: Duration::from_millis(self.config.stall_timeout_ms),

@@ -7,11 +7,13 @@
 //! taken from the ring only when it may be sent, so the ring's fill is the true lag and the
 //! supervisor's lag check sees a provider that cannot keep up.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::time::{MissedTickBehavior, interval, sleep_until, timeout};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::handshake::client::Request;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
@@ -19,7 +21,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::{debug, warn};
 
 use crate::audio::AudioSource;
-use crate::backend::EventSink;
+use crate::backend::{ApiKey, BackendError, EventSink, query_value};
 use crate::metrics as m;
 
 /// How fast and in what pieces a provider takes audio.
@@ -379,6 +381,31 @@ fn rms(samples: &[i16]) -> f64 {
     }
     let sum: f64 = samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
     (sum / samples.len() as f64).sqrt()
+}
+
+/// The upgrade request: the configured URL with `query` appended, and the key in the
+/// `Authorization` header behind `scheme`.
+pub fn request(
+    url: &str,
+    query: &[(String, String)],
+    key: &ApiKey,
+    scheme: &str,
+) -> Result<Request, BackendError> {
+    let mut request = with_query(url, query)
+        .into_client_request()
+        .map_err(|e| BackendError::new(format!("bad url {url:?}: {e}")))?;
+    request
+        .headers_mut()
+        .insert("authorization", key.header(scheme)?);
+    Ok(request)
+}
+
+/// Adds a config's `query` table to `q`, each entry replacing what hark would send.
+pub fn pass_through(q: &mut Vec<(String, String)>, extra: &BTreeMap<String, toml::Value>) {
+    for (k, v) in extra {
+        q.retain(|(name, _)| name != k);
+        q.extend(query_value(v).into_iter().map(|v| (k.clone(), v)));
+    }
 }
 
 /// Appends query parameters to a configured URL that may already carry some.
