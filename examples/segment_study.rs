@@ -9,6 +9,7 @@
 //!   LINES=1             print every line of every decode
 //!   CLIPS=DIR           another folder of clips with a transcripts.tsv (default: the dev clips)
 //!   QUIET=1             only the totals, per source (the file name's prefix before `_`)
+//!   PAD=MS              silence a final's decode ends with (hark's default: DECODE_PAD_MS)
 //! ```
 
 use std::path::PathBuf;
@@ -26,6 +27,14 @@ fn main() {
     config.threshold = arg(1, 0.5) as f32;
     config.min_voice = (arg(2, 64.0) * 16.0) as usize;
     config.preroll = (arg(3, config.preroll as f64 / 16.0) * 16.0) as usize;
+    if let Some(pad) = std::env::var("PAD")
+        .ok()
+        .and_then(|p| p.parse::<usize>().ok())
+    {
+        config.pad = pad * 16;
+    }
+    let mut input = Vec::new();
+    let (mut finals_seen, mut finals_terminal) = (0usize, 0usize);
     let paths = fetch::ensure_engine(&FetchOptions::default()).expect("engine");
     let lib = Library::load(&paths.lib).expect("library");
     // OPTS="name=value,name=value": library options for the handle.
@@ -80,10 +89,11 @@ fn main() {
             at += chunk.len() as u64;
             seg.push(chunk, at, Instant::now(), &mut out);
             while let Some(want) = seg.want() {
+                seg.decode_input(&want, &mut input);
                 let piece = seg.audio(want.ticket);
                 let started = Instant::now();
                 let lines = t
-                    .transcribe_without_streaming(piece, 16_000)
+                    .transcribe_without_streaming(&input, 16_000)
                     .expect("decode");
                 decode_ms += started.elapsed().as_secs_f64() * 1000.0;
                 let text = joined_text(&lines);
@@ -125,8 +135,9 @@ fn main() {
         }
         seg.finish(at, Instant::now(), &mut out);
         while let Some(want) = seg.want() {
+            seg.decode_input(&want, &mut input);
             let lines = t
-                .transcribe_without_streaming(seg.audio(want.ticket), 16_000)
+                .transcribe_without_streaming(&input, 16_000)
                 .expect("decode");
             seg.decoded(want.ticket, joined_text(&lines), Instant::now(), &mut out);
         }
@@ -134,6 +145,10 @@ fn main() {
             if let Emit::Final(text, _) = e {
                 finals.push(text);
             }
+        }
+        for f in &finals {
+            finals_seen += 1;
+            finals_terminal += usize::from(f.trim_end().ends_with(['.', '?', '!']));
         }
         let hyp = finals.join(" | ");
         let errors = wer::word_errors(reference, &finals.join(" "));
@@ -160,6 +175,12 @@ fn main() {
     }
     let total = wer::wer(pairs.iter().map(|(_, r, h)| (r.as_str(), h.as_str())));
     println!("WER {:.1} %", total * 100.0);
+    if finals_seen > 0 {
+        println!(
+            "finals ending in . ? ! : {finals_terminal} of {finals_seen} ({:.0} %)",
+            100.0 * finals_terminal as f64 / finals_seen as f64
+        );
+    }
 }
 
 /// Converts a whole clip from one rate to another, as the server's resampler would.

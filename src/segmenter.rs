@@ -45,7 +45,14 @@ pub struct SegmenterConfig {
     pub min_voice: usize,
     /// Detector score at or above which a frame is voice.
     pub threshold: f32,
+    /// Silence a decode that may become a final ends with, after the last voiced frame
+    /// (zeros appended where the utterance has less). Cut right after its last word, the
+    /// model repeats words and ends sentences on commas (BENCHMARKS.md, "decode padding").
+    pub pad: usize,
 }
+
+/// See [`SegmenterConfig::pad`].
+pub const DECODE_PAD_MS: u64 = 300;
 
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
@@ -58,6 +65,7 @@ impl SegmenterConfig {
             max_utterance: ms(12_000),
             min_voice: ms(64),
             threshold: 0.5,
+            pad: ms(DECODE_PAD_MS),
         }
     }
 }
@@ -229,7 +237,7 @@ impl Segmenter {
             return None;
         }
         let kind = if open.silence > 0 {
-            let lead = decode_lead(open.audio.len());
+            let lead = decode_lead(open.audio.len().max(open.voiced_end + self.config.pad));
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
             (open.silence >= start_at).then_some(DecodeKind::Speculative)
         } else if open
@@ -265,6 +273,25 @@ impl Segmenter {
             },
         };
         &audio[..ticket.len.min(audio.len())]
+    }
+
+    /// Copies what a decode reads into `out`: the ticket's audio and, for a decode that
+    /// may become a final, zeros up to `pad` of silence after the last voiced frame.
+    pub fn decode_input(&self, want: &Want, out: &mut Vec<f32>) {
+        out.clear();
+        out.extend_from_slice(self.audio(want.ticket));
+        if matches!(want.kind, DecodeKind::Final | DecodeKind::Speculative) {
+            let voiced_end = match &self.open {
+                Some(open) if open.id == want.ticket.utterance => open.voiced_end,
+                _ => self
+                    .ended
+                    .iter()
+                    .find(|e| e.id == want.ticket.utterance)
+                    .map_or(out.len(), |e| e.voiced_end),
+            };
+            let silence = out.len().saturating_sub(voiced_end);
+            out.resize(out.len() + self.config.pad.saturating_sub(silence), 0.0);
+        }
     }
 
     /// Takes the text of a ticket's decode, emitting what it means: a final if it covers
@@ -445,6 +472,45 @@ mod tests {
             *at += FRAME as u64;
             s.frame(&frame, voiced, *at, Instant::now());
         }
+    }
+
+    #[test]
+    fn decodes_that_may_become_finals_end_in_the_padding_silence_and_partials_do_not() {
+        let mut s = Segmenter::new(config());
+        let pad = s.config.pad;
+        let mut at = 0;
+        let mut input = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        // A partial reads the audio as it is.
+        let partial = Want {
+            kind: DecodeKind::Partial,
+            since: Instant::now(),
+            ticket: open_ticket(&s),
+        };
+        s.decode_input(&partial, &mut input);
+        assert_eq!(input.len(), s.audio(partial.ticket).len());
+        // A speculative decode during a pause gets zeros up to `pad` after the voice.
+        feed(&mut s, 3, false, &mut at);
+        let speculative = Want {
+            kind: DecodeKind::Speculative,
+            ..partial
+        };
+        let speculative = Want {
+            ticket: open_ticket(&s),
+            ..speculative
+        };
+        s.decode_input(&speculative, &mut input);
+        let voiced = s.audio(speculative.ticket).len() - 3 * FRAME;
+        assert_eq!(input.len(), voiced + pad);
+        assert!(input[voiced..].iter().all(|&x| x == 0.0));
+        // A final whose endpoint silence is shorter than `pad` is topped up to it.
+        feed(&mut s, 9, false, &mut at);
+        let want = s.want().unwrap();
+        assert_eq!(want.kind, DecodeKind::Final);
+        s.decode_input(&want, &mut input);
+        let audio = s.audio(want.ticket);
+        assert_eq!(&input[..audio.len()], audio);
+        assert_eq!(input.len(), audio.len() - 12 * FRAME + pad.max(12 * FRAME));
     }
 
     #[test]

@@ -242,8 +242,7 @@ fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
         // Another decoder may have claimed it since.
         let Some(want) = state.want() else { continue };
         state.decoding = true;
-        audio.clear();
-        audio.extend_from_slice(state.segmenter.audio(want.ticket));
+        state.segmenter.decode_input(&want, audio);
         drop(state);
         return Some((channel, want));
     }
