@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -139,6 +140,14 @@ pub struct Connection {
     /// Each documented rule the client broke, described.
     pub violations: Vec<String>,
     pub closed: bool,
+    /// When the connection's scripted fault fired (the drop, close or stall; a refusal at the
+    /// upgrade), on the std clock, so a program in the same process can time what follows.
+    pub fault_at: Option<std::time::Instant>,
+    /// When the websocket upgrade completed (std clock); None if it did not.
+    pub opened_at: Option<std::time::Instant>,
+    /// Each text message the mock sent, with the std clock's time just before it went to the
+    /// socket. Recorded only after [`MockProvider::record_sent`]`(true)`.
+    pub sent: Vec<(std::time::Instant, String)>,
 }
 
 /// State shared by the mock's handle, its accept loop and its connections.
@@ -148,6 +157,10 @@ struct Shared {
     connections: Mutex<Vec<Connection>>,
     closed: Notify,
     idle: Mutex<Duration>,
+    /// Scripts for connections whose query carries (name, value): see
+    /// [`MockProvider::script_for`].
+    keyed: Mutex<Vec<(String, String, VecDeque<Fault>)>>,
+    record_sent: AtomicBool,
 }
 
 /// A mock provider on an ephemeral loopback port; it serves until dropped.
@@ -170,6 +183,8 @@ impl MockProvider {
             connections: Mutex::new(Vec::new()),
             closed: Notify::new(),
             idle: Mutex::new(DEEPGRAM_IDLE),
+            keyed: Mutex::new(Vec::new()),
+            record_sent: AtomicBool::new(false),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Self { addr, shared, task }
@@ -185,6 +200,22 @@ impl MockProvider {
     /// normal. Replaces what is left of an earlier script.
     pub fn script(&self, faults: Vec<Fault>) {
         *lock(&self.shared.script) = faults.into();
+    }
+
+    /// Faults for the connections whose upgrade query has parameter `name` = `value`, in the
+    /// order they reach the upgrade; after the list, such connections are normal. A matching
+    /// connection takes its fault from here instead of from [`MockProvider::script`] (which
+    /// is still consumed at accept, so use one or the other). Lets concurrent calls each
+    /// script their own connections (e.g. by a `keyterm` that names the call).
+    pub fn script_for(&self, name: &str, value: &str, faults: Vec<Fault>) {
+        let mut keyed = lock(&self.shared.keyed);
+        keyed.retain(|(n, v, _)| !(n == name && v == value));
+        keyed.push((name.into(), value.into(), faults.into()));
+    }
+
+    /// Records every text message sent (with its time) in [`Connection::sent`] from now on.
+    pub fn record_sent(&self, on: bool) {
+        self.shared.record_sent.store(on, Ordering::Relaxed);
     }
 
     /// Shortens (or lengthens) Deepgram's 10 s idle rule for connections opened after this
@@ -433,7 +464,7 @@ fn refusal(options: &MockOptions, fault: Option<&Fault>, hs: &Handshake) -> Opti
     None
 }
 
-async fn serve(shared: Arc<Shared>, id: usize, tcp: TcpStream, fault: Option<Fault>) {
+async fn serve(shared: Arc<Shared>, id: usize, tcp: TcpStream, mut fault: Option<Fault>) {
     let options = shared.options.clone();
     let mut hs = Handshake::default();
     let mut refused = None;
@@ -441,6 +472,9 @@ async fn serve(shared: Arc<Shared>, id: usize, tcp: TcpStream, fault: Option<Fau
     #[allow(clippy::result_large_err)]
     let callback = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
         hs = Handshake::of(req);
+        if let Some(keyed) = keyed_fault(&shared, &hs.query) {
+            fault = keyed;
+        }
         match refusal(&options, fault.as_ref(), &hs) {
             None => Ok(resp),
             Some(r) => {
@@ -456,9 +490,13 @@ async fn serve(shared: Arc<Shared>, id: usize, tcp: TcpStream, fault: Option<Fau
         c.query = hs.query.0.clone();
         c.headers = hs.headers.clone();
         c.refused = refused;
+        if refused.is_some() && matches!(fault, Some(Fault::Refuse(_))) {
+            c.fault_at = Some(std::time::Instant::now());
+        }
     });
     match upgraded {
         Ok(Ok(ws)) => {
+            link.record(|c| c.opened_at = Some(std::time::Instant::now()));
             let dialect: Box<dyn Dialect> = match options.provider {
                 Provider::Deepgram => Box::new(Deepgram::new(&hs, *lock(&shared.idle))),
                 Provider::AssemblyAi => Box::new(AssemblyAi::new(&hs, &options)),
@@ -470,6 +508,16 @@ async fn serve(shared: Arc<Shared>, id: usize, tcp: TcpStream, fault: Option<Fau
         Err(_) => link.violation("no websocket handshake within 10 s"),
     }
     mark_closed(&shared, id);
+}
+
+/// The fault of a connection that a keyed script matches: `Some(fault or none)` when a
+/// script for one of its query pairs exists, `None` when none does.
+fn keyed_fault(shared: &Shared, query: &Query) -> Option<Option<Fault>> {
+    let mut keyed = lock(&shared.keyed);
+    let (_, _, faults) = keyed
+        .iter_mut()
+        .find(|(name, value, _)| query.0.iter().any(|(n, v)| n == name && v == value))?;
+    Some(faults.pop_front())
 }
 
 fn mark_closed(shared: &Shared, id: usize) {
@@ -602,7 +650,14 @@ async fn deliver(ws: &mut WebSocketStream<TcpStream>, link: &mut Link) -> Delive
             break;
         };
         let (message, finals, close) = match out {
-            Out::Text(text, finals) => (Message::text(text), finals, None),
+            Out::Text(text, finals) => {
+                if link.shared.record_sent.load(Ordering::Relaxed) {
+                    let at = std::time::Instant::now();
+                    let copy = text.clone();
+                    link.record(|c| c.sent.push((at, copy)));
+                }
+                (Message::text(text), finals, None)
+            }
             Out::Close(code, reason) => {
                 let frame = CloseFrame {
                     code: CloseCode::from(code),
@@ -694,13 +749,19 @@ async fn run(
                         }
                         // Sums of frame durations are not exact: 50 × 0.02 may fall short of 1.0.
                         let reached = |t: f64| audio_secs >= t - 1e-9;
+                        let fired = || link.record(|c| c.fault_at = Some(std::time::Instant::now()));
                         match fault {
-                            Some(Fault::DropAfter(t)) if reached(t) => return,
+                            Some(Fault::DropAfter(t)) if reached(t) => {
+                                fired();
+                                return;
+                            }
                             Some(Fault::CloseAfter(t, code, reason)) if reached(t) => {
+                                fired();
                                 fault = None;
                                 dialect.fail(&mut link, code, reason);
                             }
                             Some(Fault::StallAfter(t)) if reached(t) => {
+                                fired();
                                 fault = None;
                                 link.stall();
                             }
