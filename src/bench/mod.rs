@@ -77,6 +77,8 @@ pub struct Report {
     pub started_unix_s: u64,
     pub time_to_final_ms: Stats,
     pub first_partial_ms: Stats,
+    /// Time to final plus the platform's wait for how the final ends.
+    pub reply_wait_ms: Stats,
     pub customer: ChannelTotals,
     pub assistant: ChannelTotals,
     pub failed_calls: usize,
@@ -185,6 +187,7 @@ pub async fn measure(args: &BenchArgs, corpus: &Corpus, calls: usize) -> anyhow:
         started_unix_s,
         time_to_final_ms: Stats::of(all.iter().filter_map(|u| u.time_to_final_ms).collect()),
         first_partial_ms: Stats::of(all.iter().filter_map(|u| u.first_partial_ms).collect()),
+        reply_wait_ms: Stats::of(all.iter().filter_map(|u| u.reply_wait_ms).collect()),
         customer: report::totals(&all, Channel::Customer),
         assistant: report::totals(&all, Channel::Assistant),
         failed_calls: per_call.iter().filter(|c| c.failed()).count(),
@@ -208,7 +211,15 @@ fn print_summary(r: &Report) {
         r.first_partial_ms.p99,
         r.first_partial_ms.max
     );
+    println!(
+        "reply wait (time to final + the platform's wait for how it ends): p50 {:.0} ms, p95 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        r.reply_wait_ms.p50, r.reply_wait_ms.p95, r.reply_wait_ms.p99, r.reply_wait_ms.max
+    );
     for (name, t) in [("customer", &r.customer), ("assistant", &r.assistant)] {
+        println!(
+            "{name:>9}: turns ending in . ? ! {}/{}, premature turn ends {}, repeated words {}",
+            t.turns_ending_terminal, t.turns_with_final, t.premature_ends, t.repeated_words
+        );
         println!(
             "{name:>9}: WER {:.1} % ({}/{} words), missing finals {}, leaked words {}, partial words lost {}, duplicate finals {}",
             t.wer * 100.0,

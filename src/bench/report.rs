@@ -31,6 +31,17 @@ pub struct UtteranceResult {
     pub partial_words_lost: usize,
     /// Finals that repeat an earlier final word for word.
     pub duplicate_finals: usize,
+    /// Time to final plus the platform's wait for how the turn's last final ends: when
+    /// the assistant may answer (see [`platform_wait_ms`]).
+    pub reply_wait_ms: Option<f64>,
+    /// Whether the turn's last final ends in . ? ! (the platform answers 0.1 s after it).
+    pub ends_terminal: Option<bool>,
+    /// Finals before the turn's last that end in . ? !: the platform would let the
+    /// assistant answer while the speaker goes on.
+    pub premature_ends: usize,
+    /// Words said again right after themselves in the finals, more than the reference
+    /// does: the model's hallucinated repeats ("the the the").
+    pub repeated_words: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -72,6 +83,11 @@ pub struct ChannelTotals {
     pub partial_words_lost: usize,
     pub duplicate_finals: usize,
     pub missing_finals: usize,
+    /// Turns whose last final ends in . ? !, of the turns that got a final.
+    pub turns_ending_terminal: usize,
+    pub turns_with_final: usize,
+    pub premature_ends: usize,
+    pub repeated_words: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -148,6 +164,16 @@ pub fn analyze(call: usize, conv: &Conversation, log: &CallLog) -> CallResult {
                 .map(|(t, text, _)| (*t, text.to_string()))
                 .collect();
             let time_to_final_ms = finals.last().map(|(t, _)| (t - secs(u.offset)) * 1000.0);
+            let last_text = finals.last().map(|(_, f)| f.as_str());
+            let reply_wait_ms = time_to_final_ms
+                .zip(last_text)
+                .map(|(ttf, f)| ttf + platform_wait_ms(f));
+            let premature_ends = finals
+                .iter()
+                .rev()
+                .skip(1)
+                .filter(|(_, f)| ends_terminal(f))
+                .count();
             let text = finals
                 .iter()
                 .map(|(_, f)| f.as_str())
@@ -195,6 +221,10 @@ pub fn analyze(call: usize, conv: &Conversation, log: &CallLog) -> CallResult {
                 leaked_words: leaked_words(&u.reference, &text, &neighbours),
                 partial_words_lost: lost,
                 duplicate_finals: duplicates,
+                reply_wait_ms,
+                ends_terminal: last_text.map(ends_terminal),
+                premature_ends,
+                repeated_words: repeats(&text).saturating_sub(repeats(&u.reference)),
                 finals: finals.into_iter().map(|(_, f)| f).collect(),
             });
         }
@@ -249,7 +279,35 @@ pub fn totals(utterances: &[UtteranceResult], channel: Channel) -> ChannelTotals
         partial_words_lost: own().map(|u| u.partial_words_lost).sum(),
         duplicate_finals: own().map(|u| u.duplicate_finals).sum(),
         missing_finals: own().filter(|u| u.time_to_final_ms.is_none()).count(),
+        turns_ending_terminal: own().filter(|u| u.ends_terminal == Some(true)).count(),
+        turns_with_final: own().filter(|u| u.ends_terminal.is_some()).count(),
+        premature_ends: own().map(|u| u.premature_ends).sum(),
+        repeated_words: own().map(|u| u.repeated_words).sum(),
     }
+}
+
+/// How long the platform waits after a final before its assistant may answer, by how the
+/// final ends (its defaults, `transcriptionEndpointingPlan`, STT-SERVICES.md §3): 0.1 s
+/// after . ? !, 0.45 s after a number, 1.5 s after anything else.
+pub fn platform_wait_ms(final_text: &str) -> f64 {
+    let t = final_text.trim_end();
+    if ends_terminal(t) {
+        100.0
+    } else if t.ends_with(|c: char| c.is_ascii_digit()) {
+        450.0
+    } else {
+        1500.0
+    }
+}
+
+fn ends_terminal(text: &str) -> bool {
+    text.trim_end().ends_with(['.', '?', '!'])
+}
+
+/// Words that follow themselves, after normalization.
+fn repeats(text: &str) -> usize {
+    let words = wer::normalize(text);
+    words.windows(2).filter(|w| w[0] == w[1]).count()
 }
 
 /// Words of `partial` that `final_text` no longer has (as a multiset).
@@ -341,6 +399,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_platform_waits_by_how_a_final_ends_and_repeats_are_counted() {
+        assert_eq!(platform_wait_ms("Yes."), 100.0);
+        assert_eq!(platform_wait_ms("Is it? "), 100.0);
+        assert_eq!(platform_wait_ms("It costs 20"), 450.0);
+        assert_eq!(platform_wait_ms("Well, I think,"), 1500.0);
+        assert_eq!(repeats("the the the cat"), 2);
+        assert_eq!(repeats("no, no matter"), 1);
+    }
+
+    #[test]
     fn percentiles_use_nearest_rank() {
         let s = Stats::of((1..=100).map(f64::from).collect());
         assert_eq!((s.p50, s.p95, s.p99, s.max), (50.0, 95.0, 99.0, 100.0));
@@ -416,6 +484,10 @@ mod tests {
         assert_eq!(c.first_partial_ms.map(f64::round), Some(400.0));
         assert_eq!(c.time_to_final_ms.map(f64::round), Some(300.0));
         assert_eq!(c.partial_words_lost, 1); // "meet"
+        // Its last final ends in a period: the platform answers 100 ms after it; the
+        // first final also ended in one while the turn went on.
+        assert_eq!(c.reply_wait_ms.map(f64::round), Some(400.0));
+        assert_eq!((c.ends_terminal, c.premature_ends), (Some(true), 1));
         assert_eq!(c.duplicate_finals, 1);
         let a = &r.utterances[1];
         assert_eq!(a.time_to_final_ms.map(f64::round), Some(400.0));
