@@ -52,7 +52,7 @@ pub struct SegmenterConfig {
 }
 
 /// See [`SegmenterConfig::pad`].
-pub const DECODE_PAD_MS: u64 = 300;
+pub const DECODE_PAD_MS: u64 = 400;
 
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
