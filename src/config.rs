@@ -103,6 +103,11 @@ pub struct MoonshineConfig {
     /// word errors than 200 ms on the 3,322-word study set, for 25–70 ms more median time
     /// to final (BENCHMARKS.md).
     pub narrowband_endpoint_ms: u64,
+    /// Admission: a new call is refused (503) when the recognizer's essential load
+    /// (finals and speculative decodes, share of decoder time), grown by the new call at
+    /// the present calls' average, would pass this; so calls are refused before admitted
+    /// ones fall behind (BENCHMARKS.md, "overload").
+    pub max_load: f64,
     /// Options passed to the library as they are (e.g. `vad_threshold`).
     pub options: BTreeMap<String, String>,
 }
@@ -116,6 +121,7 @@ impl Default for MoonshineConfig {
             partial_interval_ms: 500,
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
+            max_load: 0.8,
             options: BTreeMap::new(),
         }
     }
@@ -328,6 +334,12 @@ impl Config {
         }
         if self.max_frame_bytes < 1024 {
             bail!("max_frame_bytes must be at least 1024");
+        }
+        if !(0.05..=1.0).contains(&self.moonshine.max_load) {
+            bail!(
+                "moonshine.max_load must be within 0.05–1.0 (got {})",
+                self.moonshine.max_load
+            );
         }
         if self.moonshine.pool_size == 0 {
             bail!("moonshine.pool_size must be at least 1");

@@ -25,6 +25,7 @@ pub const RECONNECTS: &str = "hark_backend_reconnects_total";
 pub const FAILOVERS: &str = "hark_backend_failovers_total";
 pub const PROVIDER_ERRORS: &str = "hark_provider_errors_total";
 pub const FAILOVER_GAP: &str = "hark_failover_gap_seconds";
+pub const DECODER_LOAD: &str = "hark_decoder_load";
 
 /// Installs the recorder on first use and returns the handle that renders it.
 pub fn handle() -> PrometheusHandle {
@@ -86,6 +87,10 @@ fn describe() {
     describe_counter!(
         PROVIDER_ERRORS,
         "Errors from network recognizers, by backend and code (HTTP status, close code, error)."
+    );
+    describe_gauge!(
+        DECODER_LOAD,
+        "Share of the embedded recognizer's decoder time that finals and speculative decodes took lately (1 = all); admission refuses calls that would take it over moonshine.max_load."
     );
     describe_histogram!(
         FAILOVER_GAP,

@@ -226,6 +226,22 @@ fn upgrade(
             format!("backend {:?} is not ready yet\n", profile.backend),
         );
     }
+    // The first backend of the chain carries the call; one that runs on this machine's
+    // CPU refuses it here rather than let the calls it has fall behind.
+    if !state
+        .backends
+        .get(&profile.backend)
+        .is_none_or(|b| b.has_headroom(profile.channels.len()))
+    {
+        return reject(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "capacity",
+            format!(
+                "backend {:?} has no headroom for another call\n",
+                profile.backend
+            ),
+        );
+    }
     let max = state.config.max_sessions;
     let admitted = state
         .active
@@ -281,7 +297,12 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
             format!("backend {default_backend:?} not ready\n"),
         )
             .into_response()
-    } else if state.active.load(Ordering::Acquire) >= state.config.max_sessions {
+    } else if state.active.load(Ordering::Acquire) >= state.config.max_sessions
+        || !state
+            .backends
+            .get(&default_backend)
+            .is_some_and(|b| b.has_headroom(2))
+    {
         (StatusCode::SERVICE_UNAVAILABLE, "at capacity\n").into_response()
     } else {
         "ready\n".into_response()

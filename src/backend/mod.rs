@@ -53,6 +53,14 @@ pub trait Backend: Send + Sync + 'static {
         true
     }
 
+    /// Whether one more call of `channels` channels can be taken without putting the calls
+    /// already here at risk. A backend whose capacity is this machine's CPU says no before
+    /// its admitted calls would fall behind; the server then refuses the call (503) and
+    /// reports not ready, so the platform or the balancer sends it elsewhere.
+    fn has_headroom(&self, _channels: usize) -> bool {
+        true
+    }
+
     /// How many times in a row a call may start this backend again after a failure that
     /// says retrying may help (a dropped connection), before moving to the next backend.
     fn max_retries(&self) -> u32 {

@@ -45,6 +45,7 @@ pub struct Moonshine {
     partial_interval_ms: u64,
     endpoint_ms: u64,
     narrowband_endpoint_ms: u64,
+    max_load: f64,
 }
 
 /// The loaded pool and the way to hand it channels.
@@ -64,6 +65,7 @@ impl Moonshine {
             partial_interval_ms: config.partial_interval_ms,
             endpoint_ms: config.endpoint_ms,
             narrowband_endpoint_ms: config.narrowband_endpoint_ms,
+            max_load: config.max_load,
         });
         let loader = backend.clone();
         let config = config.clone();
@@ -125,6 +127,12 @@ impl Backend for Moonshine {
         self.pool
             .get()
             .is_some_and(|r| r.pool.is_healthy(WEDGED_AFTER))
+    }
+
+    fn has_headroom(&self, channels: usize) -> bool {
+        self.pool
+            .get()
+            .is_some_and(|r| r.pool.has_headroom(channels, self.max_load))
     }
 
     fn start(
@@ -262,6 +270,7 @@ mod tests {
             partial_interval_ms: 500,
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
+            max_load: 0.8,
         };
         let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
         assert_eq!(backend.cuts(&spec(16_000, &[])).endpoint, ms(200));

@@ -30,7 +30,15 @@ use crate::audio::AudioSource;
 use crate::backend::EventSink;
 use crate::metrics as m;
 use crate::resample::StreamResampler;
-use crate::segmenter::{Emit, Segmenter, SegmenterConfig, Want};
+use crate::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig, Want};
+
+/// Over how long the recognizer's essential load is averaged (see [`Pool::load`]).
+const LOAD_WINDOW: Duration = Duration::from_secs(10);
+/// Essential load above which speculative decodes are shed: they save a decode only when
+/// the pause really is the end, and under that much load finals need the time.
+const SHED_SPECULATIVE_LOAD: f64 = 0.9;
+/// A final waiting this long for a decoder means the recognizer is behind now.
+const FINAL_BACKLOG: Duration = Duration::from_millis(400);
 
 /// Longest a thread sleeps before looking at its channels again without being woken.
 const IDLE_POLL: Duration = Duration::from_millis(20);
@@ -58,6 +66,11 @@ pub struct Pool {
     /// Per decoder: when its running decode started, in ms after `epoch` plus one (0: idle).
     busy: Vec<AtomicU64>,
     epoch: Instant,
+    /// Decode seconds spent on finals and speculative decodes, decaying over
+    /// `LOAD_WINDOW`, and when it was last brought up to date.
+    load: Mutex<(f64, Instant)>,
+    /// Speculative decodes are not wanted (the load is too high).
+    shedding: AtomicBool,
 }
 
 impl Pool {
@@ -70,7 +83,59 @@ impl Pool {
             closed: AtomicBool::new(false),
             busy: (0..decoders).map(|_| AtomicU64::new(0)).collect(),
             epoch: Instant::now(),
+            load: Mutex::new((0.0, Instant::now())),
+            shedding: AtomicBool::new(false),
         })
+    }
+
+    /// The recognizer's essential load: the share of its decoders' time that finals and
+    /// speculative decodes took over the last `LOAD_WINDOW` or so (1.0: all of it).
+    /// Partials do not count: they only fill the time that is left.
+    pub fn load(&self) -> f64 {
+        self.add_load(Duration::ZERO)
+    }
+
+    fn add_load(&self, spent: Duration) -> f64 {
+        let mut load = lock(&self.load);
+        let now = Instant::now();
+        let decay = (-now.duration_since(load.1).as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp();
+        load.0 = load.0 * decay + spent.as_secs_f64();
+        load.1 = now;
+        let share = load.0 / (LOAD_WINDOW.as_secs_f64() * self.busy.len().max(1) as f64);
+        self.shedding
+            .store(share > SHED_SPECULATIVE_LOAD, Ordering::Relaxed);
+        share
+    }
+
+    /// Whether a call of `channels` more channels can be taken without putting the
+    /// calls already here at risk: no final is queueing now, and the load the channels
+    /// will bring once all of them have been here a while, plus the new ones, stays under
+    /// `limit`.
+    ///
+    /// The load is an average over `LOAD_WINDOW`, so a channel of age `a` has put only
+    /// `1 − e^(−a/window)` of its demand into it: dividing by the sum of those weights
+    /// gives one channel's demand even while calls are still arriving, which is when a
+    /// plain average would admit too many.
+    pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
+        let live = lock(&self.channels).clone();
+        let mut weight = 0.0;
+        for c in &live {
+            let behind = c
+                .lock()
+                .want()
+                .is_some_and(|w| w.kind == DecodeKind::Final && w.since.elapsed() > FINAL_BACKLOG);
+            if behind {
+                return false;
+            }
+            weight += 1.0 - (-c.opened.elapsed().as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp();
+        }
+        let load = self.load();
+        metrics::gauge!(m::DECODER_LOAD).set(load);
+        // Under one channel's worth of history the estimate is noise: take the call.
+        if weight < 1.0 {
+            return load <= limit;
+        }
+        load / weight * (live.len() + channels) as f64 <= limit
     }
 
     /// False while a decode has run longer than `limit`: a library call that never returns
@@ -202,8 +267,12 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
             transcriber.transcribe_without_streaming(&audio, MODEL_RATE)
         }));
         pool.set_busy(index, false);
+        let spent = started.elapsed();
         metrics::histogram!(m::DECODE_SECONDS, "kind" => want.kind.as_str())
-            .record(started.elapsed().as_secs_f64());
+            .record(spent.as_secs_f64());
+        if matches!(want.kind, DecodeKind::Final | DecodeKind::Speculative) {
+            pool.add_load(spent);
+        }
         let mut state = channel.lock();
         state.decoding = false;
         match result {
@@ -231,9 +300,12 @@ fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
     loop {
         let best = {
             let channels = lock(&pool.channels);
+            let shedding = pool.shedding.load(Ordering::Relaxed);
             channels
                 .iter()
-                .filter_map(|c| c.lock().want().map(|w| ((w.kind, w.since), c)))
+                .filter_map(|c| c.lock().want().map(|w| (w, c)))
+                .filter(|(w, _)| !(shedding && w.kind == DecodeKind::Speculative))
+                .map(|(w, c)| ((w.kind, w.since), c))
                 .min_by_key(|(urgency, _)| *urgency)
                 .map(|(_, c)| c.clone())
         };
@@ -256,6 +328,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// One channel of a call.
 struct Channel {
     state: Mutex<ChannelState>,
+    opened: Instant,
 }
 
 struct ChannelState {
@@ -295,6 +368,7 @@ impl Channel {
             }
         };
         Ok(Self {
+            opened: Instant::now(),
             state: Mutex::new(ChannelState {
                 audio,
                 events: Some(events),
