@@ -488,6 +488,8 @@ struct Snapshot {
     hark_rss_kb: u64,
     tool: BTreeMap<String, u64>,
     machine: (u64, u64),
+    /// Every other process: pid → (name, CPU ticks).
+    others: BTreeMap<u32, (String, u64)>,
 }
 
 fn snapshot(pid: u32) -> Snapshot {
@@ -506,8 +508,28 @@ fn snapshot(pid: u32) -> Snapshot {
             }
         }
     }
+    let me = std::process::id();
+    let mut others = BTreeMap::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if p == me || p == pid {
+                continue;
+            }
+            if let Some((ticks, _, comm)) = stat_ticks(&entry.path().join("stat")) {
+                others.insert(p, (comm, ticks));
+            }
+        }
+    }
     Snapshot {
         at: Some(Instant::now()),
+        others,
         hark_ticks: stat_ticks(Path::new(&format!("/proc/{pid}/stat"))).map_or(0, |s| s.0),
         hark_rss_kb: rss_kb(pid).unwrap_or(0),
         tool,
@@ -1408,11 +1430,36 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |p| p.get());
     let accounted =
         (hark_cpu + tool_cpu("mock") + tool_cpu("client") + tool_cpu("other")) / window.max(1e-9);
+    // Other processes over the window, largest first.
+    let mut others: Vec<(f64, String)> = w1
+        .others
+        .iter()
+        .map(|(p, (comm, ticks))| {
+            let before = w0.others.get(p).map_or(0, |x| x.1);
+            (cpu(before, *ticks) / window.max(1e-9), comm.clone())
+        })
+        .filter(|(c, _)| *c > 0.0)
+        .collect();
+    others.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let others_total: f64 = others.iter().map(|o| o.0).sum();
+    let top: Vec<String> = others
+        .iter()
+        .take(2)
+        .filter(|o| o.0 >= 0.01)
+        .map(|(c, n)| format!("{n} {c:.2}"))
+        .collect();
     println!(
-        "| machine CPU busy, steady window | {:.0} % of {cores} cores = {:.2} cores; not hark's or the tool's: {:.2} cores (other processes, interrupts) |",
+        "| machine CPU busy, steady window | {:.0} % of {cores} cores = {:.2} cores: hark and the tool {:.2}, **other processes {:.2}**{}, kernel (unattributed) {:.2} |",
         100.0 * machine_busy,
         machine_busy * cores as f64,
-        machine_busy * cores as f64 - accounted
+        accounted,
+        others_total,
+        if top.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", top.join(", "))
+        },
+        machine_busy * cores as f64 - accounted - others_total
     );
     let mb = |kb: u64| kb as f64 / 1024.0;
     println!(
