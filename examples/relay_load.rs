@@ -100,6 +100,16 @@ struct Args {
     /// this many seconds into the call or later.
     #[arg(long, default_value_t = 6.0)]
     fault_after: f64,
+    /// Failover mode: words of the sentence both sides speak at once when the fault comes.
+    #[arg(long, default_value_t = 6)]
+    barge_words: u64,
+    /// Failover mode: seconds into that sentence at which the provider fails.
+    #[arg(long, default_value_t = 1.0)]
+    fault_into: f64,
+    /// Pin hark to CPU 0 and the tool to CPU 1 (a diagnostic: neither waits for the other's
+    /// threads to yield a CPU).
+    #[arg(long)]
+    pin: bool,
     /// Seed of the conversations.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -167,9 +177,10 @@ impl Plan {
         let secs = |s: u64| s as f64 / f64::from(rate);
         loop {
             if args.mode == Mode::Failover && fault.is_none() && secs(pos) >= args.fault_after {
-                // Both sides talk at once here (a barge-in), and the provider fails 1 s in,
-                // so that each channel's connection fails in the middle of a sentence.
-                let n = 6;
+                // Both sides talk at once here (a barge-in), and the provider fails
+                // `fault_into` seconds in, so that each channel's connection fails in the
+                // middle of a sentence.
+                let n = args.barge_words.max(1);
                 let len = n * ms(200) + (n - 1) * ms(100);
                 if pos + ms(150) + len > limit {
                     break;
@@ -191,7 +202,8 @@ impl Plan {
                 } else {
                     FaultKind::Reconnect
                 };
-                fault = Some((kind, secs(pos + ms(1000))));
+                let into = (args.fault_into * 1000.0).round() as u32;
+                fault = Some((kind, secs(pos + ms(into))));
                 pos += ms(150) + len + ms(rng.u32(600..=1400));
                 speaker = 0;
                 continue;
@@ -585,9 +597,13 @@ fn start_hark(args: &Args, config: &Path, dir: &Path) -> Hark {
         .stderr(file);
     // hark runs at nice 0 whatever the tool's own nice (the tool runs below it).
     // SAFETY: setpriority is async-signal-safe; nothing else runs between fork and exec.
+    let pin = args.pin;
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::setpriority(libc::PRIO_PROCESS, 0, 0);
+            if pin {
+                pin_to(0);
+            }
             Ok(())
         });
     }
@@ -1126,6 +1142,16 @@ fn analyse(
 
 // ---------------------------------------------------------------------------------------------
 
+/// Restricts the calling thread (and threads and children it starts later) to one CPU.
+fn pin_to(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 fn raise_fd_limit() {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
@@ -1148,6 +1174,9 @@ fn main() {
         "failover mode scripts faults on the Deepgram mock: use --primary dg"
     );
     raise_fd_limit();
+    if args.pin {
+        pin_to(1);
+    }
     let ticks = clock_ticks();
     let dir = tempfile::Builder::new()
         .prefix("relay-load-")
@@ -1331,7 +1360,14 @@ fn main() {
         };
         let level = v["level"].as_str().unwrap_or("?");
         if level == "WARN" || level == "ERROR" {
-            let mut what = format!("{level} {}", v["message"].as_str().unwrap_or("?"));
+            // Request ids (UUIDs) differ per line: leave them out so equal lines group.
+            let message: Vec<&str> = v["message"]
+                .as_str()
+                .unwrap_or("?")
+                .split(' ')
+                .filter(|w| !(w.len() >= 36 && w.matches('-').count() == 4))
+                .collect();
+            let mut what = format!("{level} {}", message.join(" "));
             for key in ["reason", "code", "from", "to"] {
                 if let Some(x) = v[key].as_str() {
                     what.push_str(&format!(" {key}={x}"));
@@ -1356,11 +1392,22 @@ fn main() {
     );
     println!("| measure | value |\n|---|---|");
     println!(
-        "| run | {:.1} s of calls; steady window {:.1} s; hark nice {nice_hark}, tool nice {nice_tool}; hark exit {} |",
+        "| run | {:.1} s of calls; steady window {:.1} s; hark nice {nice_hark}, tool nice {nice_tool}{}; hark exit {} |",
         ran.as_secs_f64(),
         window,
+        if args.pin {
+            "; hark pinned to CPU 0, the tool to CPU 1"
+        } else {
+            ""
+        },
         status.map_or("killed".into(), |s| s.to_string())
     );
+    if args.mode == Mode::Failover {
+        println!(
+            "| faults | both channels' dg connections drop {:.1} s into a {}-word sentence both sides speak (after ≥ {:.0} s of the call) |",
+            args.fault_into, args.barge_words, args.fault_after
+        );
+    }
     println!(
         "| failed calls | {} of {n}{} |",
         tally.calls_failed.len(),
