@@ -125,6 +125,10 @@ struct Args {
 enum Mode {
     Steady,
     Failover,
+    /// Calibration: no hark in the path. Each call's two channels connect straight to the
+    /// Deepgram mock, as hark's relay does (mono 20 ms frames, the same query), so the
+    /// overhead measured is the tool's and the loopback's own share. (hark idles meanwhile.)
+    Direct,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -247,25 +251,41 @@ impl Plan {
         words::samples(self.rate, FRAME_MS) as u64
     }
 
+    /// Sample `i` of channel `c`; `cursor` remembers the word reached (samples go forward).
+    fn sample(&self, c: usize, i: u64, cursor: &mut usize) -> i16 {
+        let ws = &self.words[c];
+        while *cursor < ws.len() && ws[*cursor].end <= i {
+            *cursor += 1;
+        }
+        match ws.get(*cursor) {
+            Some(w) if w.start <= i => {
+                let a = words::amplitude(w.vocab);
+                if (i - w.start).is_multiple_of(2) {
+                    a
+                } else {
+                    -a
+                }
+            }
+            _ => 0,
+        }
+    }
+
     /// Interleaved s16le of samples `from..from + n` of both channels.
     fn fill(&self, from: u64, n: u64, cursors: &mut [usize; 2], out: &mut Vec<u8>) {
         out.clear();
         for i in from..from + n {
             for (c, cursor) in cursors.iter_mut().enumerate() {
-                let ws = &self.words[c];
-                while *cursor < ws.len() && ws[*cursor].end <= i {
-                    *cursor += 1;
-                }
-                let v = match ws.get(*cursor) {
-                    Some(w) if w.start <= i => {
-                        let a = words::amplitude(w.vocab);
-                        if (i - w.start) % 2 == 0 { a } else { -a }
-                    }
-                    _ => 0,
-                };
+                let v = self.sample(c, i, cursor);
                 out.extend_from_slice(&v.to_le_bytes());
             }
         }
+    }
+
+    /// Mono s16le of samples `from..from + n` of channel `c`.
+    fn fill_mono(&self, c: usize, from: u64, n: u64, cursor: &mut usize) -> Vec<u8> {
+        (from..from + n)
+            .flat_map(|i| self.sample(c, i, cursor).to_le_bytes())
+            .collect()
     }
 
     /// Whether the channel is inside a sentence at sample `pos`.
@@ -437,6 +457,139 @@ async fn run_call(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
         Ok(Err(e)) => out.read_error = Some(format!("reader panicked: {e}")),
         Err(_) => out.read_error = Some("no close within 10 s of the hang-up".into()),
     }
+    out
+}
+
+/// Direct mode: what the Deepgram mock sent on one channel's connection, as hark would
+/// forward it.
+async fn read_provider(
+    mut rx: futures_util::stream::SplitStream<Ws>,
+    channel: usize,
+    state: Arc<CallState>,
+) -> (
+    Vec<(Instant, ServerMessage)>,
+    Option<(u16, String)>,
+    Option<String>,
+) {
+    let mut messages = Vec::new();
+    let ch = Channel::from_index(channel).expect("channel");
+    while let Some(msg) = rx.next().await {
+        let at = Instant::now();
+        match msg {
+            Ok(Message::Text(t)) => {
+                if let Some((is_final, text)) = transcript_of(Backend::Dg, &t) {
+                    if is_final {
+                        state.final_words[channel]
+                            .fetch_add(words_of(&text).len(), Ordering::Relaxed);
+                    }
+                    let transcript_type = if is_final {
+                        TranscriptType::Final
+                    } else {
+                        TranscriptType::Partial
+                    };
+                    messages.push((
+                        at,
+                        ServerMessage::TranscriberResponse {
+                            transcription: text,
+                            channel: ch,
+                            transcript_type,
+                        },
+                    ));
+                }
+            }
+            Ok(Message::Close(frame)) => {
+                let close = frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                return (messages, close, None);
+            }
+            Ok(_) => {}
+            Err(e) => return (messages, None, Some(e.to_string())),
+        }
+    }
+    (
+        messages,
+        None,
+        Some("connection ended without a close frame".into()),
+    )
+}
+
+/// Direct mode: one call's channels streamed straight to the Deepgram mock, one connection
+/// per channel, paced in real time; the stream ends with CloseStream, as hark ends it.
+async fn run_direct(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    tokio::time::sleep_until(start.into()).await;
+    let mut out = Outcome::default();
+    let state = Arc::new(CallState::default());
+    let mut txs = Vec::new();
+    let mut readers = Vec::new();
+    for c in 0..2 {
+        let mut req = match url.as_str().into_client_request() {
+            Ok(r) => r,
+            Err(e) => {
+                out.connect_error = Some(e.to_string());
+                return out;
+            }
+        };
+        if let Ok(v) = format!("Token {KEY}").parse() {
+            req.headers_mut().insert("authorization", v);
+        }
+        match tokio_tungstenite::connect_async_with_config(req, None, true).await {
+            Ok((ws, _)) => {
+                let (tx, rx) = ws.split();
+                txs.push(tx);
+                readers.push(tokio::spawn(read_provider(rx, c, state.clone())));
+            }
+            Err(e) => {
+                out.connect_error = Some(e.to_string());
+                return out;
+            }
+        }
+    }
+    let expected = [plan.words[0].len(), plan.words[1].len()];
+    let per_frame = plan.frame_samples();
+    let mut cursors = [0usize; 2];
+    let t0 = tokio::time::Instant::now();
+    let mut sent = 0u64;
+    let mut audio_end: Option<tokio::time::Instant> = None;
+    'send: loop {
+        if sent >= plan.total {
+            let done = (0..2).all(|c| state.final_words[c].load(Ordering::Relaxed) >= expected[c]);
+            let end = *audio_end.get_or_insert_with(tokio::time::Instant::now);
+            if done || end.elapsed() >= FINALS_WAIT {
+                break;
+            }
+        }
+        for (c, tx) in txs.iter_mut().enumerate() {
+            let bytes = plan.fill_mono(c, sent, per_frame, &mut cursors[c]);
+            if let Err(e) = tx.send(Message::binary(bytes)).await {
+                out.send_error = Some(e.to_string());
+                break 'send;
+            }
+        }
+        out.frames.push(Instant::now());
+        sent += per_frame;
+        let due = t0 + Duration::from_secs_f64(sent as f64 / f64::from(plan.rate));
+        tokio::time::sleep_until(due).await;
+    }
+    state.hung_up.store(true, Ordering::Release);
+    for tx in &mut txs {
+        let _ = tx.send(Message::text(r#"{"type":"CloseStream"}"#)).await;
+    }
+    for reader in readers {
+        match tokio::time::timeout(Duration::from_secs(10), reader).await {
+            Ok(Ok((messages, close, error))) => {
+                out.messages.extend(messages);
+                if out.close.is_none() || close.as_ref().is_some_and(|c| c.0 != 1000) {
+                    out.close = close;
+                }
+                if error.is_some() {
+                    out.read_error = error;
+                }
+            }
+            Ok(Err(e)) => out.read_error = Some(format!("reader panicked: {e}")),
+            Err(_) => out.read_error = Some("no close within 10 s of CloseStream".into()),
+        }
+    }
+    out.messages.sort_by_key(|(at, _)| *at);
     out
 }
 
@@ -1171,7 +1324,7 @@ fn main() {
     assert!(args.calls > 0, "--calls must be at least 1");
     assert!(
         args.mode == Mode::Steady || args.primary == Primary::Dg,
-        "failover mode scripts faults on the Deepgram mock: use --primary dg"
+        "failover and direct modes use the Deepgram mock: use --primary dg"
     );
     raise_fd_limit();
     if args.pin {
@@ -1268,6 +1421,13 @@ fn main() {
     };
 
     let url = format!("ws://{}/api/custom-transcriber/{PROFILE}", hark.addr);
+    let direct = args.mode == Mode::Direct;
+    let dg_url = dg.url();
+    // The query hark's Deepgram relay sends (src/backend/deepgram.rs, defaults).
+    let dg_query = format!(
+        "model=nova-3&encoding=linear16&sample_rate={}&channels=1&interim_results=true&punctuate=true&smart_format=false&numerals=false",
+        args.rate
+    );
     let n = args.calls;
     let stagger = args.stagger;
     let duration = args.duration;
@@ -1283,8 +1443,13 @@ fn main() {
                 .enumerate()
                 .map(|(i, p)| {
                     let start = t0 + Duration::from_secs_f64(stagger * i as f64 / n as f64);
-                    let url = format!("{url}?keyterms={}", p.tag);
-                    tokio::spawn(run_call(p.clone(), url, start))
+                    if direct {
+                        let url = format!("{dg_url}?{}&keyterm={}", dg_query, p.tag);
+                        tokio::spawn(run_direct(p.clone(), url, start))
+                    } else {
+                        let url = format!("{url}?keyterms={}", p.tag);
+                        tokio::spawn(run_call(p.clone(), url, start))
+                    }
                 })
                 .collect();
             // The steady window: every call started (and settled), none ended yet.
@@ -1381,6 +1546,9 @@ fn main() {
     let mode = match args.mode {
         Mode::Steady => "steady",
         Mode::Failover => "failover",
+        Mode::Direct => {
+            "direct (calibration: the calls bypass hark, which idles; hark's rows say nothing)"
+        }
     };
     let primary = match args.primary {
         Primary::Dg => "dg (fallback aai)",
@@ -1474,7 +1642,8 @@ fn main() {
         100.0 * tool_cpu("client") / window.max(1e-9),
         100.0 * tool_cpu("other") / window.max(1e-9)
     );
-    let cores = std::thread::available_parallelism().map_or(1, |p| p.get());
+    // SAFETY: sysconf has no preconditions. (Not available_parallelism: --pin narrows it.)
+    let cores = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
     let accounted =
         (hark_cpu + tool_cpu("mock") + tool_cpu("client") + tool_cpu("other")) / window.max(1e-9);
     // Other processes over the window, largest first.
