@@ -37,6 +37,9 @@ const LOAD_WINDOW: Duration = Duration::from_secs(10);
 /// Essential load above which speculative decodes are shed: they save a decode only when
 /// the pause really is the end, and under that much load finals need the time.
 const SHED_SPECULATIVE_LOAD: f64 = 0.9;
+/// An admitted call whose channels have not opened by then is not coming (its client left
+/// before the start frame, or it is served by another backend).
+const ADMITTED_LIFETIME: Duration = Duration::from_secs(15);
 /// A final waiting this long for a decoder means the recognizer is behind now.
 const FINAL_BACKLOG: Duration = Duration::from_millis(400);
 
@@ -71,6 +74,9 @@ pub struct Pool {
     load: Mutex<(f64, Instant)>,
     /// Speculative decodes are not wanted (the load is too high).
     shedding: AtomicBool,
+    /// When calls were admitted whose channels have not opened yet (their start frame is
+    /// still to come): counted as present, so a burst of upgrades cannot all pass.
+    admitted: Mutex<std::collections::VecDeque<Instant>>,
 }
 
 impl Pool {
@@ -85,6 +91,7 @@ impl Pool {
             epoch: Instant::now(),
             load: Mutex::new((0.0, Instant::now())),
             shedding: AtomicBool::new(false),
+            admitted: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
@@ -104,6 +111,7 @@ impl Pool {
         let share = load.0 / (LOAD_WINDOW.as_secs_f64() * self.busy.len().max(1) as f64);
         self.shedding
             .store(share > SHED_SPECULATIVE_LOAD, Ordering::Relaxed);
+        metrics::gauge!(m::DECODER_LOAD).set(share);
         share
     }
 
@@ -113,10 +121,17 @@ impl Pool {
     /// `limit`.
     ///
     /// The load is an average over `LOAD_WINDOW`, so a channel of age `a` has put only
-    /// `1 − e^(−a/window)` of its demand into it: dividing by the sum of those weights
-    /// gives one channel's demand even while calls are still arriving, which is when a
-    /// plain average would admit too many.
+    /// `w = 1 − e^(−a/window)` of its demand into it. One channel's demand is estimated as
+    /// `(load + PRIOR·K) / (Σw + K)`: the measured share per fully observed channel, pulled
+    /// towards a dense channel's share while there is little history, so a burst of calls
+    /// arriving together is not all admitted on the strength of a load they have not yet
+    /// brought.
     pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
+        /// One channel of continuous speech takes about this share of the decoders on
+        /// 2 cores (16 dense calls fill them: BENCHMARKS.md, "overload").
+        const PRIOR: f64 = 0.03;
+        /// How many fully observed channels the prior weighs as.
+        const K: f64 = 4.0;
         let live = lock(&self.channels).clone();
         let mut weight = 0.0;
         for c in &live {
@@ -129,13 +144,25 @@ impl Pool {
             }
             weight += 1.0 - (-c.opened.elapsed().as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp();
         }
-        let load = self.load();
-        metrics::gauge!(m::DECODER_LOAD).set(load);
-        // Under one channel's worth of history the estimate is noise: take the call.
-        if weight < 1.0 {
-            return load <= limit;
+        let mut admitted = lock(&self.admitted);
+        while admitted
+            .front()
+            .is_some_and(|at| at.elapsed() > ADMITTED_LIFETIME)
+        {
+            admitted.pop_front();
         }
-        load / weight * (live.len() + channels) as f64 <= limit
+        let load = self.load();
+        let per_channel = (load + PRIOR * K) / (weight + K);
+        let fits = per_channel * (live.len() + admitted.len() + channels) as f64 <= limit;
+        if fits {
+            admitted.extend(std::iter::repeat_n(Instant::now(), channels));
+        }
+        fits
+    }
+
+    /// A channel opened: it no longer counts as admitted but not yet here.
+    fn opened(&self) {
+        lock(&self.admitted).pop_front();
     }
 
     /// False while a decode has run longer than `limit`: a library call that never returns
@@ -204,13 +231,16 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
         let mut added = false;
         loop {
             match jobs.try_recv() {
-                Ok(job) => match Channel::open(job) {
-                    Ok(channel) => {
-                        channels.push(Arc::new(channel));
-                        added = true;
+                Ok(job) => {
+                    pool.opened();
+                    match Channel::open(job) {
+                        Ok(channel) => {
+                            channels.push(Arc::new(channel));
+                            added = true;
+                        }
+                        Err((events, e)) => events.fail(e),
                     }
-                    Err((events, e)) => events.fail(e),
-                },
+                }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) if channels.is_empty() => {
                     *lock(&pool.channels) = Vec::new();
