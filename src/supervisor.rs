@@ -58,6 +58,9 @@ struct Attempt {
     /// Channel position of the first sample the attempt was given.
     base: u64,
     generation: u32,
+    /// The replay it started with: audio it must hear again before it is on time, so it
+    /// may be that much later than `max_lag` without having fallen behind.
+    allowance: Duration,
 }
 
 /// Audio from the last settled position on, in channel positions.
@@ -249,7 +252,11 @@ impl Supervisor {
         let lag = self.lag();
         metrics::histogram!(m::RECOGNIZER_LAG, "channel" => self.spec.channel.as_str())
             .record(lag.as_secs_f64());
-        if lag > self.max_lag {
+        let allowance = self
+            .attempt
+            .as_ref()
+            .map_or(Duration::ZERO, |a| a.allowance);
+        if lag > self.max_lag + allowance {
             return self.fall_behind();
         }
         Ok(())
@@ -299,11 +306,15 @@ impl Supervisor {
     /// Recognition is too far behind real time: the next backend takes over with the
     /// replay, or the call fails.
     fn fall_behind(&mut self) -> Result<(), Exhausted> {
+        let allowance = self
+            .attempt
+            .as_ref()
+            .map_or(Duration::ZERO, |a| a.allowance);
         let message = format!(
             "{}: {:.1} s behind real time (limit {:.1} s)",
             self.backend(),
             self.lag().as_secs_f64(),
-            self.max_lag.as_secs_f64()
+            (self.max_lag + allowance).as_secs_f64()
         );
         warn!(channel = self.spec.channel.as_str(), %message, "recognizer fell behind");
         self.end_attempt();
@@ -403,6 +414,7 @@ impl Supervisor {
                 sink,
                 base,
                 generation: self.generation,
+                allowance: samples_to_duration(backlog as u64, self.rate()),
             }),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err("panicked while starting".into()),

@@ -659,3 +659,37 @@ async fn wss_urls_go_through_tls() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// A drop late in a long sentence leaves a replay longer than `max_lag`: the new
+/// connection must hear it all again, which is no reason to give up on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_longer_than_max_lag_is_heard_again_not_failed() {
+    for provider in [Provider::Deepgram, Provider::AssemblyAi] {
+        let m = mock(provider).await;
+        let config = backend_config(&m, provider, "");
+        let server = server(&[("net", config)], &["net"], false, |p, _| {
+            p.channels = vec![Channel::Customer];
+        })
+        .await;
+        m.script(vec![Fault::DropAfter(4.6)]);
+        let long = &[
+            "hello alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike oscar papa",
+        ];
+        let got = play_call_waiting(
+            &server.ws_url("/api/custom-transcriber/p"),
+            16_000,
+            long,
+            &[],
+            &[Channel::Customer],
+        )
+        .await;
+        assert!(got.error().is_none(), "{provider:?}: {:?}", got.error());
+        assert_eq!(
+            final_words(&got, Channel::Customer),
+            spoken(long),
+            "{provider:?}"
+        );
+        assert_eq!(m.connections().len(), 2);
+        server.shutdown().await.unwrap();
+    }
+}

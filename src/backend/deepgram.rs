@@ -139,13 +139,17 @@ impl Backend for Deepgram {
             keepalive_after: Duration::from_millis(self.config.keepalive_ms),
             finish_timeout: Duration::from_secs(3),
         };
-        relay::spawn(self.name.clone(), Stream, request, settings, audio, events);
+        let stream = Stream { open: false };
+        relay::spawn(self.name.clone(), stream, request, settings, audio, events);
         Ok(())
     }
 }
 
-/// One Deepgram connection.
-struct Stream;
+/// One Deepgram connection: whether words are pending (an interim with text since the
+/// last final).
+struct Stream {
+    open: bool,
+}
 
 impl Provider for Stream {
     fn pacing(&self) -> Pacing {
@@ -159,6 +163,10 @@ impl Provider for Stream {
 
     fn keepalive(&self) -> Option<Message> {
         Some(Message::text(r#"{"type":"KeepAlive"}"#))
+    }
+
+    fn idle(&self) -> bool {
+        !self.open
     }
 
     fn closing(&self) -> Vec<Message> {
@@ -182,11 +190,13 @@ impl Provider for Stream {
                     .as_str()
                     .unwrap_or_default();
                 if msg["is_final"].as_bool() == Some(true) {
+                    self.open = false;
                     heard.push(Heard::Final(transcript.to_string()));
                     let start = msg["start"].as_f64().unwrap_or(0.0);
                     let duration = msg["duration"].as_f64().unwrap_or(0.0);
                     heard.push(Heard::Settled(start + duration));
                 } else {
+                    self.open |= !transcript.trim().is_empty();
                     heard.push(Heard::Partial(transcript.to_string()));
                 }
             }
@@ -300,7 +310,7 @@ mod tests {
 
     #[test]
     fn results_become_partials_finals_and_settled_time() {
-        let mut s = Stream;
+        let mut s = Stream { open: false };
         let mut heard = Vec::new();
         s.read(
             r#"{"type":"Results","channel_index":[0,1],"start":1.0,"duration":0.5,"is_final":false,
@@ -318,6 +328,7 @@ mod tests {
         );
         s.read("not json", &mut heard);
         assert_eq!(heard[0], Heard::Partial("hello wor".into()));
+        assert!(s.idle(), "a final closes what the interim opened");
         assert_eq!(heard[1], Heard::Final("Hello world.".into()));
         assert_eq!(heard[2], Heard::Settled(2.25));
         assert!(matches!(heard[3], Heard::Error { .. }));
