@@ -69,9 +69,10 @@ pub struct Pool {
     /// Per decoder: when its running decode started, in ms after `epoch` plus one (0: idle).
     busy: Vec<AtomicU64>,
     epoch: Instant,
-    /// Decode seconds spent on finals and speculative decodes, decaying over
-    /// `LOAD_WINDOW`, and when it was last brought up to date.
-    load: Mutex<(f64, Instant)>,
+    /// Decode seconds spent on finals and speculative decodes, and the age weights of the
+    /// channels that brought some of them and have left, both decaying over `LOAD_WINDOW`;
+    /// and when they were last brought up to date.
+    load: Mutex<(f64, f64, Instant)>,
     /// Speculative decodes are not wanted (the load is too high).
     shedding: AtomicBool,
     /// When calls were admitted whose channels have not opened yet (their start frame is
@@ -89,30 +90,38 @@ impl Pool {
             closed: AtomicBool::new(false),
             busy: (0..decoders).map(|_| AtomicU64::new(0)).collect(),
             epoch: Instant::now(),
-            load: Mutex::new((0.0, Instant::now())),
+            load: Mutex::new((0.0, 0.0, Instant::now())),
             shedding: AtomicBool::new(false),
             admitted: Mutex::new(std::collections::VecDeque::new()),
         })
     }
 
-    /// The recognizer's essential load: the share of its decoders' time that finals and
-    /// speculative decodes took over the last `LOAD_WINDOW` or so (1.0: all of it).
-    /// Partials do not count: they only fill the time that is left.
-    pub fn load(&self) -> f64 {
-        self.add_load(Duration::ZERO)
+    /// Counts a final or speculative decode's time into the recognizer's essential load:
+    /// the share of its decoders' time such decodes took over the last `LOAD_WINDOW` or so
+    /// (1.0: all of it). Partials do not count: they only fill the time that is left.
+    fn add_load(&self, spent: Duration) {
+        self.update(spent.as_secs_f64(), 0.0);
     }
 
-    fn add_load(&self, spent: Duration) -> f64 {
+    /// A channel of age weight `weight` left: its share of the load stays a while.
+    fn departed(&self, weight: f64) {
+        self.update(0.0, weight);
+    }
+
+    /// Decays the load and the departed weight to now, adds to them, and returns the
+    /// load as a share of the decoders' time, and the departed weight.
+    fn update(&self, spent: f64, gone: f64) -> (f64, f64) {
         let mut load = lock(&self.load);
         let now = Instant::now();
-        let decay = (-now.duration_since(load.1).as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp();
-        load.0 = load.0 * decay + spent.as_secs_f64();
-        load.1 = now;
+        let decay = (-now.duration_since(load.2).as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp();
+        load.0 = load.0 * decay + spent;
+        load.1 = load.1 * decay + gone;
+        load.2 = now;
         let share = load.0 / (LOAD_WINDOW.as_secs_f64() * self.busy.len().max(1) as f64);
         self.shedding
             .store(share > SHED_SPECULATIVE_LOAD, Ordering::Relaxed);
         metrics::gauge!(m::DECODER_LOAD).set(share);
-        share
+        (share, load.1)
     }
 
     /// Whether a call of `channels` more channels can be taken without putting the
@@ -142,7 +151,7 @@ impl Pool {
             if behind {
                 return false;
             }
-            weight += 1.0 - (-c.opened.elapsed().as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp();
+            weight += c.weight();
         }
         let mut admitted = lock(&self.admitted);
         while admitted
@@ -151,8 +160,9 @@ impl Pool {
         {
             admitted.pop_front();
         }
-        let load = self.load();
-        let per_channel = (load + PRIOR * K) / (weight + K);
+        // Channels that left still count for the load they brought, as it decays.
+        let (load, gone) = self.update(0.0, 0.0);
+        let per_channel = (load + PRIOR * K) / (weight + gone + K);
         let fits = per_channel * (live.len() + admitted.len() + channels) as f64 <= limit;
         if fits {
             admitted.extend(std::iter::repeat_n(Instant::now(), channels));
@@ -260,9 +270,13 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
                     wants |= want;
                     true
                 }
-                Ok(None) => false,
+                Ok(None) => {
+                    pool.departed(channel.weight());
+                    false
+                }
                 Err(_) => {
                     channel.lock().fail("recognizer panicked".into());
+                    pool.departed(channel.weight());
                     false
                 }
             }
@@ -359,6 +373,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Channel {
     state: Mutex<ChannelState>,
     opened: Instant,
+}
+
+impl Channel {
+    /// How much of its demand this channel has put into the decaying load so far.
+    fn weight(&self) -> f64 {
+        1.0 - (-self.opened.elapsed().as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp()
+    }
 }
 
 struct ChannelState {
