@@ -323,16 +323,6 @@ struct Outcome {
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-fn words_of(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
 async fn read_all(
     mut rx: futures_util::stream::SplitStream<Ws>,
     state: Arc<CallState>,
@@ -354,8 +344,10 @@ async fn read_all(
                         transcript_type: TranscriptType::Final,
                     } = &m
                     {
-                        state.final_words[channel.index()]
-                            .fetch_add(words_of(transcription).len(), Ordering::Relaxed);
+                        state.final_words[channel.index()].fetch_add(
+                            hark::wer::normalize(transcription).len(),
+                            Ordering::Relaxed,
+                        );
                     }
                     messages.push((at, m));
                 }
@@ -480,7 +472,7 @@ async fn read_provider(
                 if let Some((is_final, text)) = transcript_of(Backend::Dg, &t) {
                     if is_final {
                         state.final_words[channel]
-                            .fetch_add(words_of(&text).len(), Ordering::Relaxed);
+                            .fetch_add(hark::wer::normalize(&text).len(), Ordering::Relaxed);
                     }
                     let transcript_type = if is_final {
                         TranscriptType::Final
@@ -1189,7 +1181,7 @@ fn analyse(
             let mut final_of: Vec<usize> = Vec::new();
             for (i, r) in matched.iter().enumerate().filter(|(_, r)| r.is_final) {
                 t.finals += 1;
-                for w in words_of(&r.text) {
+                for w in hark::wer::normalize(&r.text) {
                     got.push(w);
                     final_of.push(i);
                 }

@@ -66,26 +66,18 @@ async fn server(
     TestServer::start(config, registry).await
 }
 
-/// The words of a transcript, lowercased, without punctuation.
-fn words_of(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
-}
-
 fn final_words(got: &Received, channel: Channel) -> Vec<String> {
     got.finals(channel.as_str())
         .iter()
-        .flat_map(|f| words_of(f))
+        .flat_map(|f| hark::wer::normalize(f))
         .collect()
 }
 
 fn spoken(sentences: &[&str]) -> Vec<String> {
-    sentences.iter().flat_map(|s| words_of(s)).collect()
+    sentences
+        .iter()
+        .flat_map(|s| hark::wer::normalize(s))
+        .collect()
 }
 
 /// Speech of `sentences`, each followed by `pause_ms` of silence (long enough for the
@@ -102,7 +94,7 @@ fn script(sentences: &[&str], rate: u32, pause_ms: u32) -> Vec<i16> {
 fn is_final_with(channel: Channel, word: &'static str) -> impl Fn(&ServerMessage) -> bool {
     move |m| {
         matches!(m, ServerMessage::TranscriberResponse { transcription, channel: c, transcript_type: TranscriptType::Final }
-            if *c == channel && words_of(transcription).iter().any(|w| w == word))
+            if *c == channel && hark::wer::normalize(transcription).iter().any(|w| w == word))
     }
 }
 

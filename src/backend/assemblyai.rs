@@ -120,12 +120,11 @@ impl Backend for AssemblyAi {
     ) -> Result<(), BackendError> {
         let query = self.query(&spec);
         let request = relay::request(&self.config.url, &query, &self.key, "")?;
-        let settings = RelaySettings {
-            connect_timeout: Duration::from_millis(self.config.connect_timeout_ms),
-            stall_timeout: Duration::from_millis(self.config.stall_timeout_ms),
-            keepalive_after: Duration::from_secs(5),
-            finish_timeout: Duration::from_secs(3),
-        };
+        let settings = RelaySettings::from_ms(
+            self.config.connect_timeout_ms,
+            self.config.stall_timeout_ms,
+            5_000,
+        );
         let stream = Stream {
             format_turns: self.config.format_turns,
             open: false,

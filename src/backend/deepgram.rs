@@ -133,12 +133,11 @@ impl Backend for Deepgram {
     ) -> Result<(), BackendError> {
         let query = self.query(&spec);
         let request = relay::request(&self.config.url, &query, &self.key, "Token ")?;
-        let settings = RelaySettings {
-            connect_timeout: Duration::from_millis(self.config.connect_timeout_ms),
-            stall_timeout: Duration::from_millis(self.config.stall_timeout_ms),
-            keepalive_after: Duration::from_millis(self.config.keepalive_ms),
-            finish_timeout: Duration::from_secs(3),
-        };
+        let settings = RelaySettings::from_ms(
+            self.config.connect_timeout_ms,
+            self.config.stall_timeout_ms,
+            self.config.keepalive_ms,
+        );
         let stream = Stream { open: false };
         relay::spawn(self.name.clone(), stream, request, settings, audio, events);
         Ok(())

@@ -87,6 +87,18 @@ pub struct RelaySettings {
     pub finish_timeout: Duration,
 }
 
+impl RelaySettings {
+    /// From a config section's milliseconds; every provider waits 3 s for its last answers.
+    pub fn from_ms(connect_timeout_ms: u64, stall_timeout_ms: u64, keepalive_ms: u64) -> Self {
+        Self {
+            connect_timeout: Duration::from_millis(connect_timeout_ms),
+            stall_timeout: Duration::from_millis(stall_timeout_ms),
+            keepalive_after: Duration::from_millis(keepalive_ms),
+            finish_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
 /// A frame whose RMS is above this (about −44 dBFS) counts as possibly voiced: a provider
 /// that stays silent while such audio flows is stalled. Phone-line noise sits well below.
 const VOICED_RMS: f64 = 200.0;
