@@ -103,6 +103,9 @@ fn main() {
                             "    {:?} line {:.2}+{:.2} {:?}",
                             want.kind, l.start_time, l.duration, l.text
                         );
+                        for w in &l.words {
+                            println!("      {:.2}-{:.2} {}", w.start, w.end, w.text);
+                        }
                     }
                 }
                 if want.kind == DecodeKind::Final && !quiet {

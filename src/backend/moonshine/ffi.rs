@@ -269,6 +269,17 @@ pub struct Line {
     pub is_new: bool,
     pub has_text_changed: bool,
     pub last_transcription_latency_ms: u32,
+    /// Filled only on a handle loaded with the `word_timestamps=true` option.
+    pub words: Vec<Word>,
+}
+
+/// One word of a line, with when it is spoken.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Word {
+    pub text: String,
+    /// Seconds from the start of the audio decoded.
+    pub start: f32,
+    pub end: f32,
 }
 
 /// The text of a decode's lines, in order, blank lines left out.
@@ -517,6 +528,36 @@ unsafe fn copy_transcript(raw: *const RawTranscript) -> Vec<Line> {
             is_new: line.is_new != 0,
             has_text_changed: line.has_text_changed != 0,
             last_transcription_latency_ms: line.last_transcription_latency_ms,
+            // SAFETY: as for the line array, with the line's own word array and count.
+            words: unsafe { copy_words(line.words, line.word_count) },
+        })
+        .collect()
+}
+
+/// # Safety
+/// `words` must be null or point at `count` valid `transcript_word_t`s.
+unsafe fn copy_words(words: *const RawWord, count: u64) -> Vec<Word> {
+    let Ok(count) = usize::try_from(count) else {
+        return Vec::new();
+    };
+    if words.is_null() || count == 0 {
+        return Vec::new();
+    }
+    // SAFETY: caller guarantees `count` elements.
+    let words = unsafe { std::slice::from_raw_parts(words, count) };
+    words
+        .iter()
+        .map(|w| Word {
+            text: if w.text.is_null() {
+                String::new()
+            } else {
+                // SAFETY: non-null, NUL-terminated, valid for this call.
+                unsafe { CStr::from_ptr(w.text) }
+                    .to_string_lossy()
+                    .into_owned()
+            },
+            start: w.start,
+            end: w.end,
         })
         .collect()
 }
