@@ -10,6 +10,8 @@
 //!   CLIPS=DIR           another folder of clips with a transcripts.tsv (default: the dev clips)
 //!   QUIET=1             only the totals, per source (the file name's prefix before `_`)
 //!   PAD=MS              silence a final's decode ends with (hark's default: DECODE_PAD_MS)
+//!   CONTEXT=MS          longest decode with left context (hark's default: CONTEXT_SPAN_MS; 0 off)
+//!   GAP=MS              longest pause inside a turn (hark's default: TURN_GAP_MS)
 //! ```
 
 use std::path::PathBuf;
@@ -32,6 +34,17 @@ fn main() {
         .and_then(|p| p.parse::<usize>().ok())
     {
         config.pad = pad * 16;
+    }
+    let ms_var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    if let Some(ms) = ms_var("CONTEXT") {
+        config.context_span = ms * 16;
+    }
+    if let Some(ms) = ms_var("GAP") {
+        config.turn_gap = ms * 16;
     }
     let mut input = Vec::new();
     let (mut finals_seen, mut finals_terminal) = (0usize, 0usize);

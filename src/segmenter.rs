@@ -49,10 +49,23 @@ pub struct SegmenterConfig {
     /// (zeros appended where the utterance has less). Cut right after its last word, the
     /// model repeats words and ends sentences on commas (BENCHMARKS.md, "decode padding").
     pub pad: usize,
+    /// The longest a decode that may become a final is made by putting the same turn's
+    /// earlier utterances before it (the words already sent for them are taken off its
+    /// text): a piece cut at a short pause and decoded alone loses the sentence it belongs
+    /// to. Decode time grows with length, so this bounds what context adds to a final's
+    /// latency (BENCHMARKS.md, "left context"). 0 turns it off.
+    pub context_span: usize,
+    /// Earlier utterances count as the same turn while the pauses between them are no longer
+    /// than this.
+    pub turn_gap: usize,
 }
 
 /// See [`SegmenterConfig::pad`].
 pub const DECODE_PAD_MS: u64 = 400;
+/// See [`SegmenterConfig::context_span`].
+pub const CONTEXT_SPAN_MS: u64 = 6_000;
+/// See [`SegmenterConfig::turn_gap`].
+pub const TURN_GAP_MS: u64 = 1_500;
 
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
@@ -66,6 +79,8 @@ impl SegmenterConfig {
             min_voice: ms(64),
             threshold: 0.5,
             pad: ms(DECODE_PAD_MS),
+            context_span: ms(CONTEXT_SPAN_MS),
+            turn_gap: ms(TURN_GAP_MS),
         }
     }
 }
@@ -99,12 +114,16 @@ pub struct Want {
     pub ticket: Ticket,
 }
 
-/// Which audio a decode reads: the first `len` samples of one utterance. The segmenter
-/// keeps taking audio while the decode runs elsewhere; the ticket says what it covered.
+/// Which audio a decode reads: the first `len` samples of one utterance, after the sent
+/// finals from `context_from` on if that is not 0. The segmenter keeps taking audio while
+/// the decode runs elsewhere; the ticket says what it covered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ticket {
     utterance: u64,
     len: usize,
+    context_from: u64,
+    /// Padded (and with context where there is some): good enough to be a final.
+    whole: bool,
 }
 
 /// Text for the session.
@@ -128,6 +147,8 @@ fn decode_lead(audio: usize) -> usize {
 /// The utterance being spoken.
 struct Open {
     id: u64,
+    /// Position of `audio[0]` in the channel's audio (16 kHz samples).
+    start: u64,
     audio: Vec<f32>,
     /// How much of `audio` came before the onset.
     preroll: usize,
@@ -139,6 +160,8 @@ struct Open {
     /// Length of `audio` when it was last decoded, and that decode's text.
     decoded_len: usize,
     decoded_text: Option<String>,
+    /// The longest decode that could be the final ([`Ticket::whole`]): length and text.
+    whole: Option<(usize, String)>,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
 }
@@ -146,6 +169,8 @@ struct Open {
 /// An utterance whose endpoint has passed, waiting for its final.
 struct Ended {
     id: u64,
+    start: u64,
+    preroll: usize,
     audio: Vec<f32>,
     voiced_end: usize,
     /// Known once a decode covers its last voiced frame.
@@ -157,8 +182,25 @@ struct Ended {
     silence: usize,
 }
 
+/// A final already sent, with its audio: left context for the turn's next utterances.
+struct Said {
+    id: u64,
+    start: u64,
+    audio: Vec<f32>,
+    text: String,
+    /// Positions of its first and after its last voiced frame.
+    onset: u64,
+    voice_end: u64,
+}
+
 pub struct Segmenter {
     config: SegmenterConfig,
+    /// Samples framed so far: the position the next frame starts at.
+    position: u64,
+    /// The latest finals, as much as `context_span` can use.
+    said: VecDeque<Said>,
+    /// `config.context_span`, or less while the decoders are short of time.
+    context_span: usize,
     detector: earshot::Detector,
     /// What the detector hears: the frame plus dither (see `DITHER`).
     heard: Vec<f32>,
@@ -177,6 +219,9 @@ impl Segmenter {
     pub fn new(config: SegmenterConfig) -> Self {
         Self {
             config,
+            position: 0,
+            said: VecDeque::new(),
+            context_span: config.context_span,
             detector: earshot::Detector::default(),
             heard: Vec::with_capacity(FRAME),
             dither: 0x9E37_79B9,
@@ -229,18 +274,48 @@ impl Segmenter {
                 ticket: Ticket {
                     utterance: ended.id,
                     len: ended.audio.len(),
+                    context_from: self.context_for(
+                        ended.id,
+                        ended.start + ended.preroll as u64,
+                        ended.audio.len().max(ended.voiced_end + self.config.pad),
+                    ),
+                    whole: true,
                 },
             });
         }
         let open = self.open.as_ref()?;
+        let ticket = |context_from, whole| Ticket {
+            utterance: open.id,
+            len: open.audio.len(),
+            context_from,
+            whole,
+        };
+        if open.silence > 0 {
+            if open
+                .whole
+                .as_ref()
+                .is_some_and(|(len, _)| *len >= open.voiced_end)
+            {
+                return None;
+            }
+            let own = open.audio.len().max(open.voiced_end + self.config.pad);
+            let context_from = self.context_for(open.id, open.start + open.preroll as u64, own);
+            let context: usize = self
+                .context(context_from, open.start)
+                .map(|(audio, _)| audio.len())
+                .sum();
+            let lead = decode_lead(context + own);
+            let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
+            return (open.silence >= start_at).then(|| Want {
+                kind: DecodeKind::Speculative,
+                since: open.since,
+                ticket: ticket(context_from, true),
+            });
+        }
         if open.decoded_len >= open.voiced_end {
             return None;
         }
-        let kind = if open.silence > 0 {
-            let lead = decode_lead(open.audio.len().max(open.voiced_end + self.config.pad));
-            let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
-            (open.silence >= start_at).then_some(DecodeKind::Speculative)
-        } else if open
+        let kind = if open
             .decoded_text
             .as_ref()
             .is_none_or(|t| t.trim().is_empty())
@@ -256,56 +331,148 @@ impl Segmenter {
         kind.map(|kind| Want {
             kind,
             since: open.since,
-            ticket: Ticket {
-                utterance: open.id,
-                len: open.audio.len(),
-            },
+            ticket: ticket(0, false),
         })
     }
 
-    /// The audio a ticket's decode is to read (empty if that utterance is gone).
+    /// The audio a ticket's decode is to read, without context (empty if that utterance is
+    /// gone).
     pub fn audio(&self, ticket: Ticket) -> &[f32] {
-        let audio = match &self.open {
-            Some(open) if open.id == ticket.utterance => &open.audio,
-            _ => match self.ended.iter().find(|e| e.id == ticket.utterance) {
-                Some(ended) => &ended.audio,
-                None => return &[],
-            },
-        };
-        &audio[..ticket.len.min(audio.len())]
+        match self.utterance(ticket.utterance) {
+            Some((_, audio, _)) => &audio[..ticket.len.min(audio.len())],
+            None => &[],
+        }
     }
 
-    /// Copies what a decode reads into `out`: the ticket's audio and, for a decode that
-    /// may become a final, zeros up to `pad` of silence after the last voiced frame.
-    pub fn decode_input(&self, want: &Want, out: &mut Vec<f32>) {
+    /// Copies what a decode reads into `out`: for a decode that may become a final, the
+    /// turn's earlier audio (see [`SegmenterConfig::context`]), the ticket's audio, and zeros
+    /// up to `pad` of silence after the last voiced frame; for a partial the audio alone.
+    /// Returns the length of the context at the front.
+    pub fn decode_input(&self, want: &Want, out: &mut Vec<f32>) -> usize {
         out.clear();
-        out.extend_from_slice(self.audio(want.ticket));
-        if matches!(want.kind, DecodeKind::Final | DecodeKind::Speculative) {
-            let voiced_end = match &self.open {
-                Some(open) if open.id == want.ticket.utterance => open.voiced_end,
-                _ => self
-                    .ended
-                    .iter()
-                    .find(|e| e.id == want.ticket.utterance)
-                    .map_or(out.len(), |e| e.voiced_end),
-            };
-            let silence = out.len().saturating_sub(voiced_end);
-            out.resize(out.len() + self.config.pad.saturating_sub(silence), 0.0);
+        let Some((start, audio, voiced_end)) = self.utterance(want.ticket.utterance) else {
+            return 0;
+        };
+        let audio = &audio[..want.ticket.len.min(audio.len())];
+        if !want.ticket.whole {
+            out.extend_from_slice(audio);
+            return 0;
         }
+        for (context, _) in self.context(want.ticket.context_from, start) {
+            out.extend_from_slice(context);
+        }
+        let context = out.len();
+        out.extend_from_slice(audio);
+        let silence = audio.len().saturating_sub(voiced_end);
+        out.resize(out.len() + self.config.pad.saturating_sub(silence), 0.0);
+        context
+    }
+
+    /// Where an utterance starts, its audio and the end of its voice.
+    fn utterance(&self, id: u64) -> Option<(u64, &[f32], usize)> {
+        match &self.open {
+            Some(open) if open.id == id => Some((open.start, &open.audio, open.voiced_end)),
+            _ => self
+                .ended
+                .iter()
+                .find(|e| e.id == id)
+                .map(|e| (e.start, e.audio.as_slice(), e.voiced_end)),
+        }
+    }
+
+    /// Lowers the context span to `scale` (0 to 1) of the configured one while the decoders
+    /// are short of time, or raises it back.
+    pub fn scale_context(&mut self, scale: f64) {
+        self.context_span = (self.config.context_span as f64 * scale.clamp(0.0, 1.0)) as usize;
+    }
+
+    /// The first sent final to decode before utterance `id` (0 for none), whose decode is
+    /// `own` long: the latest ones of the same turn that fit in the context span with it, and
+    /// only once every earlier final is out, so that the words to take off are known.
+    fn context_for(&self, id: u64, onset: u64, own: usize) -> u64 {
+        let room = self.context_span.saturating_sub(own);
+        if room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
+            return 0;
+        }
+        let (mut next_onset, mut total, mut from) = (onset, 0, 0);
+        for said in self.said.iter().rev() {
+            if next_onset.saturating_sub(said.voice_end) > self.config.turn_gap as u64 {
+                break;
+            }
+            // Its audio up to where the next one's starts: at most up to that one's onset.
+            let len = said
+                .audio
+                .len()
+                .min(next_onset.saturating_sub(said.start) as usize);
+            if total + len > room {
+                break;
+            }
+            (total, from, next_onset) = (total + len, said.id, said.onset);
+        }
+        from
+    }
+
+    /// The sent finals from `from` on, each with its audio up to where the next piece
+    /// starts (an utterance's pre-roll may repeat the end of the one before).
+    fn context(&self, from: u64, start: u64) -> impl Iterator<Item = (&[f32], &str)> {
+        let first = match from {
+            0 => self.said.len(),
+            _ => self
+                .said
+                .iter()
+                .position(|s| s.id == from)
+                .unwrap_or(self.said.len()),
+        };
+        let nexts = self
+            .said
+            .iter()
+            .skip(first + 1)
+            .map(|s| s.start)
+            .chain(std::iter::once(start));
+        self.said.iter().skip(first).zip(nexts).map(|(said, next)| {
+            let len = said
+                .audio
+                .len()
+                .min(next.saturating_sub(said.start) as usize);
+            (&said.audio[..len], said.text.as_str())
+        })
     }
 
     /// Takes the text of a ticket's decode, emitting what it means: a final if it covers
     /// the last word of an utterance that has ended, else a partial of the open one.
     pub fn decoded(&mut self, ticket: Ticket, text: String, now: Instant, out: &mut Vec<Emit>) {
+        let Some((start, _, _)) = self.utterance(ticket.utterance) else {
+            return;
+        };
+        let text = if ticket.context_from == 0 {
+            text
+        } else if self.said.iter().any(|s| s.id == ticket.context_from) {
+            let context: Vec<&str> = self
+                .context(ticket.context_from, start)
+                .map(|(_, text)| text)
+                .collect();
+            strip_context(&context.join(" "), &text)
+        } else {
+            // The context it read is gone from memory: its words cannot be taken off.
+            return;
+        };
         if let Some(ended) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
-            if ticket.len >= ended.voiced_end && ended.text.is_none() {
+            if ticket.whole && ticket.len >= ended.voiced_end && ended.text.is_none() {
                 ended.text = Some(text);
                 self.drain_ready(out);
             }
             return;
         }
         let Some(open) = &mut self.open else { return };
-        if open.id != ticket.utterance || ticket.len < open.decoded_len {
+        if ticket.whole
+            && open
+                .whole
+                .as_ref()
+                .is_none_or(|(len, _)| ticket.len >= *len)
+        {
+            open.whole = Some((ticket.len, text.clone()));
+        }
+        if ticket.len < open.decoded_len {
             return;
         }
         open.decoded_len = ticket.len;
@@ -349,12 +516,14 @@ impl Segmenter {
         match &mut self.open {
             None if voiced => {
                 let mut audio = Vec::with_capacity(config.preroll + 4 * RATE);
+                let start = self.position - self.recent.len() as u64;
                 audio.extend(self.recent.drain(..));
                 let preroll = audio.len();
                 audio.extend_from_slice(frame);
                 self.next_id += 1;
                 self.open = Some(Open {
                     id: self.next_id,
+                    start,
                     preroll,
                     voiced_end: audio.len(),
                     audio,
@@ -362,6 +531,7 @@ impl Segmenter {
                     silence: 0,
                     decoded_len: 0,
                     decoded_text: None,
+                    whole: None,
                     since: now,
                 });
             }
@@ -391,6 +561,7 @@ impl Segmenter {
                 }
             }
         }
+        self.position += FRAME as u64;
     }
 
     /// Turns the open utterance into one waiting for its final.
@@ -403,12 +574,17 @@ impl Segmenter {
         if open.voice < self.config.min_voice {
             return;
         }
-        let covered = open.decoded_len >= open.voiced_end;
+        let voiced_end = open.voiced_end;
         self.ended.push_back(Ended {
             id: open.id,
-            voiced_end: open.voiced_end,
+            start: open.start,
+            preroll: open.preroll,
+            voiced_end,
             audio: std::mem::take(&mut audio),
-            text: if covered { open.decoded_text } else { None },
+            text: open
+                .whole
+                .filter(|(len, _)| *len >= voiced_end)
+                .map(|(_, text)| text),
             at_input,
             since: now,
             silence: open.silence,
@@ -419,6 +595,11 @@ impl Segmenter {
     fn drain_ready(&mut self, out: &mut Vec<Emit>) {
         while self.ended.front().is_some_and(|e| e.text.is_some()) {
             let Some(Ended {
+                id,
+                start,
+                preroll,
+                voiced_end,
+                audio,
                 text: Some(text),
                 since,
                 silence,
@@ -428,10 +609,69 @@ impl Segmenter {
                 break;
             };
             self.last_partial.clear();
+            if self.config.context_span > 0 {
+                self.said.push_back(Said {
+                    id,
+                    start,
+                    audio,
+                    text: text.clone(),
+                    onset: start + preroll as u64,
+                    voice_end: start + voiced_end as u64,
+                });
+                let mut kept: usize = self.said.iter().map(|s| s.audio.len()).sum();
+                while kept > self.config.context_span {
+                    let Some(oldest) = self.said.pop_front() else {
+                        break;
+                    };
+                    kept -= oldest.audio.len();
+                }
+            }
             let silence = Duration::from_secs_f64(silence as f64 / RATE as f64);
             out.push(Emit::Final(text, silence + since.elapsed()));
         }
     }
+}
+
+/// What a decode of the turn's earlier audio and a new piece says about the piece: the
+/// words after those that match `context`, the finals already sent for that audio.
+///
+/// The decode is aligned with the context by word edit distance over every prefix; the
+/// cheapest prefix is the context. On a tie the shorter prefix wins: a word the model merged
+/// across the cut is sent twice rather than lost.
+pub fn strip_context(context: &str, decoded: &str) -> String {
+    let key = |w: &str| -> String {
+        w.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let said: Vec<String> = context
+        .split_whitespace()
+        .map(key)
+        .filter(|k| !k.is_empty())
+        .collect();
+    let words: Vec<&str> = decoded.split_whitespace().collect();
+    let keys: Vec<String> = words.iter().map(|w| key(w)).collect();
+    // cost[j]: edit distance between the context so far and the first j decoded words.
+    let insert = |k: &String| usize::from(!k.is_empty());
+    let mut cost: Vec<usize> = std::iter::once(0)
+        .chain(keys.iter().scan(0, |c, k| {
+            *c += insert(k);
+            Some(*c)
+        }))
+        .collect();
+    let mut next = vec![0; cost.len()];
+    for (i, s) in said.iter().enumerate() {
+        next[0] = i + 1;
+        for (j, k) in keys.iter().enumerate() {
+            next[j + 1] = (cost[j] + usize::from(s != k))
+                .min(cost[j + 1] + 1)
+                .min(next[j] + insert(k));
+        }
+        std::mem::swap(&mut cost, &mut next);
+    }
+    let split = (0..cost.len()).min_by_key(|&j| (cost[j], j)).unwrap_or(0);
+    words[split..].join(" ")
 }
 
 #[cfg(test)]
@@ -447,12 +687,18 @@ mod tests {
         s.want().map_or_else(|| open_ticket(s), |w| w.ticket)
     }
 
-    /// The open utterance as it is, whatever the channel wants.
+    /// The open utterance as it is, decoded as a final would be, whatever the channel wants.
     fn open_ticket(s: &Segmenter) -> Ticket {
         let open = s.open.as_ref().unwrap();
         Ticket {
             utterance: open.id,
             len: open.audio.len(),
+            context_from: s.context_for(
+                open.id,
+                open.start + open.preroll as u64,
+                open.audio.len().max(open.voiced_end + s.config.pad),
+            ),
+            whole: true,
         }
     }
 
@@ -485,7 +731,10 @@ mod tests {
         let partial = Want {
             kind: DecodeKind::Partial,
             since: Instant::now(),
-            ticket: open_ticket(&s),
+            ticket: Ticket {
+                whole: false,
+                ..open_ticket(&s)
+            },
         };
         s.decode_input(&partial, &mut input);
         assert_eq!(input.len(), s.audio(partial.ticket).len());
@@ -684,5 +933,125 @@ mod tests {
         let mut out = Vec::new();
         s.finish(at, Instant::now(), &mut out);
         assert_eq!(s.want().unwrap().kind, DecodeKind::Final);
+    }
+
+    #[test]
+    fn context_words_come_off_what_the_decode_says() {
+        let cases = [
+            ("", "Hello there.", "Hello there."),
+            (
+                "And so my fellow Americans.",
+                "And so my fellow Americans, ask not what",
+                "ask not what",
+            ),
+            // The context heard differently the second time still aligns.
+            (
+                "Thanks for calling. How can I",
+                "Thanks for coming, how can I help you today?",
+                "help you today?",
+            ),
+            // A word said again after the cut is the piece's.
+            ("to go", "to go go home.", "go home."),
+            // Ambiguous: a dropped "to" or "to" heard as "go"; the piece keeps the word.
+            ("I want to", "I want go home.", "go home."),
+            // Nothing new.
+            ("Yes, please.", "Yes please.", ""),
+            ("One two three four", "One two", ""),
+        ];
+        for (context, decoded, piece) in cases {
+            assert_eq!(
+                strip_context(context, decoded),
+                piece,
+                "{context:?} + {decoded:?}"
+            );
+        }
+    }
+
+    /// Speaks `voiced` frames then `silent` frames and sends the final `text` for it, as if
+    /// decoded with whatever context the segmenter chose.
+    fn say(s: &mut Segmenter, voiced: usize, silent: usize, text: &str, at: &mut u64) -> Want {
+        feed(s, voiced, true, at);
+        feed(s, silent, false, at);
+        let want = s.want().unwrap();
+        assert_eq!(want.kind, DecodeKind::Final);
+        let mut out = Vec::new();
+        s.decoded(want.ticket, text.into(), Instant::now(), &mut out);
+        want
+    }
+
+    #[test]
+    fn a_final_is_decoded_after_the_turn_so_far_and_says_only_its_own_words() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        let first = say(&mut s, 40, 12, "Hello there.", &mut at);
+        assert_eq!(first.ticket.context_from, 0);
+        let first_audio = s.said[0].audio.len();
+        // A short pause, then the turn goes on.
+        feed(&mut s, 5, false, &mut at);
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        let want = s.want().unwrap();
+        assert_eq!(want.ticket.context_from, first.ticket.utterance);
+        let mut input = Vec::new();
+        s.decode_input(&want, &mut input);
+        let own = s.audio(want.ticket);
+        // The earlier utterance up to where this one's pre-roll starts, then this one.
+        let context = input.len() - own.len().max(own.len() - 12 * FRAME + s.config.pad);
+        assert!(context > 0 && context <= first_audio, "{context}");
+        assert_eq!(&input[context..context + own.len()], own);
+        let mut out = Vec::new();
+        s.decoded(
+            want.ticket,
+            "Hello there, how are you?".into(),
+            Instant::now(),
+            &mut out,
+        );
+        assert_eq!(finals(&out), ["how are you?"]);
+    }
+
+    #[test]
+    fn a_long_pause_starts_a_new_turn_without_context() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        say(&mut s, 40, 12, "Hello there.", &mut at);
+        let gap = s.config.turn_gap / FRAME;
+        feed(&mut s, gap + 2, false, &mut at);
+        let second = say(&mut s, 30, 12, "How are you?", &mut at);
+        assert_eq!(second.ticket.context_from, 0);
+    }
+
+    #[test]
+    fn context_waits_for_the_earlier_final_and_fits_the_budget() {
+        let mut s = Segmenter::new(SegmenterConfig {
+            context_span: 130 * FRAME,
+            ..config()
+        });
+        let mut at = 0;
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        // The first utterance waits for its final; the second's decodes get no context.
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 4, false, &mut at);
+        assert_eq!(open_ticket(&s).context_from, 0);
+        let mut out = Vec::new();
+        let first = s.want().unwrap();
+        s.decoded(first.ticket, "One.".into(), Instant::now(), &mut out);
+        assert_eq!(open_ticket(&s).context_from, first.ticket.utterance);
+        feed(&mut s, 8, false, &mut at);
+        let second = s.want().unwrap();
+        s.decoded(second.ticket, "One. Two.".into(), Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["One.", "Two."]);
+        // Frames: the first is 52 long, the second 42 and its pre-roll (9.4); the third's own
+        // decode (pre-roll, 20, and 25 of padding) leaves room for the second only.
+        let third = say(&mut s, 20, 12, "Three.", &mut at);
+        assert_eq!(third.ticket.context_from, second.ticket.utterance);
+        // Only what a decode could use is kept.
+        assert_eq!(s.said.front().unwrap().id, second.ticket.utterance);
+        assert!(s.said.iter().map(|x| x.audio.len()).sum::<usize>() <= 130 * FRAME);
+        feed(&mut s, 20, true, &mut at);
+        assert_eq!(open_ticket(&s).context_from, third.ticket.utterance);
+        // Under load the span shrinks, and context goes first.
+        s.scale_context(0.0);
+        assert_eq!(open_ticket(&s).context_from, 0);
     }
 }

@@ -37,6 +37,10 @@ const LOAD_WINDOW: Duration = Duration::from_secs(10);
 /// Essential load above which speculative decodes are shed: they save a decode only when
 /// the pause really is the end, and under that much load finals need the time.
 const SHED_SPECULATIVE_LOAD: f64 = 0.9;
+/// Essential load over which finals' left context shrinks, and at which it is gone: it
+/// makes finals more accurate but their decodes longer, and is the first work to shed.
+const SHED_CONTEXT_FROM: f64 = 0.4;
+const SHED_CONTEXT_AT: f64 = 0.6;
 /// An admitted call whose channels have not opened by then is not coming (its client left
 /// before the start frame, or it is served by another backend).
 const ADMITTED_LIFETIME: Duration = Duration::from_secs(15);
@@ -75,6 +79,8 @@ pub struct Pool {
     load: Mutex<(f64, f64, Instant)>,
     /// Speculative decodes are not wanted (the load is too high).
     shedding: AtomicBool,
+    /// The share of each channel's context span finals may use now (`f64` bits).
+    context_scale: AtomicU64,
     /// When calls were admitted whose channels have not opened yet (their start frame is
     /// still to come): counted as present, so a burst of upgrades cannot all pass.
     admitted: Mutex<std::collections::VecDeque<Instant>>,
@@ -92,6 +98,7 @@ impl Pool {
             epoch: Instant::now(),
             load: Mutex::new((0.0, 0.0, Instant::now())),
             shedding: AtomicBool::new(false),
+            context_scale: AtomicU64::new(1f64.to_bits()),
             admitted: Mutex::new(std::collections::VecDeque::new()),
         })
     }
@@ -120,6 +127,9 @@ impl Pool {
         let share = load.0 / (LOAD_WINDOW.as_secs_f64() * self.busy.len().max(1) as f64);
         self.shedding
             .store(share > SHED_SPECULATIVE_LOAD, Ordering::Relaxed);
+        let scale =
+            ((SHED_CONTEXT_AT - share) / (SHED_CONTEXT_AT - SHED_CONTEXT_FROM)).clamp(0.0, 1.0);
+        self.context_scale.store(scale.to_bits(), Ordering::Relaxed);
         metrics::gauge!(m::DECODER_LOAD).set(share);
         (share, load.1)
     }
@@ -295,7 +305,7 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
     let mut audio = Vec::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
-        let Some((channel, want)) = claim(pool, &mut audio) else {
+        let Some((channel, want, context)) = claim(pool, &mut audio) else {
             let work = lock(&pool.work);
             if *work == seen {
                 // Woken by new work, or the poll in case a notice came between the two.
@@ -315,7 +325,9 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
         metrics::histogram!(m::DECODE_SECONDS, "kind" => want.kind.as_str())
             .record(spent.as_secs_f64());
         if matches!(want.kind, DecodeKind::Final | DecodeKind::Speculative) {
-            pool.add_load(spent);
+            // Context is shed under load: only the utterance's own share is essential.
+            let own = 1.0 - context as f64 / audio.len().max(1) as f64;
+            pool.add_load(spent.mul_f64(own));
         }
         let mut state = channel.lock();
         state.decoding = false;
@@ -340,14 +352,20 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
 
 /// Picks the most urgent wanted decode of any idle channel, marks that channel as
 /// decoding and copies the audio into `audio`.
-fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
+/// Returns how much of the audio is left context.
+fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want, usize)> {
     loop {
         let best = {
             let channels = lock(&pool.channels);
             let shedding = pool.shedding.load(Ordering::Relaxed);
+            let scale = f64::from_bits(pool.context_scale.load(Ordering::Relaxed));
             channels
                 .iter()
-                .filter_map(|c| c.lock().want().map(|w| (w, c)))
+                .filter_map(|c| {
+                    let mut state = c.lock();
+                    state.segmenter.scale_context(scale);
+                    state.want().map(|w| (w, c))
+                })
                 .filter(|(w, _)| !(shedding && w.kind == DecodeKind::Speculative))
                 .map(|(w, c)| ((w.kind, w.since), c))
                 .min_by_key(|(urgency, _)| *urgency)
@@ -358,9 +376,9 @@ fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
         // Another decoder may have claimed it since.
         let Some(want) = state.want() else { continue };
         state.decoding = true;
-        state.segmenter.decode_input(&want, audio);
+        let context = state.segmenter.decode_input(&want, audio);
         drop(state);
-        return Some((channel, want));
+        return Some((channel, want, context));
     }
 }
 
