@@ -73,9 +73,10 @@ fn engine() -> &'static (EnginePaths, TurnPaths) {
             cache_dir: cache_dir(),
             ..FetchOptions::default()
         };
-        let engine = fetch::ensure_engine(&opts).expect("Moonshine engine");
+        let engine = fetch::ensure_engine(&opts).unwrap_or_else(|e| panic!("{e}"));
         let t = Instant::now();
-        let model = turn::ensure_model(&turn::fetch_options(cache_dir())).expect("turn model");
+        let model =
+            turn::ensure_model(&turn::fetch_options(cache_dir())).unwrap_or_else(|e| panic!("{e}"));
         eprintln!(
             "ensure_model: {:.1} ms ({})",
             t.elapsed().as_secs_f64() * 1e3,
@@ -201,14 +202,14 @@ fn shares_onnxruntime_with_moonshine() {
             (0..2)
                 .map(|_| {
                     let lines = transcriber
-                        .transcribe_without_streaming(&jfk, 16000)
+                        .transcribe_without_streaming(jfk, 16000)
                         .expect("transcribe");
                     ffi::joined_text(&lines).to_lowercase()
                 })
                 .collect::<Vec<_>>()
         });
         for _ in 0..3 {
-            let p = model.complete_probability(&jfk).expect("turn");
+            let p = model.complete_probability(jfk).expect("turn");
             assert!((p - JFK_WHOLE).abs() < TOLERANCE, "{p} vs {JFK_WHOLE}");
         }
         heard.join().expect("transcriber thread")

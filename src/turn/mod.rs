@@ -169,7 +169,8 @@ impl TurnModel {
         })
     }
 
-    /// Probability that the speaker has finished, from up to the last 8 s of 16 kHz mono audio in [-1, 1].
+    /// Probability that the speaker has finished, from up to the last 8 s of 16 kHz mono
+    /// audio in [-1, 1].
     ///
     /// Earlier audio is ignored, as the model never saw more. The audio is normalised to
     /// unit variance first, so its level does not matter. pipecat calls it complete above
@@ -249,6 +250,13 @@ fn load_runtime(path: &Path) -> Result<(), TurnError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each decoder thread owns one, so it must move to that thread.
+    #[test]
+    fn the_model_is_send() {
+        fn send<T: Send>() {}
+        send::<TurnModel>();
+    }
 
     #[test]
     fn missing_and_bogus_files_are_clear_errors() {

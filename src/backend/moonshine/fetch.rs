@@ -48,7 +48,6 @@ pub static ENGINE_WHEEL: Wheel = Wheel {
 };
 
 /// A pinned wheel and the part of it hark runs.
-#[derive(Debug)]
 pub struct Wheel {
     /// For messages: "the Moonshine engine".
     pub what: &'static str,
@@ -65,6 +64,13 @@ pub struct Wheel {
     pub required: &'static [&'static str],
     /// `(path in the folder, sha256)`: unpacked files whose own checksum is pinned too.
     pub pinned: &'static [(&'static str, &'static str)],
+}
+
+impl std::fmt::Debug for Wheel {
+    /// Its name alone: errors carry the wheel, and their debug output should stay readable.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Wheel({:?})", self.pip)
+    }
 }
 
 impl Wheel {
