@@ -66,7 +66,8 @@ pub fn ensure_model(opts: &FetchOptions) -> Result<PathBuf, FetchError> {
 /// What `TurnModel::load` reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnPaths {
-    /// The `.onnx` model.
+    /// The `.onnx` model: `ensure_model`'s, checked when unpacked; any other file here is
+    /// loaded unchecked (a model with the same input and output).
     pub model: PathBuf,
     /// The onnxruntime shared library (1.23 or later).
     pub onnxruntime: PathBuf,
