@@ -108,6 +108,11 @@ pub struct MoonshineConfig {
     /// the present calls' average, would pass this; so calls are refused before admitted
     /// ones fall behind (BENCHMARKS.md, "overload").
     pub max_load: f64,
+    /// Let an end-of-turn model (smart-turn v3.2, fetched once like the engine) decide how
+    /// each customer final ends: with . ? ! when the customer has finished, without when
+    /// they are about to go on; the platform answers sooner after the first and waits
+    /// after the second (BENCHMARKS.md, "turn model"). Profiles can override it.
+    pub turn_model: bool,
     /// Options passed to the library as they are (e.g. `vad_threshold`).
     pub options: BTreeMap<String, String>,
 }
@@ -122,6 +127,7 @@ impl Default for MoonshineConfig {
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
             max_load: 0.8,
+            turn_model: true,
             options: BTreeMap::new(),
         }
     }
@@ -187,6 +193,8 @@ pub struct Options {
     pub narrowband_endpoint_ms: Option<u64>,
     /// Embedded recognizer: overrides `moonshine.partial_interval_ms`.
     pub partial_interval_ms: Option<u64>,
+    /// Embedded recognizer: overrides `moonshine.turn_model` (customer channel only).
+    pub turn_model: Option<bool>,
     /// Network recognizers: the language spoken (BCP 47, e.g. `es`, `en-US`).
     pub language: Option<String>,
     /// Network recognizers: words and phrases to listen for (product names, jargon).

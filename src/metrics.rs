@@ -26,6 +26,8 @@ pub const FAILOVERS: &str = "hark_backend_failovers_total";
 pub const PROVIDER_ERRORS: &str = "hark_provider_errors_total";
 pub const FAILOVER_GAP: &str = "hark_failover_gap_seconds";
 pub const DECODER_LOAD: &str = "hark_decoder_load";
+pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
+pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
 
 /// Installs the recorder on first use and returns the handle that renders it.
 pub fn handle() -> PrometheusHandle {
@@ -111,6 +113,14 @@ fn describe() {
     describe_histogram!(
         DECODE_SECONDS,
         "Time the embedded recognizer spent per decode, by kind (final, speculative, partial)."
+    );
+    describe_histogram!(
+        TURN_SECONDS,
+        "Time the end-of-turn model spent per verdict on a customer's pause."
+    );
+    describe_counter!(
+        TURN_VERDICTS,
+        "End-of-turn verdicts on customers' finals: complete, incomplete, or failed (the final went as the recognizer wrote it)."
     );
     describe_histogram!(
         DECODE_WAIT,

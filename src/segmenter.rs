@@ -58,6 +58,9 @@ pub struct SegmenterConfig {
     /// Earlier utterances count as the same turn while the pauses between them are no longer
     /// than this.
     pub turn_gap: usize,
+    /// An end-of-turn model decides how each final ends: with . ? ! when the speaker has
+    /// finished, without when they are about to go on (see [`end_turn`]).
+    pub judge_turns: bool,
 }
 
 /// See [`SegmenterConfig::pad`].
@@ -66,6 +69,16 @@ pub const DECODE_PAD_MS: u64 = 400;
 pub const CONTEXT_SPAN_MS: u64 = 6_000;
 /// See [`SegmenterConfig::turn_gap`].
 pub const TURN_GAP_MS: u64 = 1_500;
+/// How long before the endpoint the end-of-turn model is asked, so that its verdict (about
+/// 50 ms, BENCHMARKS.md "turn model") is there when the final is.
+const TURN_LEAD: usize = 100 * RATE / 1000;
+/// Audio the end-of-turn model hears after the last voiced frame (zeros where the pause is
+/// shorter so far): what it was measured with.
+const TURN_TAIL: usize = 200 * RATE / 1000;
+/// The most audio the end-of-turn model reads.
+pub const TURN_WINDOW: usize = 8 * RATE;
+/// How long a final whose text is ready waits for a late verdict before it goes as it is.
+const TURN_WAIT: Duration = Duration::from_millis(150);
 
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
@@ -81,6 +94,7 @@ impl SegmenterConfig {
             pad: ms(DECODE_PAD_MS),
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
+            judge_turns: false,
         }
     }
 }
@@ -162,8 +176,17 @@ struct Open {
     decoded_text: Option<String>,
     /// The longest decode that could be the final ([`Ticket::whole`]): length and text.
     whole: Option<(usize, String)>,
+    /// The end-of-turn model was asked at this length of `audio`, and its verdict.
+    judged: Option<(usize, Option<bool>)>,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
+}
+
+/// Which audio the end-of-turn model heard: utterance `utterance` up to `len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnTicket {
+    utterance: u64,
+    len: usize,
 }
 
 /// An utterance whose endpoint has passed, waiting for its final.
@@ -175,6 +198,10 @@ struct Ended {
     voiced_end: usize,
     /// Known once a decode covers its last voiced frame.
     text: Option<String>,
+    /// Whether the speaker finished, once the end-of-turn model has said; `judging` while
+    /// it is still to say.
+    turn: Option<bool>,
+    judging: bool,
     /// Input position (samples at the caller's rate) of its endpoint, for lag.
     at_input: u64,
     /// When the endpoint was reached, and the silence before it.
@@ -262,6 +289,10 @@ impl Segmenter {
             self.carry.clear();
         }
         self.close(at_input, now);
+        // Nobody speaks after the end: no verdict is worth waiting for.
+        for ended in &mut self.ended {
+            ended.judging = false;
+        }
         self.drain_ready(out);
     }
 
@@ -394,22 +425,7 @@ impl Segmenter {
         if room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
             return 0;
         }
-        let (mut next_onset, mut total, mut from) = (onset, 0, 0);
-        for said in self.said.iter().rev() {
-            if next_onset.saturating_sub(said.voice_end) > self.config.turn_gap as u64 {
-                break;
-            }
-            // Its audio up to where the next one's starts: at most up to that one's onset.
-            let len = said
-                .audio
-                .len()
-                .min(next_onset.saturating_sub(said.start) as usize);
-            if total + len > room {
-                break;
-            }
-            (total, from, next_onset) = (total + len, said.id, said.onset);
-        }
-        from
+        self.turn_context(onset, room)
     }
 
     /// The sent finals from `from` on, each with its audio up to where the next piece
@@ -484,6 +500,96 @@ impl Segmenter {
         open.decoded_text = Some(text);
     }
 
+    /// Whether the end-of-turn model should hear this channel now: the pause is nearly the
+    /// endpoint. If so, marks it asked and copies what it is to hear into `out`: up to
+    /// `TURN_WINDOW` of the turn so far, and silence up to `TURN_TAIL` after the voice.
+    pub fn claim_turn(&mut self, out: &mut Vec<f32>) -> Option<TurnTicket> {
+        if !self.wants_turn() {
+            return None;
+        }
+        let open = self.open.as_ref()?;
+        let ticket = TurnTicket {
+            utterance: open.id,
+            len: open.audio.len(),
+        };
+        let own = open.audio.len().max(open.voiced_end + TURN_TAIL);
+        out.clear();
+        let from = self.turn_context(
+            open.start + open.preroll as u64,
+            TURN_WINDOW - own.min(TURN_WINDOW),
+        );
+        for (audio, _) in self.context(from, open.start) {
+            out.extend_from_slice(audio);
+        }
+        let audio = &open.audio[open.audio.len().saturating_sub(TURN_WINDOW)..];
+        out.extend_from_slice(audio);
+        out.resize(out.len() + own - open.audio.len(), 0.0);
+        if let Some(open) = &mut self.open {
+            open.judged = Some((ticket.len, None));
+        }
+        Some(ticket)
+    }
+
+    /// See [`Segmenter::claim_turn`].
+    pub fn wants_turn(&self) -> bool {
+        let judge_at = self
+            .config
+            .endpoint
+            .saturating_sub(TURN_LEAD)
+            .max(2 * FRAME);
+        self.config.judge_turns
+            && self
+                .open
+                .as_ref()
+                .is_some_and(|open| open.silence >= judge_at && open.judged.is_none())
+    }
+
+    /// Takes the end-of-turn model's verdict on what a ticket covered (`None` if it could
+    /// not say), and emits a final it was holding.
+    pub fn judged(&mut self, ticket: TurnTicket, complete: Option<bool>, out: &mut Vec<Emit>) {
+        if let Some(ended) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
+            if ended.judging && ticket.len >= ended.voiced_end {
+                ended.turn = complete;
+                ended.judging = false;
+                self.drain_ready(out);
+            }
+            return;
+        }
+        if let Some(open) = &mut self.open
+            && open.id == ticket.utterance
+            && ticket.len >= open.voiced_end
+            && let Some(complete) = complete
+        {
+            open.judged = Some((ticket.len, Some(complete)));
+        }
+    }
+
+    /// Emits finals held for a verdict that is late (see `TURN_WAIT`).
+    pub fn poll(&mut self, out: &mut Vec<Emit>) {
+        self.drain_ready(out);
+    }
+
+    /// The first sent final of the same turn before `onset` whose audio, with the rest,
+    /// fits in `room`; 0 for none.
+    fn turn_context(&self, onset: u64, room: usize) -> u64 {
+        let (mut next_onset, mut total, mut from) = (onset, 0, 0);
+        for said in self.said.iter().rev() {
+            if next_onset.saturating_sub(said.voice_end) > self.config.turn_gap as u64 {
+                break;
+            }
+            // Its audio up to where the next one's starts: at most up to that one's onset.
+            let len = said
+                .audio
+                .len()
+                .min(next_onset.saturating_sub(said.start) as usize);
+            if total + len > room {
+                break;
+            }
+            (total, from, next_onset) = (total + len, said.id, said.onset);
+        }
+        from
+    }
+
     /// Input position of the endpoint of the oldest utterance still without its final:
     /// the recognizer is behind real time from there.
     pub fn pending_since(&self) -> Option<u64> {
@@ -532,6 +638,7 @@ impl Segmenter {
                     decoded_len: 0,
                     decoded_text: None,
                     whole: None,
+                    judged: None,
                     since: now,
                 });
             }
@@ -546,6 +653,7 @@ impl Segmenter {
                     open.voice += FRAME;
                     open.silence = 0;
                     open.voiced_end = open.audio.len();
+                    open.judged = None;
                 } else {
                     if open.silence == 0 {
                         open.since = now;
@@ -585,6 +693,8 @@ impl Segmenter {
                 .whole
                 .filter(|(len, _)| *len >= voiced_end)
                 .map(|(_, text)| text),
+            turn: open.judged.and_then(|(_, verdict)| verdict),
+            judging: open.judged.is_some_and(|(_, verdict)| verdict.is_none()),
             at_input,
             since: now,
             silence: open.silence,
@@ -593,7 +703,8 @@ impl Segmenter {
 
     /// Emits, in order, the finals whose text is known.
     fn drain_ready(&mut self, out: &mut Vec<Emit>) {
-        while self.ended.front().is_some_and(|e| e.text.is_some()) {
+        let ready = |e: &Ended| e.text.is_some() && (!e.judging || e.since.elapsed() >= TURN_WAIT);
+        while self.ended.front().is_some_and(ready) {
             let Some(Ended {
                 id,
                 start,
@@ -601,12 +712,17 @@ impl Segmenter {
                 voiced_end,
                 audio,
                 text: Some(text),
+                turn,
                 since,
                 silence,
                 ..
             }) = self.ended.pop_front()
             else {
                 break;
+            };
+            let text = match turn {
+                Some(complete) => end_turn(&text, complete),
+                None => text,
             };
             self.last_partial.clear();
             if self.config.context_span > 0 {
@@ -629,6 +745,21 @@ impl Segmenter {
             let silence = Duration::from_secs_f64(silence as f64 / RATE as f64);
             out.push(Emit::Final(text, silence + since.elapsed()));
         }
+    }
+}
+
+/// How a final ends once the end-of-turn model has judged: a finished turn ends in . ? !
+/// (the platform answers 0.1 s after such a final, 1.5 s after any other: STT-SERVICES.md
+/// §3); one the speaker is about to go on with does not, so the assistant does not cut in.
+pub fn end_turn(text: &str, complete: bool) -> String {
+    let text = text.trim_end();
+    let terminal = text.ends_with(['.', '?', '!']);
+    if text.is_empty() || terminal == complete {
+        text.to_string()
+    } else if complete {
+        format!("{}.", text.trim_end_matches([',', ';', ':', '-', '—']))
+    } else {
+        text.trim_end_matches(['.', '?', '!']).to_string()
     }
 }
 
@@ -1053,5 +1184,69 @@ mod tests {
         // Under load the span shrinks, and context goes first.
         s.scale_context(0.0);
         assert_eq!(open_ticket(&s).context_from, 0);
+    }
+
+    #[test]
+    fn a_verdict_decides_how_a_final_ends() {
+        assert_eq!(
+            end_turn("I want to book a table.", false),
+            "I want to book a table"
+        );
+        assert_eq!(end_turn("Is it open?", false), "Is it open");
+        assert_eq!(end_turn("My number is 555,", true), "My number is 555.");
+        assert_eq!(end_turn("That's all", true), "That's all.");
+        assert_eq!(end_turn("Thanks!", true), "Thanks!");
+        assert_eq!(end_turn("and then", false), "and then");
+        assert_eq!(end_turn("", true), "");
+    }
+
+    #[test]
+    fn the_final_closing_a_pause_waits_for_the_turn_verdict() {
+        let mut s = Segmenter::new(SegmenterConfig {
+            judge_turns: true,
+            ..config()
+        });
+        let mut at = 0;
+        let mut audio = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 2, false, &mut at);
+        assert!(!s.wants_turn(), "asked about 100 ms before the endpoint");
+        while !s.wants_turn() {
+            feed(&mut s, 1, false, &mut at);
+        }
+        let ticket = s.claim_turn(&mut audio).unwrap();
+        assert!(s.claim_turn(&mut audio).is_none(), "asked once");
+        // It hears the utterance and 200 ms after the voice.
+        let voiced_end = s.open.as_ref().unwrap().voiced_end;
+        assert_eq!(audio.len(), voiced_end + TURN_TAIL);
+        let mut out = Vec::new();
+        feed(&mut s, 12, false, &mut at);
+        let want = s.want().unwrap();
+        s.decoded(want.ticket, "I want to.".into(), Instant::now(), &mut out);
+        assert!(out.is_empty(), "held for the verdict");
+        s.judged(ticket, Some(false), &mut out);
+        assert_eq!(finals(&out), ["I want to"]);
+
+        // Speech after the question makes the verdict stale: asked again at the next pause.
+        out.clear();
+        feed(&mut s, 30, true, &mut at);
+        while !s.wants_turn() {
+            feed(&mut s, 1, false, &mut at);
+        }
+        let stale = s.claim_turn(&mut audio).unwrap();
+        feed(&mut s, 5, true, &mut at);
+        s.judged(stale, Some(true), &mut out);
+        while !s.wants_turn() {
+            feed(&mut s, 1, false, &mut at);
+        }
+        s.claim_turn(&mut audio).unwrap();
+        feed(&mut s, 12, false, &mut at);
+        let want = s.want().unwrap();
+        s.decoded(want.ticket, "Go there,".into(), Instant::now(), &mut out);
+        assert!(out.is_empty(), "the stale verdict does not count");
+        // A verdict that never comes holds the final only so long.
+        std::thread::sleep(TURN_WAIT);
+        s.poll(&mut out);
+        assert_eq!(finals(&out), ["Go there,"]);
     }
 }

@@ -23,7 +23,9 @@ use self::pool::{Job, Pool};
 use crate::audio::AudioSource;
 use crate::backend::{Backend, BackendError, ChannelSpec, EventSink};
 use crate::config::MoonshineConfig;
+use crate::protocol::Channel;
 use crate::segmenter::SegmenterConfig;
+use crate::turn::{TurnModel, TurnPaths};
 
 /// The rate the model works at; other rates are converted with rubato first.
 pub const MODEL_RATE: u32 = 16_000;
@@ -46,6 +48,7 @@ pub struct Moonshine {
     endpoint_ms: u64,
     narrowband_endpoint_ms: u64,
     max_load: f64,
+    turn_model: bool,
 }
 
 /// The loaded pool and the way to hand it channels.
@@ -53,6 +56,8 @@ struct Running {
     pool: Arc<Pool>,
     jobs: Sender<Job>,
     listener: Thread,
+    /// The end-of-turn model is loaded.
+    judging: bool,
 }
 
 impl Moonshine {
@@ -66,6 +71,7 @@ impl Moonshine {
             endpoint_ms: config.endpoint_ms,
             narrowband_endpoint_ms: config.narrowband_endpoint_ms,
             max_load: config.max_load,
+            turn_model: config.turn_model,
         });
         let loader = backend.clone();
         let config = config.clone();
@@ -90,7 +96,7 @@ impl Moonshine {
 
     /// Where a channel's utterances end: the profile's timing if it has one, else the
     /// server-wide one; calls below the model's rate get the narrowband endpoint.
-    fn cuts(&self, spec: &ChannelSpec) -> SegmenterConfig {
+    fn cuts(&self, spec: &ChannelSpec, judging: bool) -> SegmenterConfig {
         let o = &spec.options;
         let endpoint = if spec.sample_rate < MODEL_RATE {
             o.narrowband_endpoint_ms
@@ -98,10 +104,14 @@ impl Moonshine {
         } else {
             o.endpoint_ms.unwrap_or(self.endpoint_ms)
         };
-        SegmenterConfig::from_ms(
+        let mut cuts = SegmenterConfig::from_ms(
             endpoint,
             o.partial_interval_ms.unwrap_or(self.partial_interval_ms),
-        )
+        );
+        // Measured on customers' speech; on text-to-speech prompts it is unreliable.
+        cuts.judge_turns =
+            judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(self.turn_model);
+        cuts
     }
 
     /// Blocks until the pool is loaded or failed to load.
@@ -147,7 +157,7 @@ impl Backend for Moonshine {
                 None => "embedded recognizer is still loading".into(),
             }));
         };
-        let cuts = self.cuts(&spec);
+        let cuts = self.cuts(&spec, running.judging);
         audio.wake_thread(running.listener.clone());
         running
             .jobs
@@ -186,6 +196,7 @@ fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
             )?;
         pool::spawn_decoder(pool.clone(), index, transcriber)?;
     }
+    let judging = config.turn_model && load_judge(config, &paths, &pool);
     info!(
         handles = config.pool_size,
         version = lib.version(),
@@ -197,7 +208,30 @@ fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
         pool,
         jobs,
         listener,
+        judging,
     })
+}
+
+/// Fetches (first run only) and loads the end-of-turn model onto its own thread. Finals
+/// are still right without it, only less well ended: a failure is a warning.
+fn load_judge(config: &MoonshineConfig, engine: &fetch::EnginePaths, pool: &Arc<Pool>) -> bool {
+    let cache = config
+        .cache_dir
+        .clone()
+        .unwrap_or_else(fetch::default_cache_dir);
+    let loaded = crate::turn::ensure_model(&crate::turn::fetch_options(cache))
+        .map_err(|e| e.to_string())
+        .and_then(|model| {
+            TurnModel::load(&TurnPaths::new(model, engine)).map_err(|e| e.to_string())
+        })
+        .and_then(|model| pool::spawn_judge(pool.clone(), model));
+    match loaded {
+        Ok(()) => true,
+        Err(e) => {
+            warn!(error = %e, "end-of-turn model unavailable; customer finals end as decoded");
+            false
+        }
+    }
 }
 
 /// Puts the calling thread in the `SCHED_IDLE` class (nice `DECODE_NICE` if that is
@@ -242,7 +276,6 @@ pub fn engine_paths(config: &MoonshineConfig) -> Result<fetch::EnginePaths, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Channel;
 
     fn spec(sample_rate: u32, options: &[(&str, u64)]) -> ChannelSpec {
         let mut o = crate::config::Options::default();
@@ -271,15 +304,35 @@ mod tests {
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
             max_load: 0.8,
+            turn_model: true,
         };
         let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
-        assert_eq!(backend.cuts(&spec(16_000, &[])).endpoint, ms(200));
-        assert_eq!(backend.cuts(&spec(48_000, &[])).endpoint, ms(200));
-        assert_eq!(backend.cuts(&spec(8_000, &[])).endpoint, ms(300));
+        assert_eq!(backend.cuts(&spec(16_000, &[]), false).endpoint, ms(200));
+        assert_eq!(backend.cuts(&spec(48_000, &[]), false).endpoint, ms(200));
+        assert_eq!(backend.cuts(&spec(8_000, &[]), false).endpoint, ms(300));
         let profile = [("endpoint_ms", 150), ("narrowband_endpoint_ms", 400)];
-        assert_eq!(backend.cuts(&spec(16_000, &profile)).endpoint, ms(150));
-        assert_eq!(backend.cuts(&spec(8_000, &profile)).endpoint, ms(400));
-        let cadence = backend.cuts(&spec(8_000, &[("partial_interval_ms", 300)]));
+        assert_eq!(
+            backend.cuts(&spec(16_000, &profile), false).endpoint,
+            ms(150)
+        );
+        assert_eq!(
+            backend.cuts(&spec(8_000, &profile), false).endpoint,
+            ms(400)
+        );
+        // The end-of-turn model: customers only, when loaded, unless the profile says no.
+        assert!(backend.cuts(&spec(16_000, &[]), true).judge_turns);
+        assert!(!backend.cuts(&spec(16_000, &[]), false).judge_turns);
+        let mut assistant = spec(16_000, &[]);
+        assistant.channel = Channel::Assistant;
+        assert!(!backend.cuts(&assistant, true).judge_turns);
+        let mut off = crate::config::Options::default();
+        off.turn_model = Some(false);
+        let off = ChannelSpec {
+            options: Arc::new(off),
+            ..spec(16_000, &[])
+        };
+        assert!(!backend.cuts(&off, true).judge_turns);
+        let cadence = backend.cuts(&spec(8_000, &[("partial_interval_ms", 300)]), false);
         assert_eq!(
             cadence.partial_every,
             SegmenterConfig::from_ms(300, 300).partial_every

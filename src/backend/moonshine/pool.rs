@@ -11,6 +11,11 @@
 //! copy that audio, decode it without holding any lock, hand the text back. A channel has
 //! at most one decode running. Under load partials thin out and finals stay on time.
 //!
+//! The **judge** (when the end-of-turn model is on) owns that model and, at each pause of
+//! a customer's channel that is nearly an endpoint, decides whether the turn is over, so
+//! the final it closes ends accordingly ([`crate::segmenter::end_turn`]). It runs beside
+//! the decoders, so its verdict is ready about when the final is.
+//!
 //! Locks: a channel's state is one mutex, held for microseconds by either side; the channel
 //! list is a mutex changed only by the listener. Order: list, then channel; never the
 //! reverse. No lock is held across a decode.
@@ -31,6 +36,7 @@ use crate::backend::EventSink;
 use crate::metrics as m;
 use crate::resample::StreamResampler;
 use crate::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig, Want};
+use crate::turn::TurnModel;
 
 /// Over how long the recognizer's essential load is averaged (see [`Pool::load`]).
 const LOAD_WINDOW: Duration = Duration::from_secs(10);
@@ -232,6 +238,15 @@ pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<Thread, St
     Ok(listener)
 }
 
+/// Starts the thread that owns the end-of-turn model.
+pub fn spawn_judge(pool: Arc<Pool>, model: TurnModel) -> Result<(), String> {
+    thread::Builder::new()
+        .name("moonshine-turn".into())
+        .spawn(move || judge_loop(&pool, model))
+        .map(|_| ())
+        .map_err(|e| format!("cannot start end-of-turn thread: {e}"))
+}
+
 /// Starts a decoder thread that owns `transcriber`.
 pub fn spawn_decoder(
     pool: Arc<Pool>,
@@ -298,6 +313,49 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
             pool.notify_work();
         }
         thread::park_timeout(IDLE_POLL);
+    }
+}
+
+fn judge_loop(pool: &Pool, mut model: TurnModel) {
+    let mut audio = Vec::new();
+    while !pool.closed.load(Ordering::Acquire) {
+        let seen = *lock(&pool.work);
+        let channels = lock(&pool.channels).clone();
+        let claimed = channels.iter().find_map(|c| {
+            let ticket = c.lock().segmenter.claim_turn(&mut audio)?;
+            Some((c.clone(), ticket))
+        });
+        let Some((channel, ticket)) = claimed else {
+            let work = lock(&pool.work);
+            if *work == seen {
+                let _ = pool.work_ready.wait_timeout(work, IDLE_POLL);
+            }
+            continue;
+        };
+        let started = Instant::now();
+        let result =
+            std::panic::catch_unwind(AssertUnwindSafe(|| model.complete_probability(&audio)));
+        metrics::histogram!(m::TURN_SECONDS).record(started.elapsed().as_secs_f64());
+        let complete = match result {
+            Ok(Ok(p)) => Some(p >= 0.5),
+            Ok(Err(e)) => {
+                warn!(error = %e, "end-of-turn model failed; the final goes as decoded");
+                None
+            }
+            Err(_) => None,
+        };
+        let verdict = match complete {
+            Some(true) => "complete",
+            Some(false) => "incomplete",
+            None => "failed",
+        };
+        metrics::counter!(m::TURN_VERDICTS, "verdict" => verdict).increment(1);
+        let mut state = channel.lock();
+        let ChannelState {
+            segmenter, emits, ..
+        } = &mut *state;
+        segmenter.judged(ticket, complete, emits);
+        state.report();
     }
 }
 
@@ -493,6 +551,7 @@ impl ChannelState {
             self.segmenter.push(&self.samples, at, now, &mut self.emits);
             self.segmenter.finish(at, now, &mut self.emits);
         }
+        self.segmenter.poll(&mut self.emits);
         self.report();
         if self.finished && !self.decoding && self.segmenter.is_idle() {
             if let Some(events) = self.events.take() {
@@ -500,7 +559,7 @@ impl ChannelState {
             }
             return None;
         }
-        Some(self.want().is_some())
+        Some(self.want().is_some() || self.segmenter.wants_turn())
     }
 
     /// Converts `n` popped samples to the model's rate and format, into `samples`.
