@@ -111,8 +111,17 @@ pub struct MoonshineConfig {
     /// Let an end-of-turn model (smart-turn v3.2, fetched once like the engine) decide how
     /// each customer final ends: with . ? ! when the customer has finished, without when
     /// they are about to go on; the platform answers sooner after the first and waits
-    /// after the second (BENCHMARKS.md, "turn model"). Profiles can override it.
+    /// after the second. Off by default: on the bench's customers it took the terminal
+    /// punctuation off turns that were over and lengthened the reply wait (BENCHMARKS.md,
+    /// "turn model"). Profiles can turn it on.
     pub turn_model: bool,
+    /// How long a decode that may become a final can be made by putting the turn's earlier
+    /// utterances before it (0: no left context). Longer is more accurate on sentences cut
+    /// at pauses and slower: decode time grows with it (BENCHMARKS.md, "left context").
+    pub context_span_ms: u64,
+    /// Set from the profiles, not read from the file: some profile needs the model.
+    #[serde(skip)]
+    pub load_turn_model: bool,
     /// Options passed to the library as they are (e.g. `vad_threshold`).
     pub options: BTreeMap<String, String>,
 }
@@ -127,7 +136,9 @@ impl Default for MoonshineConfig {
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
             max_load: 0.8,
-            turn_model: true,
+            turn_model: false,
+            context_span_ms: crate::segmenter::CONTEXT_SPAN_MS,
+            load_turn_model: false,
             options: BTreeMap::new(),
         }
     }
@@ -193,7 +204,8 @@ pub struct Options {
     pub narrowband_endpoint_ms: Option<u64>,
     /// Embedded recognizer: overrides `moonshine.partial_interval_ms`.
     pub partial_interval_ms: Option<u64>,
-    /// Embedded recognizer: overrides `moonshine.turn_model` (customer channel only).
+    /// Embedded recognizer: overrides `moonshine.turn_model` (customer channel only; the
+    /// model is loaded only if `moonshine.turn_model` is on or some profile turns it on).
     pub turn_model: Option<bool>,
     /// Network recognizers: the language spoken (BCP 47, e.g. `es`, `en-US`).
     pub language: Option<String>,

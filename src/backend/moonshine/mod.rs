@@ -49,6 +49,7 @@ pub struct Moonshine {
     narrowband_endpoint_ms: u64,
     max_load: f64,
     turn_model: bool,
+    context_span_ms: u64,
 }
 
 /// The loaded pool and the way to hand it channels.
@@ -72,6 +73,7 @@ impl Moonshine {
             narrowband_endpoint_ms: config.narrowband_endpoint_ms,
             max_load: config.max_load,
             turn_model: config.turn_model,
+            context_span_ms: config.context_span_ms,
         });
         let loader = backend.clone();
         let config = config.clone();
@@ -108,6 +110,7 @@ impl Moonshine {
             endpoint,
             o.partial_interval_ms.unwrap_or(self.partial_interval_ms),
         );
+        cuts.context_span = (self.context_span_ms as usize).min(60_000) * 16;
         // Measured on customers' speech; on text-to-speech prompts it is unreliable.
         cuts.judge_turns =
             judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(self.turn_model);
@@ -196,7 +199,8 @@ fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
             )?;
         pool::spawn_decoder(pool.clone(), index, transcriber)?;
     }
-    let judging = config.turn_model && load_judge(config, &paths, &pool);
+    let judging =
+        (config.turn_model || config.load_turn_model) && load_judge(config, &paths, &pool);
     info!(
         handles = config.pool_size,
         version = lib.version(),
@@ -305,6 +309,7 @@ mod tests {
             narrowband_endpoint_ms: 300,
             max_load: 0.8,
             turn_model: true,
+            context_span_ms: 6_000,
         };
         let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
         assert_eq!(backend.cuts(&spec(16_000, &[]), false).endpoint, ms(200));
