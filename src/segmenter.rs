@@ -178,6 +178,8 @@ struct Open {
     whole: Option<(usize, String)>,
     /// The end-of-turn model was asked at this length of `audio`, and its verdict.
     judged: Option<(usize, Option<bool>)>,
+    /// A decode with context left none of its own words: decode it alone.
+    plain: bool,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
 }
@@ -202,6 +204,7 @@ struct Ended {
     /// it is still to say.
     turn: Option<bool>,
     judging: bool,
+    plain: bool,
     /// Input position (samples at the caller's rate) of its endpoint, for lag.
     at_input: u64,
     /// When the endpoint was reached, and the silence before it.
@@ -422,7 +425,11 @@ impl Segmenter {
     /// only once every earlier final is out, so that the words to take off are known.
     fn context_for(&self, id: u64, onset: u64, own: usize) -> u64 {
         let room = self.context_span.saturating_sub(own);
-        if room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
+        let plain = match &self.open {
+            Some(open) if open.id == id => open.plain,
+            _ => self.ended.iter().any(|e| e.id == id && e.plain),
+        };
+        if plain || room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
             return 0;
         }
         self.turn_context(onset, room)
@@ -467,7 +474,21 @@ impl Segmenter {
                 .context(ticket.context_from, start)
                 .map(|(_, text)| text)
                 .collect();
-            strip_context(&context.join(" "), &text)
+            let own = strip_context(&context.join(" "), &text);
+            if own.is_empty() && !text.trim().is_empty() {
+                // The alignment gave all the words to the context: rather than risk losing
+                // the utterance's, decode it again alone.
+                match &mut self.open {
+                    Some(open) if open.id == ticket.utterance => open.plain = true,
+                    _ => {
+                        if let Some(e) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
+                            e.plain = true;
+                        }
+                    }
+                }
+                return;
+            }
+            own
         } else {
             // The context it read is gone from memory: its words cannot be taken off.
             return;
@@ -639,6 +660,7 @@ impl Segmenter {
                     decoded_text: None,
                     whole: None,
                     judged: None,
+                    plain: false,
                     since: now,
                 });
             }
@@ -695,6 +717,7 @@ impl Segmenter {
                 .map(|(_, text)| text),
             turn: open.judged.and_then(|(_, verdict)| verdict),
             judging: open.judged.is_some_and(|(_, verdict)| verdict.is_none()),
+            plain: open.plain,
             at_input,
             since: now,
             silence: open.silence,
@@ -1248,5 +1271,25 @@ mod tests {
         std::thread::sleep(TURN_WAIT);
         s.poll(&mut out);
         assert_eq!(finals(&out), ["Go there,"]);
+    }
+
+    #[test]
+    fn a_context_decode_that_leaves_no_words_of_its_own_is_done_again_alone() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        say(&mut s, 40, 12, "Hello there.", &mut at);
+        feed(&mut s, 5, false, &mut at);
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        let want = s.want().unwrap();
+        assert_ne!(want.ticket.context_from, 0);
+        let mut out = Vec::new();
+        s.decoded(want.ticket, "Hello there.".into(), Instant::now(), &mut out);
+        assert!(out.is_empty());
+        let again = s.want().unwrap();
+        assert_eq!(again.kind, DecodeKind::Final);
+        assert_eq!(again.ticket.context_from, 0);
+        s.decoded(again.ticket, "Hi.".into(), Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["Hi."]);
     }
 }
