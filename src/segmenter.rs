@@ -381,25 +381,22 @@ impl Segmenter {
     /// Copies what a decode reads into `out`: for a decode that may become a final, the
     /// turn's earlier audio (see [`SegmenterConfig::context`]), the ticket's audio, and zeros
     /// up to `pad` of silence after the last voiced frame; for a partial the audio alone.
-    /// Returns the length of the context at the front.
-    pub fn decode_input(&self, want: &Want, out: &mut Vec<f32>) -> usize {
+    pub fn decode_input(&self, want: &Want, out: &mut Vec<f32>) {
         out.clear();
         let Some((start, audio, voiced_end)) = self.utterance(want.ticket.utterance) else {
-            return 0;
+            return;
         };
         let audio = &audio[..want.ticket.len.min(audio.len())];
         if !want.ticket.whole {
             out.extend_from_slice(audio);
-            return 0;
+            return;
         }
         for (context, _) in self.context(want.ticket.context_from, start) {
             out.extend_from_slice(context);
         }
-        let context = out.len();
         out.extend_from_slice(audio);
         let silence = audio.len().saturating_sub(voiced_end);
         out.resize(out.len() + self.config.pad.saturating_sub(silence), 0.0);
-        context
     }
 
     /// Where an utterance starts, its audio and the end of its voice.

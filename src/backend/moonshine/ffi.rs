@@ -512,14 +512,8 @@ unsafe fn copy_transcript(raw: *const RawTranscript) -> Vec<Line> {
     lines
         .iter()
         .map(|line| Line {
-            text: if line.text.is_null() {
-                String::new()
-            } else {
-                // SAFETY: non-null, NUL-terminated, valid for this call.
-                unsafe { CStr::from_ptr(line.text) }
-                    .to_string_lossy()
-                    .into_owned()
-            },
+            // SAFETY: the library's line text is null or NUL-terminated, valid for this call.
+            text: unsafe { owned_text(line.text) },
             id: line.id,
             start_time: line.start_time,
             duration: line.duration,
@@ -548,18 +542,24 @@ unsafe fn copy_words(words: *const RawWord, count: u64) -> Vec<Word> {
     words
         .iter()
         .map(|w| Word {
-            text: if w.text.is_null() {
-                String::new()
-            } else {
-                // SAFETY: non-null, NUL-terminated, valid for this call.
-                unsafe { CStr::from_ptr(w.text) }
-                    .to_string_lossy()
-                    .into_owned()
-            },
+            // SAFETY: as for a line's text.
+            text: unsafe { owned_text(w.text) },
             start: w.start,
             end: w.end,
         })
         .collect()
+}
+
+/// # Safety
+/// `text` must be null or a NUL-terminated string valid for the duration of this call.
+unsafe fn owned_text(text: *const c_char) -> String {
+    if text.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null, and the caller guarantees the rest.
+    unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn sample_rate_arg(sample_rate: u32) -> Result<i32> {

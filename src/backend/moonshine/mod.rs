@@ -330,10 +330,11 @@ mod tests {
         let mut assistant = spec(16_000, &[]);
         assistant.channel = Channel::Assistant;
         assert!(!backend.cuts(&assistant, true).judge_turns);
-        let mut off = crate::config::Options::default();
-        off.turn_model = Some(false);
         let off = ChannelSpec {
-            options: Arc::new(off),
+            options: Arc::new(crate::config::Options {
+                turn_model: Some(false),
+                ..Default::default()
+            }),
             ..spec(16_000, &[])
         };
         assert!(!backend.cuts(&off, true).judge_turns);

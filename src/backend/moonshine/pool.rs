@@ -363,7 +363,7 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
     let mut audio = Vec::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
-        let Some((channel, want, context)) = claim(pool, &mut audio) else {
+        let Some((channel, want)) = claim(pool, &mut audio) else {
             let work = lock(&pool.work);
             if *work == seen {
                 // Woken by new work, or the poll in case a notice came between the two.
@@ -383,9 +383,9 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
         metrics::histogram!(m::DECODE_SECONDS, "kind" => want.kind.as_str())
             .record(spent.as_secs_f64());
         if matches!(want.kind, DecodeKind::Final | DecodeKind::Speculative) {
-            // Context is shed under load: only the utterance's own share is essential.
-            let own = 1.0 - context as f64 / audio.len().max(1) as f64;
-            pool.add_load(spent.mul_f64(own));
+            // Context included: it is shed as the load grows, but until then it is work the
+            // decoders really do, and admission must not count on time they do not have.
+            pool.add_load(spent);
         }
         let mut state = channel.lock();
         state.decoding = false;
@@ -410,14 +410,13 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
 
 /// Picks the most urgent wanted decode of any idle channel, marks that channel as
 /// decoding and copies the audio into `audio`.
-/// Returns how much of the audio is left context.
-fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want, usize)> {
+fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
     loop {
-        let best = {
+        let (best, finals) = {
             let channels = lock(&pool.channels);
             let shedding = pool.shedding.load(Ordering::Relaxed);
             let scale = f64::from_bits(pool.context_scale.load(Ordering::Relaxed));
-            channels
+            let wants: Vec<_> = channels
                 .iter()
                 .filter_map(|c| {
                     let mut state = c.lock();
@@ -425,18 +424,31 @@ fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want, usize
                     state.want().map(|w| (w, c))
                 })
                 .filter(|(w, _)| !(shedding && w.kind == DecodeKind::Speculative))
+                .collect();
+            let finals = wants
+                .iter()
+                .filter(|(w, _)| w.kind == DecodeKind::Final)
+                .count();
+            let best = wants
+                .into_iter()
                 .map(|(w, c)| ((w.kind, w.since), c))
                 .min_by_key(|(urgency, _)| *urgency)
-                .map(|(_, c)| c.clone())
+                .map(|(_, c)| c.clone());
+            (best, finals)
         };
         let channel = best?;
         let mut state = channel.lock();
+        // Finals queueing behind this one: the decoders are behind now, whatever the load
+        // average says. Decode without context until they catch up.
+        if finals > 1 {
+            state.segmenter.scale_context(0.0);
+        }
         // Another decoder may have claimed it since.
         let Some(want) = state.want() else { continue };
         state.decoding = true;
-        let context = state.segmenter.decode_input(&want, audio);
+        state.segmenter.decode_input(&want, audio);
         drop(state);
-        return Some((channel, want, context));
+        return Some((channel, want));
     }
 }
 
