@@ -3,30 +3,19 @@
 //! Downloads the engine into the cache dir on the first run (~58 MB) and reuses it after.
 //! Needs the dev clips: run `samples/fetch-clips.sh` once.
 
-use std::path::PathBuf;
+#[path = "common/dirs.rs"]
+mod dirs;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dirs::{cache_dir, clips_dir};
 use hark::backend::moonshine::fetch::{self, FetchOptions};
 use hark::backend::moonshine::ffi::{self, Library, Line, Transcriber};
 
 /// The key line of the recording. tiny-en hears its first word as "As" in one-shot mode
 /// ("As not. What your country can do for you?"), so it is left out of the match.
 const KEY_PHRASE: &str = "not what your country can do for you";
-
-fn cache_dir() -> PathBuf {
-    match std::env::var_os("HARK_CACHE_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => fetch::default_cache_dir(),
-    }
-}
-
-fn clips_dir() -> PathBuf {
-    match std::env::var_os("HARK_CLIPS_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => fetch::default_cache_dir().join("clips"),
-    }
-}
 
 /// Reads a 16-bit mono wav as samples in -1..1.
 fn read_clip(name: &str) -> (Vec<f32>, u32) {

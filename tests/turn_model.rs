@@ -8,10 +8,13 @@
 //! same audio (`samples/turn-compare.py`); hark's features match it to the bit, so they
 //! differ only if onnxruntime's kernels round differently on another CPU.
 
-use std::path::PathBuf;
+#[path = "common/dirs.rs"]
+mod dirs;
+
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use dirs::{cache_dir, clips_dir};
 use hark::backend::moonshine::fetch::{self, EnginePaths, FetchOptions};
 use hark::backend::moonshine::ffi::{self, Library, Transcriber};
 use hark::turn::{self, TurnError, TurnModel, TurnPaths};
@@ -28,20 +31,6 @@ const JFK_CUTS: [(f64, &str, f32); 3] = [
 
 /// Leaves room for other CPUs' kernels; the decisions above are far from 0.5.
 const TOLERANCE: f32 = 2e-3;
-
-fn cache_dir() -> PathBuf {
-    match std::env::var_os("HARK_CACHE_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => fetch::default_cache_dir(),
-    }
-}
-
-fn clips_dir() -> PathBuf {
-    match std::env::var_os("HARK_CLIPS_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => fetch::default_cache_dir().join("clips"),
-    }
-}
 
 /// Reads a 16 kHz 16-bit mono wav as samples in -1..1, as pipecat converts its buffer.
 fn read_clip(name: &str) -> Vec<f32> {
