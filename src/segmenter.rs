@@ -640,7 +640,7 @@ impl Segmenter {
         match &mut self.open {
             None if voiced => {
                 let mut audio = Vec::with_capacity(config.preroll + 4 * RATE);
-                let start = self.position - self.recent.len() as u64;
+                let start = self.position.saturating_sub(self.recent.len() as u64);
                 audio.extend(self.recent.drain(..));
                 let preroll = audio.len();
                 audio.extend_from_slice(frame);
