@@ -9,37 +9,13 @@ mod dirs;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dirs::{cache_dir, clips_dir};
+use dirs::{cache_dir, read_clip};
 use hark::backend::moonshine::fetch::{self, FetchOptions};
 use hark::backend::moonshine::ffi::{self, Library, Line, Transcriber};
 
 /// The key line of the recording. tiny-en hears its first word as "As" in one-shot mode
 /// ("As not. What your country can do for you?"), so it is left out of the match.
 const KEY_PHRASE: &str = "not what your country can do for you";
-
-/// Reads a 16-bit mono wav as samples in -1..1.
-fn read_clip(name: &str) -> (Vec<f32>, u32) {
-    let path = clips_dir().join(name);
-    let reader = hound::WavReader::open(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e}. Run samples/fetch-clips.sh once to fetch the dev clips.",
-            path.display()
-        )
-    });
-    let spec = reader.spec();
-    assert_eq!(spec.channels, 1, "{} must be mono", path.display());
-    assert_eq!(
-        spec.bits_per_sample,
-        16,
-        "{} must be 16-bit",
-        path.display()
-    );
-    let samples = reader
-        .into_samples::<i16>()
-        .map(|s| f32::from(s.expect("wav sample")) / 32768.0)
-        .collect();
-    (samples, spec.sample_rate)
-}
 
 /// Lowercase words only, so that casing and punctuation do not matter.
 fn normalise(text: &str) -> String {

@@ -14,7 +14,7 @@ mod dirs;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use dirs::{cache_dir, clips_dir};
+use dirs::cache_dir;
 use hark::backend::moonshine::fetch::{self, EnginePaths, FetchOptions};
 use hark::backend::moonshine::ffi::{self, Library, Transcriber};
 use hark::turn::{self, TurnError, TurnModel, TurnPaths};
@@ -32,26 +32,11 @@ const JFK_CUTS: [(f64, &str, f32); 3] = [
 /// Leaves room for other CPUs' kernels; the decisions above are far from 0.5.
 const TOLERANCE: f32 = 2e-3;
 
-/// Reads a 16 kHz 16-bit mono wav as samples in -1..1, as pipecat converts its buffer.
+/// A 16 kHz dev clip, as the model takes it.
 fn read_clip(name: &str) -> Vec<f32> {
-    let path = clips_dir().join(name);
-    let reader = hound::WavReader::open(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e}. Run samples/fetch-clips.sh once to fetch the dev clips.",
-            path.display()
-        )
-    });
-    let spec = reader.spec();
-    assert_eq!(
-        (spec.channels, spec.sample_rate, spec.bits_per_sample),
-        (1, 16000, 16),
-        "{}",
-        path.display()
-    );
-    reader
-        .into_samples::<i16>()
-        .map(|s| f32::from(s.expect("wav sample")) / 32768.0)
-        .collect()
+    let (samples, rate) = dirs::read_clip(name);
+    assert_eq!(rate, 16_000, "{name}");
+    samples
 }
 
 /// The engine first, as the server loads them, whatever order the tests run in.

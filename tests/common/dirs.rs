@@ -1,5 +1,5 @@
-//! Where the engine and the dev clips are, for tests that load them without a server
-//! (`#[path = "common/dirs.rs"] mod dirs;`): the same places `hark` itself uses.
+//! Where the engine and the dev clips are, and a clip read as the recognizers take it, for
+//! tests that load them without a server (`#[path = "common/dirs.rs"] mod dirs;`).
 
 use std::path::PathBuf;
 
@@ -19,4 +19,28 @@ pub fn clips_dir() -> PathBuf {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => fetch::default_cache_dir().join("clips"),
     }
+}
+
+/// Reads a 16-bit mono dev clip as samples in -1..1 (as pipecat converts its buffer), with
+/// its rate.
+pub fn read_clip(name: &str) -> (Vec<f32>, u32) {
+    let path = clips_dir().join(name);
+    let reader = hound::WavReader::open(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}. Run samples/fetch-clips.sh once to fetch the dev clips.",
+            path.display()
+        )
+    });
+    let spec = reader.spec();
+    assert_eq!(
+        (spec.channels, spec.bits_per_sample),
+        (1, 16),
+        "{} must be 16-bit mono",
+        path.display()
+    );
+    let samples = reader
+        .into_samples::<i16>()
+        .map(|s| f32::from(s.expect("wav sample")) / 32768.0)
+        .collect();
+    (samples, spec.sample_rate)
 }
