@@ -119,9 +119,6 @@ pub struct MoonshineConfig {
     /// utterances before it (0: no left context). Longer is more accurate on sentences cut
     /// at pauses and slower: decode time grows with it (BENCHMARKS.md, "left context").
     pub context_span_ms: u64,
-    /// Set from the profiles, not read from the file: some profile needs the model.
-    #[serde(skip)]
-    pub load_turn_model: bool,
     /// Options passed to the library as they are (e.g. `vad_threshold`).
     pub options: BTreeMap<String, String>,
 }
@@ -138,7 +135,6 @@ impl Default for MoonshineConfig {
             max_load: 0.8,
             turn_model: false,
             context_span_ms: crate::segmenter::CONTEXT_SPAN_MS,
-            load_turn_model: false,
             options: BTreeMap::new(),
         }
     }
@@ -325,6 +321,15 @@ fn query_ms(key: &str, value: &str, min: u64, max: u64) -> Result<u64, String> {
 }
 
 impl Config {
+    /// Whether the end-of-turn model must be loaded: on by default or in some profile.
+    pub fn wants_turn_model(&self) -> bool {
+        self.moonshine.turn_model
+            || self
+                .profiles
+                .values()
+                .any(|p| p.options.turn_model == Some(true))
+    }
+
     /// Reads a config file; a missing `path` gives the defaults.
     pub fn load(path: Option<&Path>) -> anyhow::Result<Self> {
         let Some(path) = path else {

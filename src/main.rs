@@ -202,7 +202,10 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
     init_logging(config.log_format);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let backend = hark::backend::moonshine::Moonshine::spawn(&config.moonshine);
+        let backend = hark::backend::moonshine::Moonshine::spawn(
+            &config.moonshine,
+            config.wants_turn_model(),
+        );
         let waiter = backend.clone();
         tokio::task::spawn_blocking(move || waiter.wait_ready(Duration::from_secs(600)))
             .await?

@@ -18,14 +18,8 @@ pub const MOONSHINE: &str = "moonshine";
 /// A network backend whose API key variable is unset is refused here, naming the variable.
 pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
     let mut registry = Registry::default();
-    let mut moonshine = config.moonshine.clone();
-    // A profile that turns the end-of-turn model on needs it loaded.
-    let wanted = config
-        .profiles
-        .values()
-        .any(|p| p.options.turn_model == Some(true));
-    moonshine.load_turn_model = moonshine.turn_model || wanted;
-    registry.insert(MOONSHINE, Moonshine::spawn(&moonshine));
+    let moonshine = Moonshine::spawn(&config.moonshine, config.wants_turn_model());
+    registry.insert(MOONSHINE, moonshine);
     for (name, backend) in &config.backends {
         let key = ApiKey::from_env(backend.api_key_env())
             .map_err(|e| anyhow!("backend {name:?}: {e}"))?;

@@ -53,7 +53,7 @@ pub fn config_with_default_backend(backend: &str) -> Config {
 pub fn moonshine() -> Arc<Moonshine> {
     static M: OnceLock<Arc<Moonshine>> = OnceLock::new();
     M.get_or_init(|| {
-        let m = Moonshine::spawn(&Config::default().moonshine);
+        let m = Moonshine::spawn(&Config::default().moonshine, false);
         m.wait_ready(Duration::from_secs(600))
             .expect("embedded recognizer loads");
         m

@@ -63,8 +63,9 @@ struct Running {
 
 impl Moonshine {
     /// Starts fetching (first run only) and loading the engine in the background;
-    /// `is_ready` turns true once the whole pool is loaded.
-    pub fn spawn(config: &MoonshineConfig) -> Arc<Self> {
+    /// `is_ready` turns true once the whole pool is loaded. The end-of-turn model is loaded
+    /// too if `turn_model` (some profile may want it where the default does not).
+    pub fn spawn(config: &MoonshineConfig, turn_model: bool) -> Arc<Self> {
         let backend = Arc::new(Self {
             pool: OnceLock::new(),
             load_error: OnceLock::new(),
@@ -79,7 +80,7 @@ impl Moonshine {
         let config = config.clone();
         let spawned = thread::Builder::new()
             .name("moonshine-load".into())
-            .spawn(move || match load_pool(&config) {
+            .spawn(move || match load_pool(&config, turn_model) {
                 Ok(running) => {
                     let _ = loader.pool.set(running);
                 }
@@ -176,7 +177,7 @@ impl Backend for Moonshine {
     }
 }
 
-fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
+fn load_pool(config: &MoonshineConfig, turn_model: bool) -> Result<Running, String> {
     let paths = engine_paths(config)?;
     let (jobs, rx) = mpsc::channel();
     let pool = Pool::new(config.pool_size);
@@ -199,8 +200,7 @@ fn load_pool(config: &MoonshineConfig) -> Result<Running, String> {
             )?;
         pool::spawn_decoder(pool.clone(), index, transcriber)?;
     }
-    let judging =
-        (config.turn_model || config.load_turn_model) && load_judge(config, &paths, &pool);
+    let judging = turn_model && load_judge(config, &paths, &pool);
     info!(
         handles = config.pool_size,
         version = lib.version(),
