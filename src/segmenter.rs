@@ -178,8 +178,6 @@ struct Open {
     whole: Option<(usize, String)>,
     /// The end-of-turn model was asked at this length of `audio`, and its verdict.
     judged: Option<(usize, Option<bool>)>,
-    /// A decode with context left none of its own words: decode it alone.
-    plain: bool,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
 }
@@ -204,12 +202,19 @@ struct Ended {
     /// it is still to say.
     turn: Option<bool>,
     judging: bool,
-    plain: bool,
     /// Input position (samples at the caller's rate) of its endpoint, for lag.
     at_input: u64,
     /// When the endpoint was reached, and the silence before it.
     since: Instant,
     silence: usize,
+}
+
+/// What decoding needs of an open or an ended utterance.
+struct Utterance<'a> {
+    start: u64,
+    preroll: usize,
+    audio: &'a [f32],
+    voiced_end: usize,
 }
 
 /// A final already sent, with its audio: left context for the turn's next utterances.
@@ -231,6 +236,9 @@ pub struct Segmenter {
     said: VecDeque<Said>,
     /// `config.context_span`, or less while the decoders are short of time.
     context_span: usize,
+    /// An utterance whose decode with context left none of its own words, to be decoded
+    /// alone (0: none). Only the oldest utterance without a final gets context, so one id.
+    plain: u64,
     detector: earshot::Detector,
     /// What the detector hears: the frame plus dither (see `DITHER`).
     heard: Vec<f32>,
@@ -252,6 +260,7 @@ impl Segmenter {
             position: 0,
             said: VecDeque::new(),
             context_span: config.context_span,
+            plain: 0,
             detector: earshot::Detector::default(),
             heard: Vec::with_capacity(FRAME),
             dither: 0x9E37_79B9,
@@ -308,11 +317,7 @@ impl Segmenter {
                 ticket: Ticket {
                     utterance: ended.id,
                     len: ended.audio.len(),
-                    context_from: self.context_for(
-                        ended.id,
-                        ended.start + ended.preroll as u64,
-                        ended.audio.len().max(ended.voiced_end + self.config.pad),
-                    ),
+                    context_from: self.context_for(ended.id),
                     whole: true,
                 },
             });
@@ -332,8 +337,8 @@ impl Segmenter {
             {
                 return None;
             }
-            let own = open.audio.len().max(open.voiced_end + self.config.pad);
-            let context_from = self.context_for(open.id, open.start + open.preroll as u64, own);
+            let own = self.whole_len(open.audio.len(), open.voiced_end);
+            let context_from = self.context_for(open.id);
             let context: usize = self
                 .context(context_from, open.start)
                 .map(|(audio, _)| audio.len())
@@ -373,17 +378,23 @@ impl Segmenter {
     /// gone).
     pub fn audio(&self, ticket: Ticket) -> &[f32] {
         match self.utterance(ticket.utterance) {
-            Some((_, audio, _)) => &audio[..ticket.len.min(audio.len())],
+            Some(u) => &u.audio[..ticket.len.min(u.audio.len())],
             None => &[],
         }
     }
 
     /// Copies what a decode reads into `out`: for a decode that may become a final, the
-    /// turn's earlier audio (see [`SegmenterConfig::context`]), the ticket's audio, and zeros
+    /// turn's earlier audio (see [`SegmenterConfig::context_span`]), the ticket's audio, and zeros
     /// up to `pad` of silence after the last voiced frame; for a partial the audio alone.
     pub fn decode_input(&self, want: &Want, out: &mut Vec<f32>) {
         out.clear();
-        let Some((start, audio, voiced_end)) = self.utterance(want.ticket.utterance) else {
+        let Some(Utterance {
+            start,
+            audio,
+            voiced_end,
+            ..
+        }) = self.utterance(want.ticket.utterance)
+        else {
             return;
         };
         let audio = &audio[..want.ticket.len.min(audio.len())];
@@ -395,20 +406,32 @@ impl Segmenter {
             out.extend_from_slice(context);
         }
         out.extend_from_slice(audio);
-        let silence = audio.len().saturating_sub(voiced_end);
-        out.resize(out.len() + self.config.pad.saturating_sub(silence), 0.0);
+        let padding = self.whole_len(audio.len(), voiced_end) - audio.len();
+        out.resize(out.len() + padding, 0.0);
     }
 
-    /// Where an utterance starts, its audio and the end of its voice.
-    fn utterance(&self, id: u64) -> Option<(u64, &[f32], usize)> {
+    /// The open or ended utterance `id`.
+    fn utterance(&self, id: u64) -> Option<Utterance<'_>> {
         match &self.open {
-            Some(open) if open.id == id => Some((open.start, &open.audio, open.voiced_end)),
-            _ => self
-                .ended
-                .iter()
-                .find(|e| e.id == id)
-                .map(|e| (e.start, e.audio.as_slice(), e.voiced_end)),
+            Some(open) if open.id == id => Some(Utterance {
+                start: open.start,
+                preroll: open.preroll,
+                audio: &open.audio,
+                voiced_end: open.voiced_end,
+            }),
+            _ => self.ended.iter().find(|e| e.id == id).map(|e| Utterance {
+                start: e.start,
+                preroll: e.preroll,
+                audio: &e.audio,
+                voiced_end: e.voiced_end,
+            }),
         }
+    }
+
+    /// How long a decode that may become a final is, of `len` samples whose voice ends at
+    /// `voiced_end`: padding included, context not.
+    fn whole_len(&self, len: usize, voiced_end: usize) -> usize {
+        len.max(voiced_end + self.config.pad)
     }
 
     /// Lowers the context span to `scale` (0 to 1) of the configured one while the decoders
@@ -417,19 +440,19 @@ impl Segmenter {
         self.context_span = (self.config.context_span as f64 * scale.clamp(0.0, 1.0)) as usize;
     }
 
-    /// The first sent final to decode before utterance `id` (0 for none), whose decode is
-    /// `own` long: the latest ones of the same turn that fit in the context span with it, and
+    /// The first sent final to decode before utterance `id` (0 for none): the latest ones of the same turn that fit in the context span with it, and
     /// only once every earlier final is out, so that the words to take off are known.
-    fn context_for(&self, id: u64, onset: u64, own: usize) -> u64 {
-        let room = self.context_span.saturating_sub(own);
-        let plain = match &self.open {
-            Some(open) if open.id == id => open.plain,
-            _ => self.ended.iter().any(|e| e.id == id && e.plain),
+    fn context_for(&self, id: u64) -> u64 {
+        let Some(u) = self.utterance(id) else {
+            return 0;
         };
-        if plain || room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
+        let room = self
+            .context_span
+            .saturating_sub(self.whole_len(u.audio.len(), u.voiced_end));
+        if id == self.plain || room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
             return 0;
         }
-        self.turn_context(onset, room)
+        self.turn_context(u.start + u.preroll as u64, room)
     }
 
     /// The sent finals from `from` on, each with its audio up to where the next piece
@@ -461,7 +484,7 @@ impl Segmenter {
     /// Takes the text of a ticket's decode, emitting what it means: a final if it covers
     /// the last word of an utterance that has ended, else a partial of the open one.
     pub fn decoded(&mut self, ticket: Ticket, text: String, now: Instant, out: &mut Vec<Emit>) {
-        let Some((start, _, _)) = self.utterance(ticket.utterance) else {
+        let Some(start) = self.utterance(ticket.utterance).map(|u| u.start) else {
             return;
         };
         let text = if ticket.context_from == 0 {
@@ -475,14 +498,7 @@ impl Segmenter {
             if own.is_empty() && !text.trim().is_empty() {
                 // The alignment gave all the words to the context: rather than risk losing
                 // the utterance's, decode it again alone.
-                match &mut self.open {
-                    Some(open) if open.id == ticket.utterance => open.plain = true,
-                    _ => {
-                        if let Some(e) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
-                            e.plain = true;
-                        }
-                    }
-                }
+                self.plain = ticket.utterance;
                 return;
             }
             own
@@ -657,7 +673,6 @@ impl Segmenter {
                     decoded_text: None,
                     whole: None,
                     judged: None,
-                    plain: false,
                     since: now,
                 });
             }
@@ -714,7 +729,6 @@ impl Segmenter {
                 .map(|(_, text)| text),
             turn: open.judged.and_then(|(_, verdict)| verdict),
             judging: open.judged.is_some_and(|(_, verdict)| verdict.is_none()),
-            plain: open.plain,
             at_input,
             since: now,
             silence: open.silence,
@@ -844,11 +858,7 @@ mod tests {
         Ticket {
             utterance: open.id,
             len: open.audio.len(),
-            context_from: s.context_for(
-                open.id,
-                open.start + open.preroll as u64,
-                open.audio.len().max(open.voiced_end + s.config.pad),
-            ),
+            context_from: s.context_for(open.id),
             whole: true,
         }
     }

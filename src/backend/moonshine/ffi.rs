@@ -501,15 +501,8 @@ unsafe fn copy_transcript(raw: *const RawTranscript) -> Vec<Line> {
     let Some(transcript) = (unsafe { raw.as_ref() }) else {
         return Vec::new();
     };
-    if transcript.lines.is_null() || transcript.line_count == 0 {
-        return Vec::new();
-    }
-    let Ok(count) = usize::try_from(transcript.line_count) else {
-        return Vec::new();
-    };
-    // SAFETY: non-null, and the library reports `line_count` elements.
-    let lines = unsafe { std::slice::from_raw_parts(transcript.lines, count) };
-    lines
+    // SAFETY: the library reports `line_count` lines at `lines`.
+    unsafe { raw_slice(transcript.lines, transcript.line_count) }
         .iter()
         .map(|line| Line {
             // SAFETY: the library's line text is null or NUL-terminated, valid for this call.
@@ -523,31 +516,31 @@ unsafe fn copy_transcript(raw: *const RawTranscript) -> Vec<Line> {
             has_text_changed: line.has_text_changed != 0,
             last_transcription_latency_ms: line.last_transcription_latency_ms,
             // SAFETY: as for the line array, with the line's own word array and count.
-            words: unsafe { copy_words(line.words, line.word_count) },
+            words: unsafe { raw_slice(line.words, line.word_count) }
+                .iter()
+                .map(|w| Word {
+                    // SAFETY: as for a line's text.
+                    text: unsafe { owned_text(w.text) },
+                    start: w.start,
+                    end: w.end,
+                })
+                .collect(),
         })
         .collect()
 }
 
+/// The library's array of `count` items at `items`; empty for a null pointer.
+///
 /// # Safety
-/// `words` must be null or point at `count` valid `transcript_word_t`s.
-unsafe fn copy_words(words: *const RawWord, count: u64) -> Vec<Word> {
-    let Ok(count) = usize::try_from(count) else {
-        return Vec::new();
-    };
-    if words.is_null() || count == 0 {
-        return Vec::new();
+/// `items` must be null or point at `count` valid items that outlive the returned slice.
+unsafe fn raw_slice<'a, T>(items: *const T, count: u64) -> &'a [T] {
+    match usize::try_from(count) {
+        Ok(count) if !items.is_null() && count > 0 => {
+            // SAFETY: non-null, and the caller guarantees the rest.
+            unsafe { std::slice::from_raw_parts(items, count) }
+        }
+        _ => &[],
     }
-    // SAFETY: caller guarantees `count` elements.
-    let words = unsafe { std::slice::from_raw_parts(words, count) };
-    words
-        .iter()
-        .map(|w| Word {
-            // SAFETY: as for a line's text.
-            text: unsafe { owned_text(w.text) },
-            start: w.start,
-            end: w.end,
-        })
-        .collect()
 }
 
 /// # Safety

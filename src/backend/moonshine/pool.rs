@@ -218,6 +218,15 @@ impl Pool {
         self.work_ready.notify_all();
     }
 
+    /// Sleeps until new work is noticed after `seen`, or the poll in case a notice came
+    /// between looking for work and waiting.
+    fn wait_for_work(&self, seen: u64) {
+        let work = lock(&self.work);
+        if *work == seen {
+            let _ = self.work_ready.wait_timeout(work, IDLE_POLL);
+        }
+    }
+
     fn wake_listener(&self) {
         if let Some(t) = self.listener.get() {
             t.unpark();
@@ -320,16 +329,12 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
     let mut audio = Vec::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
-        let channels = lock(&pool.channels).clone();
-        let claimed = channels.iter().find_map(|c| {
+        let claimed = lock(&pool.channels).iter().find_map(|c| {
             let ticket = c.lock().segmenter.claim_turn(&mut audio)?;
             Some((c.clone(), ticket))
         });
         let Some((channel, ticket)) = claimed else {
-            let work = lock(&pool.work);
-            if *work == seen {
-                let _ = pool.work_ready.wait_timeout(work, IDLE_POLL);
-            }
+            pool.wait_for_work(seen);
             continue;
         };
         let started = Instant::now();
@@ -364,11 +369,7 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
         let Some((channel, want)) = claim(pool, &mut audio) else {
-            let work = lock(&pool.work);
-            if *work == seen {
-                // Woken by new work, or the poll in case a notice came between the two.
-                let _ = pool.work_ready.wait_timeout(work, IDLE_POLL);
-            }
+            pool.wait_for_work(seen);
             continue;
         };
         let started = Instant::now();
@@ -416,25 +417,21 @@ fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
             let channels = lock(&pool.channels);
             let shedding = pool.shedding.load(Ordering::Relaxed);
             let scale = f64::from_bits(pool.context_scale.load(Ordering::Relaxed));
-            let wants: Vec<_> = channels
-                .iter()
-                .filter_map(|c| {
-                    let mut state = c.lock();
-                    state.segmenter.scale_context(scale);
-                    state.want().map(|w| (w, c))
-                })
-                .filter(|(w, _)| !(shedding && w.kind == DecodeKind::Speculative))
-                .collect();
-            let finals = wants
-                .iter()
-                .filter(|(w, _)| w.kind == DecodeKind::Final)
-                .count();
-            let best = wants
-                .into_iter()
-                .map(|(w, c)| ((w.kind, w.since), c))
-                .min_by_key(|(urgency, _)| *urgency)
-                .map(|(_, c)| c.clone());
-            (best, finals)
+            let mut best: Option<((DecodeKind, Instant), &Arc<Channel>)> = None;
+            let mut finals = 0;
+            for c in channels.iter() {
+                let mut state = c.lock();
+                state.segmenter.scale_context(scale);
+                let Some(w) = state.want() else { continue };
+                if shedding && w.kind == DecodeKind::Speculative {
+                    continue;
+                }
+                finals += usize::from(w.kind == DecodeKind::Final);
+                if best.is_none_or(|(urgency, _)| (w.kind, w.since) < urgency) {
+                    best = Some(((w.kind, w.since), c));
+                }
+            }
+            (best.map(|(_, c)| c.clone()), finals)
         };
         let channel = best?;
         let mut state = channel.lock();
