@@ -7,6 +7,7 @@ pub mod auth;
 pub mod backend;
 pub mod bench;
 pub mod config;
+pub mod memory;
 pub mod metrics;
 pub mod protocol;
 pub mod registry;

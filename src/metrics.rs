@@ -29,6 +29,9 @@ pub const DECODER_LOAD: &str = "hark_decoder_load";
 pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
 pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
 
+/// How often histogram samples are folded into buckets when nobody scrapes.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
 /// Installs the recorder on first use and returns the handle that renders it.
 pub fn handle() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -45,10 +48,24 @@ pub fn handle() -> PrometheusHandle {
             let handle = recorder.handle();
             // Fails only if another recorder was installed first (an embedding program's).
             let _ = metrics::set_global_recorder(recorder);
+            spawn_upkeep(handle.clone());
             describe();
             handle
         })
         .clone()
+}
+
+/// Histograms keep every sample until upkeep folds it into the buckets; without a scrape,
+/// nothing else runs upkeep and the samples pile up (a few MB per hundred calls).
+fn spawn_upkeep(handle: PrometheusHandle) {
+    let _ = std::thread::Builder::new()
+        .name("hark-metrics".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(UPKEEP_INTERVAL);
+                handle.run_upkeep();
+            }
+        });
 }
 
 fn describe() {

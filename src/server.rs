@@ -47,6 +47,7 @@ impl Drop for ActiveGuard {
         if left == 0 {
             self.0.idle.notify_waiters();
         }
+        crate::memory::call_ended();
     }
 }
 
