@@ -21,7 +21,7 @@ hark=target/release/hark
 export DEEPGRAM_API_KEY=soak-key
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+cleanup() { for p in "${pids[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
 # The provider mock, for as long as the soak and a margin.
