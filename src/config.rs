@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::backend::assemblyai::AssemblyAiConfig;
 use crate::backend::deepgram::DeepgramConfig;
@@ -17,7 +17,7 @@ use crate::protocol::Channel;
 /// Name of the profile served at `/api/custom-transcriber` (no profile in the path).
 pub const DEFAULT_PROFILE: &str = "default";
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Address to listen on.
@@ -59,7 +59,7 @@ impl Default for Config {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     #[default]
@@ -67,7 +67,7 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     /// Expected `x-vapi-secret` header (the platform's `server.secret`).
@@ -82,7 +82,7 @@ impl AuthConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MoonshineConfig {
     /// Where the engine and model are kept once fetched.
@@ -141,7 +141,7 @@ impl Default for MoonshineConfig {
 }
 
 /// A network recognizer: one variant, and one module under `backend/`, per type.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum BackendConfig {
     Deepgram(DeepgramConfig),
@@ -159,7 +159,7 @@ impl BackendConfig {
 }
 
 /// How a URL's calls are recognised.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Profile {
     pub backend: String,
@@ -191,7 +191,7 @@ impl Profile {
 
 /// A profile's recognition settings. Each backend reads those that mean something to it;
 /// a key none of them knows is refused when the config is read.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Options {
     /// Embedded recognizer: overrides `moonshine.endpoint_ms`.
@@ -254,21 +254,27 @@ impl Options {
         Ok(out)
     }
 
-    fn validate(&self) -> Result<(), String> {
-        if let Some(language) = &self.language {
-            check_language(language)?;
+    /// Every bad setting, each with its reason.
+    fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(language) = &self.language
+            && let Err(e) = check_language(language)
+        {
+            out.push(e);
         }
-        if let Some(terms) = &self.keyterms {
-            check_keyterms(terms)?;
+        if let Some(terms) = &self.keyterms
+            && let Err(e) = check_keyterms(terms)
+        {
+            out.push(e);
         }
         if let Some(t) = self.end_of_turn_confidence_threshold
             && !(0.0..=1.0).contains(&t)
         {
-            return Err(format!(
+            out.push(format!(
                 "end_of_turn_confidence_threshold must be within 0–1 (got {t})"
             ));
         }
-        Ok(())
+        out
     }
 }
 
@@ -349,64 +355,101 @@ impl Config {
         }
     }
 
-    /// Rejects settings that would make the server misbehave, naming the culprit.
+    /// Rejects settings that would make the server misbehave, listing every problem.
     pub fn validate(&self, backends: &[&str]) -> anyhow::Result<()> {
+        refuse_problems(&self.problems(backends))
+    }
+
+    /// Every setting that would make the server misbehave, each naming its culprit, so an
+    /// operator fixes them all in one go (`hark check-config`). `backends` are the names
+    /// profiles may use.
+    pub fn problems(&self, backends: &[&str]) -> Vec<String> {
+        let mut out = Vec::new();
         if self.max_lag_ms < 500 {
-            bail!("max_lag_ms must be at least 500 (got {})", self.max_lag_ms);
+            out.push(format!(
+                "max_lag_ms must be at least 500 (got {})",
+                self.max_lag_ms
+            ));
         }
         if self.max_sessions == 0 {
-            bail!("max_sessions must be at least 1");
+            out.push("max_sessions must be at least 1".into());
         }
         if self.max_frame_bytes < 1024 {
-            bail!("max_frame_bytes must be at least 1024");
+            out.push(format!(
+                "max_frame_bytes must be at least 1024 (got {})",
+                self.max_frame_bytes
+            ));
         }
         if !(0.05..=1.0).contains(&self.moonshine.max_load) {
-            bail!(
+            out.push(format!(
                 "moonshine.max_load must be within 0.05–1.0 (got {})",
                 self.moonshine.max_load
-            );
+            ));
         }
         if self.moonshine.pool_size == 0 {
-            bail!("moonshine.pool_size must be at least 1");
+            out.push("moonshine.pool_size must be at least 1".into());
         }
         // Measured: other hop sizes make libmoonshine detect no speech or corrupt its heap.
         if let Some(hop) = self.moonshine.options.get("vad_hop_size")
             && hop != "512"
         {
-            bail!("moonshine.options.vad_hop_size = {hop:?} breaks the library; only 512 works");
+            out.push(format!(
+                "moonshine.options.vad_hop_size = {hop:?} breaks the library; only 512 works"
+            ));
         }
         for (name, p) in &self.profiles {
+            let mut seen = Vec::new();
             for b in p.chain() {
                 if !backends.contains(&b) {
-                    bail!(
+                    out.push(format!(
                         "profile {name:?} uses backend {b:?}, which does not exist (known: {})",
                         backends.join(", ")
-                    );
+                    ));
                 }
-            }
-            let mut seen = Vec::new();
-            for c in p.chain() {
-                if seen.contains(&c) {
-                    bail!("profile {name:?} lists backend {c:?} twice");
+                if seen.contains(&b) {
+                    out.push(format!("profile {name:?} lists backend {b:?} twice"));
                 }
-                seen.push(c);
+                seen.push(b);
             }
             if p.channels.is_empty() {
-                bail!("profile {name:?} transcribes no channel: `channels` is empty");
+                out.push(format!(
+                    "profile {name:?} transcribes no channel: `channels` is empty"
+                ));
             }
             if p.channels.len() == 2 && p.channels[0] == p.channels[1] {
-                bail!("profile {name:?} lists a channel twice");
+                out.push(format!("profile {name:?} lists a channel twice"));
             }
-            p.options
-                .validate()
-                .map_err(|e| anyhow::anyhow!("profile {name:?}: {e}"))?;
+            for e in p.options.problems() {
+                out.push(format!("profile {name:?}: {e}"));
+            }
         }
         if self.backends.contains_key(crate::registry::MOONSHINE) {
-            bail!(
-                "[backends.moonshine]: \"moonshine\" is the built-in embedded recognizer; choose another name"
+            out.push(
+                "[backends.moonshine]: \"moonshine\" is the built-in embedded recognizer; choose another name".into(),
             );
         }
-        Ok(())
+        out
+    }
+
+    /// The config as TOML, every key with its value, for `hark check-config`: secrets are
+    /// shown as `***`, and keys without a value (which TOML cannot write) are listed in a
+    /// comment at the top so none goes unmentioned.
+    pub fn to_masked_toml(&self) -> anyhow::Result<String> {
+        let mut masked = self.clone();
+        if masked.auth.secret.is_some() {
+            masked.auth.secret = Some(MASK.into());
+        }
+        for token in &mut masked.auth.bearer_tokens {
+            *token = MASK.into();
+        }
+        let mut unset = Vec::new();
+        unset_keys(&serde_json::to_value(&masked)?, "", &mut unset);
+        let mut out = String::new();
+        if !unset.is_empty() {
+            out.push_str(&format!("# not set: {}\n", unset.join(", ")));
+        }
+        out.push_str(&toml::to_string_pretty(&masked)?);
+        Ok(out)
     }
 
     pub fn max_lag(&self) -> Duration {
@@ -419,6 +462,39 @@ impl Config {
 
     pub fn drain_timeout(&self) -> Duration {
         Duration::from_millis(self.drain_timeout_ms)
+    }
+}
+
+/// An error listing all `problems`, if there are any.
+pub fn refuse_problems(problems: &[String]) -> anyhow::Result<()> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "the config has {} problem(s):\n  - {}",
+        problems.len(),
+        problems.join("\n  - ")
+    )
+}
+
+/// What secrets are shown as.
+pub const MASK: &str = "***";
+
+/// The dotted paths of the null (unset optional) values under `value`.
+fn unset_keys(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Null => out.push(path.to_string()),
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                let child = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                unset_keys(v, &child, out);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -523,6 +599,72 @@ mod tests {
             let err = base.with_query(query).unwrap_err();
             assert!(err.contains(culprit), "{query}: {err}");
         }
+    }
+
+    #[test]
+    fn every_problem_is_collected_not_just_the_first() {
+        let c: Config = toml::from_str(
+            r#"
+            max_lag_ms = 10
+            max_sessions = 0
+            max_frame_bytes = 10
+            [moonshine]
+            pool_size = 0
+            max_load = 2.0
+            options = { vad_hop_size = "256" }
+            [profiles.p]
+            backend = "nope"
+            fallback = ["moonshine", "moonshine"]
+            channels = []
+            options = { language = "en US", end_of_turn_confidence_threshold = 3.0 }
+            "#,
+        )
+        .unwrap();
+        let problems = c.problems(&["moonshine"]);
+        for culprit in [
+            "max_lag_ms",
+            "max_sessions",
+            "max_frame_bytes",
+            "pool_size",
+            "max_load",
+            "vad_hop_size",
+            "\"nope\"",
+            "twice",
+            "no channel",
+            "language",
+            "end_of_turn_confidence_threshold",
+        ] {
+            assert_eq!(
+                problems.iter().filter(|p| p.contains(culprit)).count(),
+                1,
+                "{culprit}: {problems:#?}"
+            );
+        }
+        assert_eq!(problems.len(), 11, "{problems:#?}");
+        let err = c.validate(&["moonshine"]).unwrap_err().to_string();
+        assert!(err.contains("11 problem(s)"), "{err}");
+        assert!(problems.iter().all(|p| err.contains(p.as_str())), "{err}");
+        assert!(Config::default().problems(&["moonshine"]).is_empty());
+    }
+
+    #[test]
+    fn masked_toml_hides_secrets_names_unset_keys_and_reads_back() {
+        let mut c: Config = toml::from_str(include_str!("../samples/hark.toml")).unwrap();
+        c.auth.secret = Some("s3cret-value".into());
+        c.auth.bearer_tokens = vec!["tok-one".into(), "tok-two".into()];
+        let text = c.to_masked_toml().unwrap();
+        for secret in ["s3cret-value", "tok-one", "tok-two"] {
+            assert!(!text.contains(secret), "{text}");
+        }
+        assert!(text.contains("secret = \"***\""), "{text}");
+        assert!(text.contains("moonshine.cache_dir"), "{text}");
+        // Every value is printed: the output reads back as the same config, secrets aside.
+        let back: Config = toml::from_str(&text).unwrap();
+        assert_eq!(back.auth.bearer_tokens, [MASK, MASK]);
+        assert_eq!(back.max_lag_ms, c.max_lag_ms);
+        assert_eq!(back.listen, c.listen);
+        assert_eq!(back.profiles.len(), c.profiles.len());
+        assert_eq!(back.moonshine.endpoint_ms, c.moonshine.endpoint_ms);
     }
 
     #[test]

@@ -27,6 +27,9 @@ struct Cli {
 enum Command {
     /// Serve the custom-transcriber websocket (`/api/custom-transcriber[/{profile}]`).
     Serve(ServeArgs),
+    /// Print the config `serve` would run with (secrets masked) and every problem in it;
+    /// exits non-zero if there is any. Takes the same file, environment and flags.
+    CheckConfig(ServeArgs),
     /// Transcribe WAV files with the embedded recognizer and print the text.
     Transcribe(TranscribeArgs),
     /// Benchmark a transcriber server the way the platform calls it.
@@ -172,6 +175,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args),
+        Command::CheckConfig(args) => check_config(args),
         Command::Transcribe(args) => run_transcribe(args),
         Command::Bench(args) => run_bench(args),
         Command::AssistantConfig(args) => hark::assistant_config::run(args),
@@ -188,6 +192,8 @@ fn main() -> ExitCode {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.load()?;
+    // All problems at once, before the engine starts loading.
+    hark::config::refuse_problems(&registry::problems(&config))?;
     init_logging(config.log_format);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
@@ -195,6 +201,29 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let server = Server::bind(config, backends).await?;
         server.run(shutdown_signal()).await
     })
+}
+
+fn check_config(args: ServeArgs) -> anyhow::Result<()> {
+    let config = args.load()?;
+    print!("{}", config.to_masked_toml()?);
+    // Keys live only in the environment: say whether each is there, never what it is.
+    for (name, backend) in &config.backends {
+        let var = backend.api_key_env();
+        let state = match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => "set",
+            _ => "NOT SET",
+        };
+        println!("# backends.{name}: API key variable {var} is {state}");
+    }
+    let problems = registry::problems(&config);
+    for p in &problems {
+        eprintln!("problem: {p}");
+    }
+    if !problems.is_empty() {
+        anyhow::bail!("{} problem(s) found in the config", problems.len());
+    }
+    eprintln!("config OK");
+    Ok(())
 }
 
 fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {

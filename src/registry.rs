@@ -28,6 +28,26 @@ pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
     Ok(registry)
 }
 
+/// The backend names a config's profiles may use: the embedded one and each `[backends]`.
+pub fn names(config: &Config) -> Vec<&str> {
+    std::iter::once(MOONSHINE)
+        .chain(config.backends.keys().map(String::as_str))
+        .collect()
+}
+
+/// Every problem [`from_config`] and the server would refuse the config for, found without
+/// building a backend or loading the engine: the config's own problems and each network
+/// backend whose API key variable is unset.
+pub fn problems(config: &Config) -> Vec<String> {
+    let mut out = config.problems(&names(config));
+    for (name, backend) in &config.backends {
+        if let Err(e) = ApiKey::from_env(backend.api_key_env()) {
+            out.push(format!("backend {name:?}: {e}"));
+        }
+    }
+    out
+}
+
 /// A network backend from its config section and key.
 pub fn network(name: &str, config: BackendConfig, key: ApiKey) -> Arc<dyn crate::backend::Backend> {
     match config {

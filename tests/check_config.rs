@@ -1,0 +1,142 @@
+//! `hark check-config` and `hark serve` on good and bad configs, run as the real binary.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs the hark binary with `args` and only the environment given (no stray `HARK_…`).
+fn hark(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hark"))
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .output()
+        .expect("hark runs")
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn write(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+const BAD: &str = r#"
+max_lag_ms = 10
+max_sessions = 0
+[moonshine]
+pool_size = 0
+[backends.dg]
+type = "deepgram"
+api_key_env = "HARK_TEST_DG_KEY"
+[backends.aai]
+type = "assemblyai"
+api_key_env = "HARK_TEST_AAI_KEY"
+[profiles.p]
+backend = "nope"
+fallback = ["dg", "aai"]
+channels = []
+options = { language = "en US" }
+"#;
+
+#[test]
+fn check_config_lists_every_problem_and_fails_without_printing_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "bad.toml", BAD);
+    let out = hark(
+        &["check-config", "--config", &config],
+        &[
+            ("HARK_SECRET", "env-secret-value-1"),
+            ("HARK_TEST_DG_KEY", "dg-key-value-2"),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    for problem in [
+        "max_lag_ms must be at least 500",
+        "max_sessions must be at least 1",
+        "moonshine.pool_size must be at least 1",
+        "uses backend \"nope\"",
+        "transcribes no channel",
+        "language \"en US\"",
+        "backend \"aai\": environment variable HARK_TEST_AAI_KEY",
+    ] {
+        assert!(stderr.contains(problem), "{problem}: {stderr}");
+    }
+    assert!(stderr.contains("7 problem(s)"), "{stderr}");
+    // The key that is set is not a problem, and neither it nor the secret is printed.
+    assert!(!stderr.contains("HARK_TEST_DG_KEY"), "{stderr}");
+    for secret in ["env-secret-value-1", "dg-key-value-2"] {
+        assert!(!stdout.contains(secret) && !stderr.contains(secret));
+    }
+    assert!(stdout.contains("secret = \"***\""), "{stdout}");
+    assert!(stdout.contains("HARK_TEST_DG_KEY is set"), "{stdout}");
+    assert!(stdout.contains("HARK_TEST_AAI_KEY is NOT SET"), "{stdout}");
+    // The effective values, from the file and defaults alike.
+    assert!(stdout.contains("max_lag_ms = 10\n"), "{stdout}");
+    assert!(stdout.contains("drain_timeout_ms = 30000\n"), "{stdout}");
+}
+
+#[test]
+fn check_config_passes_a_good_config_with_flags_and_env_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "good.toml",
+        "max_lag_ms = 3000\n[auth]\nbearer_tokens = [\"file-token-value\"]\n",
+    );
+    let out = hark(
+        &["check-config", "--config", &config, "--max-sessions", "7"],
+        &[
+            ("HARK_SECRET", "env-secret-value-3"),
+            ("HARK_LISTEN", "0.0.0.0:9999"),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("problem"), "{stderr}");
+    for line in [
+        "max_lag_ms = 3000\n",
+        "max_sessions = 7\n",
+        "listen = \"0.0.0.0:9999\"\n",
+        "secret = \"***\"\n",
+        "max_load = 0.8\n",
+    ] {
+        assert!(stdout.contains(line), "{line}: {stdout}");
+    }
+    for secret in ["env-secret-value-3", "file-token-value"] {
+        assert!(!stdout.contains(secret) && !stderr.contains(secret));
+    }
+}
+
+#[test]
+fn serve_refuses_a_bad_config_listing_all_its_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "bad.toml", BAD);
+    // Refused before anything is loaded or bound.
+    let out = hark(
+        &["serve", "--config", &config, "--listen", "127.0.0.1:0"],
+        &[],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("8 problem(s)"), "{stderr}");
+    for problem in ["max_lag_ms", "pool_size", "\"nope\"", "HARK_TEST_DG_KEY"] {
+        assert!(stderr.contains(problem), "{problem}: {stderr}");
+    }
+}
+
+#[test]
+fn check_config_names_an_unreadable_or_misspelt_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(dir.path(), "typo.toml", "max_lagg_ms = 3\n");
+    let out = hark(&["check-config", "--config", &config], &[]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("max_lagg_ms"), "{stderr}");
+}
