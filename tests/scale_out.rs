@@ -223,8 +223,8 @@ async fn metric(addr: SocketAddr, name: &str) -> f64 {
 }
 
 /// One call from the platform's side: the clip on the customer channel (assistant silent),
-/// then silence, as the platform streams it, until the finals cover most of the clip's
-/// words (or `FINALS_WAIT` passes); then a hang-up.
+/// then silence, as the platform streams it, until the final of the clip's last words has
+/// come (or no final for 10 s, or `FINALS_WAIT` passed); then a hang-up.
 async fn call(url: String, clip: &Clip) -> Received {
     let mut call = Call::open(&url, RATE, 2).await;
     let samples = resample(&clip.samples, clip.rate, RATE);
@@ -234,18 +234,27 @@ async fn call(url: String, clip: &Clip) -> Received {
         "{}: audio refused mid-call",
         clip.name
     );
-    let want = wer::normalize(&clip.reference).len() * 7 / 10;
+    let reference = wer::normalize(&clip.reference);
+    let tail = &reference[reference.len().saturating_sub(2)..];
     let deadline = Instant::now() + FINALS_WAIT;
+    let mut finals = 0;
+    let mut last_final = Instant::now();
     while Instant::now() < deadline && call.poll().error().is_none() {
-        let heard = wer::normalize(&call.poll().finals("customer").join(" ")).len();
-        if heard >= want.max(1) {
+        let got = call.poll().finals("customer");
+        if got.len() != finals {
+            finals = got.len();
+            last_final = Instant::now();
+        }
+        if wer::normalize(&got.join(" ")).ends_with(tail)
+            || (finals > 0 && last_final.elapsed() > Duration::from_secs(10))
+        {
             break;
         }
         if !call.silence(2, RATE, 0.5).await {
             break;
         }
     }
-    // A little more silence for the last words' final, as a caller would pause.
+    // A pause before hanging up, as a caller makes.
     call.silence(2, RATE, 1.0).await;
     call.hang_up().await
 }
