@@ -548,7 +548,10 @@ fn kubernetes_manifests_agree_with_the_image_and_each_other() {
         assert!(!resources["limits"][what].is_null(), "{what} limit");
     }
     let cpu = millicores(&resources["limits"]["cpu"]);
-    assert!(cpu >= 1000 && cpu % 1000 == 0, "whole CPUs: {cpu}m");
+    assert!(
+        cpu >= 1000 && cpu.is_multiple_of(1000),
+        "whole CPUs: {cpu}m"
+    );
 
     // Non-root (the image's numeric user), read-only root, no way up.
     let pod_security = &spec["securityContext"];
