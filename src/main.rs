@@ -1,5 +1,5 @@
 //! The `hark` command: `serve` runs the transcriber server, `transcribe` runs the same
-//! recognizer over files.
+//! recognizer over files; `fetch` and `healthcheck` serve container images.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -36,6 +36,32 @@ enum Command {
     Bench(hark::bench::BenchArgs),
     /// Print (or apply) the platform's transcriber config that points an assistant at hark.
     AssistantConfig(hark::assistant_config::Args),
+    /// Fetch and verify everything the config needs into the cache dir, then exit (to bake
+    /// the engine into an image, so that `serve` downloads nothing at start).
+    Fetch(FetchArgs),
+    /// GET a URL (default the local /healthz) and exit 0 on HTTP 200: a container
+    /// HEALTHCHECK for images without curl.
+    Healthcheck(HealthcheckArgs),
+}
+
+#[derive(Args)]
+struct FetchArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Also fetch the end-of-turn model when the config does not turn it on, so that a
+    /// config mounted later may.
+    #[arg(long)]
+    turn_model: bool,
+}
+
+#[derive(Args)]
+struct HealthcheckArgs {
+    /// The URL to GET.
+    #[arg(default_value = "http://127.0.0.1:8080/healthz")]
+    url: String,
+    /// Give up after this long.
+    #[arg(long, default_value_t = 5000)]
+    timeout_ms: u64,
 }
 
 /// Settings shared by every command that loads a recognizer. Flags override `HARK_…`
@@ -179,6 +205,8 @@ fn main() -> ExitCode {
         Command::Transcribe(args) => run_transcribe(args),
         Command::Bench(args) => run_bench(args),
         Command::AssistantConfig(args) => hark::assistant_config::run(args),
+        Command::Fetch(args) => run_fetch(args),
+        Command::Healthcheck(args) => run_healthcheck(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -266,6 +294,49 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
 fn run_bench(args: hark::bench::BenchArgs) -> anyhow::Result<()> {
     init_logging(LogFormat::Text);
     tokio::runtime::Runtime::new()?.block_on(hark::bench::run(args))
+}
+
+/// Unpacks (or finds complete) the engine and, when wanted, the turn model, then opens the
+/// engine's library so that an image whose system cannot load it fails at build time.
+fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
+    let config = args.common.load()?;
+    init_logging(config.log_format);
+    let engine =
+        hark::backend::moonshine::engine_paths(&config.moonshine).map_err(anyhow::Error::msg)?;
+    let lib = hark::backend::moonshine::ffi::Library::load(&engine.lib)?;
+    println!(
+        "engine\t{}\tlibmoonshine {}",
+        engine.root.display(),
+        lib.version()
+    );
+    if args.turn_model || config.wants_turn_model() {
+        let cache = config
+            .moonshine
+            .cache_dir
+            .clone()
+            .unwrap_or_else(hark::backend::moonshine::fetch::default_cache_dir);
+        let model = hark::turn::ensure_model(&hark::turn::fetch_options(cache))?;
+        println!("turn-model\t{}", model.display());
+    }
+    Ok(())
+}
+
+/// One GET; any answer but 200 (or none in time) is a failure.
+fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let response = agent
+        .get(&args.url)
+        .call()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.url))?;
+    let status = response.status();
+    if status != ureq::http::StatusCode::OK {
+        anyhow::bail!("{}: HTTP {status}", args.url);
+    }
+    Ok(())
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+# hark's container image: the server, the embedded engine and the end-of-turn model baked
+# in, so a container downloads nothing when it starts (and runs on a read-only root).
+#
+#   docker build -t hark .
+#   docker run --rm -p 8080:8080 -e HARK_SECRET=change-me hark
+#
+# Build stage: the release binary, built against the same Debian (glibc) as the runtime.
+FROM rust:1.95-bookworm AS builder
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY src ./src
+COPY benches ./benches
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked --bin hark \
+    && install -m 0755 target/release/hark /usr/local/bin/hark
+
+# Runtime stage.
+FROM debian:bookworm-slim AS runtime
+# libstdc++ for the engine's library and its onnxruntime; CA certificates for the one
+# download at build time and for network recognizers.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libstdc++6 ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+# A numeric user, so Kubernetes' runAsNonRoot can verify it (deploy/kubernetes/).
+RUN groupadd --system --gid 10001 hark \
+    && useradd --system --uid 10001 --gid hark --no-create-home --home-dir /nonexistent \
+       --shell /usr/sbin/nologin hark
+COPY --from=builder /usr/local/bin/hark /usr/local/bin/hark
+ENV HARK_CACHE_DIR=/opt/hark/cache \
+    HARK_LISTEN=0.0.0.0:8080 \
+    HARK_LOG_FORMAT=json
+# Bake: fetch, verify and load the engine, and the turn model for profiles that turn it on.
+# Owned by root and only read at run time: a complete cache is never written again.
+RUN hark fetch --turn-model
+USER 10001:10001
+EXPOSE 8080
+# hark drains live calls on SIGTERM (HARK_DRAIN_TIMEOUT_MS); give `docker stop -t` as long.
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["hark", "healthcheck", "http://127.0.0.1:8080/healthz"]
+ENTRYPOINT ["hark"]
+CMD ["serve"]
