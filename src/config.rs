@@ -32,8 +32,19 @@ pub struct Config {
     pub max_sessions: usize,
     /// On SIGTERM, how long live calls may go on before they are closed.
     pub drain_timeout_ms: u64,
+    /// Time a new connection has to finish its TLS handshake, and then to send each
+    /// request's headers; slower clients are cut off (slow-loris).
+    pub header_timeout_ms: u64,
+    /// Open TCP connections at once (calls, health checks, upgrades under way); more are
+    /// closed as soon as they are accepted.
+    pub max_connections: usize,
+    /// Upgraded calls still waiting for their start frame. They do not hold a
+    /// `max_sessions` slot until the start frame comes, so a flood of them cannot keep real
+    /// calls out; past this many, upgrades get 503.
+    pub max_pending_starts: usize,
     pub log_format: LogFormat,
     pub auth: AuthConfig,
+    pub tls: TlsConfig,
     pub moonshine: MoonshineConfig,
     /// Network recognizers by the name profiles use for them (`[backends.NAME]`).
     pub backends: BTreeMap<String, BackendConfig>,
@@ -50,8 +61,12 @@ impl Default for Config {
             max_frame_bytes: 256 * 1024,
             max_sessions: 64,
             drain_timeout_ms: 30_000,
+            header_timeout_ms: 10_000,
+            max_connections: 4_096,
+            max_pending_starts: 512,
             log_format: LogFormat::Text,
             auth: AuthConfig::default(),
+            tls: TlsConfig::default(),
             moonshine: MoonshineConfig::default(),
             backends: BTreeMap::new(),
             profiles: BTreeMap::new(),
@@ -79,6 +94,35 @@ pub struct AuthConfig {
 impl AuthConfig {
     pub fn is_enabled(&self) -> bool {
         self.secret.is_some() || !self.bearer_tokens.is_empty()
+    }
+}
+
+/// Serving `wss://` (and `https://`) itself; off by default (plain ws behind an ingress).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+    /// How often the two files' modification times are checked; a change reloads them
+    /// (as SIGHUP does). 0: only on SIGHUP.
+    pub watch_interval_ms: u64,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        Self {
+            cert: None,
+            key: None,
+            watch_interval_ms: 5_000,
+        }
+    }
+}
+
+impl TlsConfig {
+    pub fn is_enabled(&self) -> bool {
+        self.cert.is_some() || self.key.is_some()
     }
 }
 
@@ -357,6 +401,15 @@ impl Config {
         if self.max_sessions == 0 {
             bail!("max_sessions must be at least 1");
         }
+        if self.tls.cert.is_some() != self.tls.key.is_some() {
+            bail!("tls.cert and tls.key go together: set both or neither");
+        }
+        if self.header_timeout_ms == 0 {
+            bail!("header_timeout_ms must be at least 1");
+        }
+        if self.max_connections == 0 || self.max_pending_starts == 0 {
+            bail!("max_connections and max_pending_starts must be at least 1");
+        }
         if self.max_frame_bytes < 1024 {
             bail!("max_frame_bytes must be at least 1024");
         }
@@ -411,6 +464,10 @@ impl Config {
 
     pub fn max_lag(&self) -> Duration {
         Duration::from_millis(self.max_lag_ms)
+    }
+
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
     }
 
     pub fn start_timeout(&self) -> Duration {

@@ -47,6 +47,17 @@ pub struct SessionSettings {
     pub drain_timeout: Duration,
 }
 
+/// Close code for a call refused because the server filled up before its start frame
+/// came (RFC 6455 "Try Again Later").
+const CLOSE_TRY_AGAIN: u16 = 1013;
+
+/// Admission at the start frame: a call takes its place among `max_sessions` only once it
+/// has sent one, so calls that never do cannot keep real ones out.
+pub trait Admit: Send {
+    /// The call's slot, held until the session ends; or the limit that is full.
+    fn admit(&mut self) -> Result<Box<dyn Send>, usize>;
+}
+
 /// How a session ended.
 #[derive(Debug)]
 enum Outcome {
@@ -59,6 +70,8 @@ enum Outcome {
     },
     /// The server is shutting down and the drain time is over.
     Drained,
+    /// Every `max_sessions` slot was taken when the start frame came.
+    Full(usize),
 }
 
 pub async fn run(
@@ -66,6 +79,7 @@ pub async fn run(
     settings: SessionSettings,
     backends: Arc<Registry>,
     shutdown: watch::Receiver<bool>,
+    mut admit: Box<dyn Admit>,
 ) {
     let span = info_span!(
         "session",
@@ -79,8 +93,10 @@ pub async fn run(
         let (out_tx, out_rx) = mpsc::unbounded_channel();
         let writer = tokio::spawn(write_loop(ws_tx, out_rx));
         let mut session = Session::new(settings, backends, out_tx);
-        let outcome = session.drive(&mut ws_rx, shutdown).await;
+        let outcome = session.drive(&mut ws_rx, shutdown, admit.as_mut()).await;
         session.close(outcome);
+        // The call keeps its slot until its closing frames are out.
+        let _slot = session.slot.take();
         drop(session);
         // Read on until the client answers the close (or leaves): closing the socket with
         // unread input makes the kernel reset the connection, and the reset can destroy the
@@ -139,6 +155,8 @@ struct Session {
     sample_rate: u32,
     /// Audio received but not yet counted in the whole-second metric, per channel.
     uncounted_samples: [u64; 2],
+    /// The `max_sessions` slot, from the start frame on.
+    slot: Option<Box<dyn Send>>,
 }
 
 impl Session {
@@ -170,6 +188,7 @@ impl Session {
             supervisors: Vec::new(),
             sample_rate: 0,
             uncounted_samples: [0; 2],
+            slot: None,
         }
     }
 
@@ -177,6 +196,7 @@ impl Session {
         &mut self,
         ws: &mut SplitStream<WebSocket>,
         mut shutdown: watch::Receiver<bool>,
+        admit: &mut dyn Admit,
     ) -> Outcome {
         let waited = tokio::select! {
             waited = timeout(self.settings.start_timeout, read_start(ws)) => waited,
@@ -193,6 +213,10 @@ impl Session {
                 ));
             }
         };
+        match admit.admit() {
+            Ok(slot) => self.slot = Some(slot),
+            Err(max) => return Outcome::Full(max),
+        }
         let span = tracing::Span::current();
         span.record("sample_rate", start.sample_rate);
         span.record("channels", start.channels);
@@ -400,6 +424,14 @@ impl Session {
                 metrics::counter!(m::CLIENT_ERRORS, "code" => e.code()).increment(1);
                 self.send(ServerMessage::client_error(e));
                 (e.close_code(), e.code().into())
+            }
+            Outcome::Full(max) => {
+                warn!(max, "call refused at its start frame: server at capacity");
+                self.send(ServerMessage::Error {
+                    error: "server-at-capacity".into(),
+                    message: format!("server at capacity ({max} calls); try again"),
+                });
+                (CLOSE_TRY_AGAIN, "server-at-capacity".into())
             }
             Outcome::Failed { reason, message } => {
                 error!(reason, %message, "call failed");
