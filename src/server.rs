@@ -234,10 +234,31 @@ async fn serve_connection(
         debug!("cannot set TCP keepalive: {e}");
     }
     match acceptor {
-        None => serve_http(Counted { io: tcp, permit }, app, header_timeout, shutdown).await,
-        Some(acceptor) => match tokio::time::timeout(header_timeout, acceptor.accept(tcp)).await
-        {
-            Ok(Ok(tls)) => serve_http(Counted { io: tls, permit }, app, header_timeout, shutdown).await,
+        None => {
+            serve_http(
+                Counted {
+                    io: tcp,
+                    _permit: permit,
+                },
+                app,
+                header_timeout,
+                shutdown,
+            )
+            .await
+        }
+        Some(acceptor) => match tokio::time::timeout(header_timeout, acceptor.accept(tcp)).await {
+            Ok(Ok(tls)) => {
+                serve_http(
+                    Counted {
+                        io: tls,
+                        _permit: permit,
+                    },
+                    app,
+                    header_timeout,
+                    shutdown,
+                )
+                .await
+            }
             Ok(Err(e)) => debug!("TLS handshake failed: {e}"),
             Err(_) => debug!("TLS handshake not finished within the header timeout"),
         },
@@ -274,8 +295,7 @@ async fn serve_http<S>(
 /// A connection's socket with its `max_connections` permit.
 struct Counted<S> {
     io: S,
-    #[allow(dead_code)]
-    permit: OwnedSemaphorePermit,
+    _permit: OwnedSemaphorePermit,
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {

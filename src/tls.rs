@@ -65,7 +65,9 @@ impl CertStore {
     /// `reload`, with the outcome logged; `why` says what asked for it.
     pub fn reload_logged(&self, why: &str) {
         match self.reload() {
-            Ok(()) => info!(cause = why, cert = %self.cert_path.display(), "TLS certificate reloaded"),
+            Ok(()) => {
+                info!(cause = why, cert = %self.cert_path.display(), "TLS certificate reloaded")
+            }
             Err(e) => error!(
                 cause = why,
                 "TLS certificate not reloaded, the previous one stays: {e:#}"
