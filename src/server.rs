@@ -33,6 +33,9 @@ use crate::metrics as m;
 use crate::session::{self, SessionSettings};
 use crate::tls::CertStore;
 
+/// A websocket's read buffer: a quarter second of 16 kHz stereo, several frames per read.
+const WS_READ_BUFFER: usize = 16 * 1024;
+
 /// Sent with 503 so the platform (or a load balancer) retries shortly.
 const RETRY_AFTER_SECS: &str = "2";
 
@@ -484,7 +487,10 @@ fn upgrade(
     let backends = state.backends.clone();
     let shutdown = state.shutdown.clone();
     // Let oversized frames through to the session, which answers them with a clear error.
-    ws.max_message_size(state.config.max_frame_bytes * 4 + 1024)
+    // tungstenite zero-fills its whole read buffer (128 KiB by default) on the first read,
+    // so every call, started or not, held that much; larger frames still grow it.
+    ws.read_buffer_size(WS_READ_BUFFER)
+        .max_message_size(state.config.max_frame_bytes * 4 + 1024)
         .max_frame_size(state.config.max_frame_bytes * 4 + 1024)
         .on_upgrade(move |socket| async move {
             session::run(socket, settings, backends, shutdown, Box::new(admission)).await;
