@@ -588,4 +588,24 @@ mod tests {
         assert_eq!(c.profile(DEFAULT_PROFILE).unwrap().backend, "moonshine");
         assert!(c.profile("other").is_none());
     }
+
+    #[test]
+    fn tls_needs_both_files_and_connection_limits_are_positive() {
+        let backends = ["moonshine"];
+        let mut c = Config::default();
+        c.tls.cert = Some("cert.pem".into());
+        let err = c.validate(&backends).unwrap_err().to_string();
+        assert!(err.contains("tls.cert and tls.key"), "{err}");
+        c.tls.key = Some("key.pem".into());
+        assert!(c.validate(&backends).is_ok());
+        for bad in [
+            |c: &mut Config| c.header_timeout_ms = 0,
+            |c: &mut Config| c.max_connections = 0,
+            |c: &mut Config| c.max_pending_starts = 0,
+        ] {
+            let mut c = Config::default();
+            bad(&mut c);
+            assert!(c.validate(&backends).is_err());
+        }
+    }
 }
