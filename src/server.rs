@@ -463,13 +463,14 @@ fn upgrade(
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             (n < max_pending).then_some(n + 1)
         });
-    if reserved.is_err() {
+    let Ok(previous) = reserved else {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
             "pending-capacity",
             format!("{max_pending} calls are already waiting to send their start frame\n"),
         );
-    }
+    };
+    metrics::gauge!(m::SESSIONS_PENDING).set((previous + 1) as f64);
     let admission = Admission {
         pending: Some(PendingGuard(state.clone())),
         profile_name: profile_name.clone(),
@@ -503,6 +504,7 @@ struct PendingGuard(Arc<AppState>);
 impl Drop for PendingGuard {
     fn drop(&mut self) {
         let left = self.0.pending.fetch_sub(1, Ordering::AcqRel) - 1;
+        metrics::gauge!(m::SESSIONS_PENDING).set(left as f64);
         if left == 0 {
             self.0.idle.notify_waiters();
         }

@@ -297,3 +297,43 @@ async fn connections_past_max_connections_are_closed_at_accept() {
     assert!(served.is_ok(), "closed connections free their slots");
     still_served(call).await;
 }
+
+#[tokio::test]
+async fn a_start_frame_past_max_sessions_is_refused_with_1013() {
+    let mut config = recorder_config();
+    config.max_sessions = 1;
+    let server = TestServer::start(config, backends::registry()).await;
+    let url = server.ws_url("/api/custom-transcriber");
+    // Both upgrade while no call has started, so both get in.
+    let mut first = Call::connect(&url, &[]).await.expect("first upgrades");
+    let mut second = Call::connect(&url, &[]).await.expect("second upgrades");
+    first.text(&common::start_frame(16_000, 2)).await;
+    assert!(first.silence(2, 16_000, 0.1).await);
+    assert!(
+        first
+            .wait_for(GENEROUS, |m| matches!(
+                m,
+                ServerMessage::TranscriberResponse { .. }
+            ))
+            .await
+    );
+    second.text(&common::start_frame(16_000, 2)).await;
+    let got = second.finish(GENEROUS).await;
+    assert_eq!(
+        got.error().map(|(code, _)| code).as_deref(),
+        Some("server-at-capacity")
+    );
+    assert_eq!(got.close, Some((1013, "server-at-capacity".to_string())));
+    still_served_from_start_after(first, 1_600).await;
+}
+
+/// Streams 0.5 s more on a call that has had `sent` samples per channel, hangs up, and
+/// checks every sample arrived.
+async fn still_served_from_start_after(mut call: Call, sent: usize) {
+    assert!(call.silence(2, 16_000, 0.5).await);
+    let got = call.hang_up().await;
+    assert!(got.error().is_none(), "no error: {:?}", got.error());
+    let last = got.finals("customer").last().cloned().unwrap_or_default();
+    let want = format!("n={} ", sent + 8_000);
+    assert!(last.starts_with(&want), "all audio arrived: {last}");
+}

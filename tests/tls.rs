@@ -266,7 +266,10 @@ async fn sighup_reloads_the_certificate_of_the_real_binary() {
     // No file watch: only SIGHUP can reload.
     let config = cache.path().join("hark.toml");
     std::fs::write(&config, "[tls]\nwatch_interval_ms = 0\n").expect("config");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_hark"))
+    // HARK_BIN: this build's binary when a target dir shared by several checkouts has
+    // another checkout's build at the usual path.
+    let bin = std::env::var_os("HARK_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_hark").into());
+    let mut child = tokio::process::Command::new(bin)
         .arg("serve")
         .arg("--config")
         .arg(&config)
