@@ -32,8 +32,19 @@ pub struct Config {
     pub max_sessions: usize,
     /// On SIGTERM, how long live calls may go on before they are closed.
     pub drain_timeout_ms: u64,
+    /// Time a new connection has to finish its TLS handshake, and then to send each
+    /// request's headers; slower clients are cut off (slow-loris).
+    pub header_timeout_ms: u64,
+    /// Open TCP connections at once (calls, health checks, upgrades under way); more are
+    /// closed as soon as they are accepted.
+    pub max_connections: usize,
+    /// Upgraded calls still waiting for their start frame (each also holds a `max_sessions`
+    /// slot); past this many, upgrades get 503. The platform sends the start frame at once,
+    /// so only a burst of calls or a misbehaving client has many waiting.
+    pub max_pending_starts: usize,
     pub log_format: LogFormat,
     pub auth: AuthConfig,
+    pub tls: TlsConfig,
     pub moonshine: MoonshineConfig,
     /// Network recognizers by the name profiles use for them (`[backends.NAME]`).
     pub backends: BTreeMap<String, BackendConfig>,
@@ -50,8 +61,12 @@ impl Default for Config {
             max_frame_bytes: 256 * 1024,
             max_sessions: 64,
             drain_timeout_ms: 30_000,
+            header_timeout_ms: 10_000,
+            max_connections: 4_096,
+            max_pending_starts: 32,
             log_format: LogFormat::Text,
             auth: AuthConfig::default(),
+            tls: TlsConfig::default(),
             moonshine: MoonshineConfig::default(),
             backends: BTreeMap::new(),
             profiles: BTreeMap::new(),
@@ -79,6 +94,35 @@ pub struct AuthConfig {
 impl AuthConfig {
     pub fn is_enabled(&self) -> bool {
         self.secret.is_some() || !self.bearer_tokens.is_empty()
+    }
+}
+
+/// Serving `wss://` (and `https://`) itself; off by default (plain ws behind an ingress).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+    /// How often the two files' modification times are checked; a change reloads them
+    /// (as SIGHUP does). 0: only on SIGHUP.
+    pub watch_interval_ms: u64,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        Self {
+            cert: None,
+            key: None,
+            watch_interval_ms: 5_000,
+        }
+    }
+}
+
+impl TlsConfig {
+    pub fn is_enabled(&self) -> bool {
+        self.cert.is_some() || self.key.is_some()
     }
 }
 
@@ -374,6 +418,22 @@ impl Config {
         if self.max_sessions == 0 {
             out.push("max_sessions must be at least 1".into());
         }
+        if self.tls.cert.is_some() != self.tls.key.is_some() {
+            out.push("tls.cert and tls.key go together: set both or neither".into());
+        }
+        for (key, path) in [("tls.cert", &self.tls.cert), ("tls.key", &self.tls.key)] {
+            if let Some(path) = path
+                && !path.is_file()
+            {
+                out.push(format!("{key}: {} is not a readable file", path.display()));
+            }
+        }
+        if self.header_timeout_ms == 0 {
+            out.push("header_timeout_ms must be at least 1".into());
+        }
+        if self.max_connections == 0 || self.max_pending_starts == 0 {
+            out.push("max_connections and max_pending_starts must be at least 1".into());
+        }
         if self.max_frame_bytes < 1024 {
             out.push(format!(
                 "max_frame_bytes must be at least 1024 (got {})",
@@ -454,6 +514,10 @@ impl Config {
 
     pub fn max_lag(&self) -> Duration {
         Duration::from_millis(self.max_lag_ms)
+    }
+
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_timeout_ms)
     }
 
     pub fn start_timeout(&self) -> Duration {
@@ -672,5 +736,25 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.profile(DEFAULT_PROFILE).unwrap().backend, "moonshine");
         assert!(c.profile("other").is_none());
+    }
+
+    #[test]
+    fn tls_needs_both_files_and_connection_limits_are_positive() {
+        let backends = ["moonshine"];
+        let mut c = Config::default();
+        c.tls.cert = Some("cert.pem".into());
+        let err = c.validate(&backends).unwrap_err().to_string();
+        assert!(err.contains("tls.cert and tls.key"), "{err}");
+        c.tls.key = Some("key.pem".into());
+        assert!(c.validate(&backends).is_ok());
+        for bad in [
+            |c: &mut Config| c.header_timeout_ms = 0,
+            |c: &mut Config| c.max_connections = 0,
+            |c: &mut Config| c.max_pending_starts = 0,
+        ] {
+            let mut c = Config::default();
+            bad(&mut c);
+            assert!(c.validate(&backends).is_err());
+        }
     }
 }

@@ -16,6 +16,7 @@ pub mod segmenter;
 pub mod server;
 pub mod session;
 pub mod supervisor;
+pub mod tls;
 pub mod transcribe;
 pub mod turn;
 pub mod wer;

@@ -113,6 +113,22 @@ struct ServeArgs {
     /// Require this x-vapi-secret on the upgrade request.
     #[arg(long, env = "HARK_SECRET", hide_env_values = true)]
     secret: Option<String>,
+    /// Serve wss:// (and https://) with this PEM certificate chain; reloaded on SIGHUP and
+    /// when the file changes.
+    #[arg(long, env = "HARK_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's PEM private key.
+    #[arg(long, env = "HARK_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Time for a TLS handshake, and for each request's headers [default: 10000].
+    #[arg(long, env = "HARK_HEADER_TIMEOUT_MS")]
+    header_timeout_ms: Option<u64>,
+    /// Open TCP connections at once; more are closed at accept [default: 4096].
+    #[arg(long, env = "HARK_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Upgraded calls waiting for their start frame; more get HTTP 503 [default: 32].
+    #[arg(long, env = "HARK_MAX_PENDING_STARTS")]
+    max_pending_starts: Option<usize>,
     /// Accept these bearer tokens (comma-separated).
     #[arg(
         long,
@@ -175,6 +191,21 @@ impl ServeArgs {
         if let Some(v) = self.drain_timeout_ms {
             c.drain_timeout_ms = v;
         }
+        if let Some(v) = &self.tls_cert {
+            c.tls.cert = Some(v.clone());
+        }
+        if let Some(v) = &self.tls_key {
+            c.tls.key = Some(v.clone());
+        }
+        if let Some(v) = self.header_timeout_ms {
+            c.header_timeout_ms = v;
+        }
+        if let Some(v) = self.max_connections {
+            c.max_connections = v;
+        }
+        if let Some(v) = self.max_pending_starts {
+            c.max_pending_starts = v;
+        }
         if let Some(v) = &self.secret {
             c.auth.secret = Some(v.clone());
         }
@@ -227,6 +258,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let backends = registry::from_config(&config)?;
         let server = Server::bind(config, backends).await?;
+        reload_on_hangup(server.tls())?;
         server.run(shutdown_signal()).await
     })
 }
@@ -336,6 +368,27 @@ fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
     if status != ureq::http::StatusCode::OK {
         anyhow::bail!("{}: HTTP {status}", args.url);
     }
+    Ok(())
+}
+
+/// On SIGHUP, reloads the TLS certificate pair (and, without TLS, ignores the signal
+/// rather than die of it).
+fn reload_on_hangup(tls: Option<std::sync::Arc<hark::tls::CertStore>>) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangups = signal(SignalKind::hangup())?;
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                match &tls {
+                    Some(tls) => tls.reload_logged("SIGHUP"),
+                    None => tracing::info!("SIGHUP: nothing to reload (TLS is off)"),
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = tls;
     Ok(())
 }
 

@@ -8,9 +8,11 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 pub const SESSIONS_ACTIVE: &str = "hark_sessions_active";
 pub const SESSIONS_TOTAL: &str = "hark_sessions_total";
+pub const SESSIONS_PENDING: &str = "hark_sessions_pending";
 pub const SESSION_FAILURES: &str = "hark_session_failures_total";
 pub const CLIENT_ERRORS: &str = "hark_client_errors_total";
 pub const REJECTED_UPGRADES: &str = "hark_rejected_upgrades_total";
+pub const REFUSED_CONNECTIONS: &str = "hark_refused_connections_total";
 pub const AUDIO_SECONDS: &str = "hark_audio_seconds_total";
 pub const TRANSCRIPTS: &str = "hark_transcripts_total";
 pub const RECOGNIZER_LAG: &str = "hark_recognizer_lag_seconds";
@@ -72,6 +74,14 @@ fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram};
     describe_gauge!(SESSIONS_ACTIVE, "Calls being transcribed now.");
     describe_counter!(SESSIONS_TOTAL, "Calls accepted, by profile.");
+    describe_gauge!(
+        SESSIONS_PENDING,
+        "Upgraded calls waiting for their start frame."
+    );
+    describe_counter!(
+        REFUSED_CONNECTIONS,
+        "TCP connections closed at accept because max_connections were open."
+    );
     describe_counter!(
         SESSION_FAILURES,
         "Calls ended with pipeline-error-custom-transcriber-failed, by reason."

@@ -13,16 +13,28 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
-use tokio::net::TcpListener;
-use tokio::sync::{Notify, watch};
-use tracing::{info, warn};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use socket2::{SockRef, TcpKeepalive};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, info, warn};
 
 use crate::auth;
 use crate::backend::Registry;
 use crate::config::{Config, DEFAULT_PROFILE};
 use crate::metrics as m;
 use crate::session::{self, SessionSettings};
+use crate::tls::CertStore;
+
+/// A websocket's read buffer: a quarter second of 16 kHz stereo, several frames per read.
+const WS_READ_BUFFER: usize = 16 * 1024;
 
 /// Sent with 503 so the platform (or a load balancer) retries shortly.
 const RETRY_AFTER_SECS: &str = "2";
@@ -31,7 +43,10 @@ struct AppState {
     config: Config,
     backends: Arc<Registry>,
     metrics: metrics_exporter_prometheus::PrometheusHandle,
+    /// Calls that sent their start frame (bounded by `max_sessions`).
     active: AtomicUsize,
+    /// Upgraded calls still waiting for their start frame (bounded by `max_pending_starts`).
+    pending: AtomicUsize,
     idle: Notify,
     next_id: AtomicU64,
     shutdown: watch::Receiver<bool>,
@@ -56,12 +71,17 @@ pub struct Server {
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown_tx: watch::Sender<bool>,
+    tls: Option<Arc<CertStore>>,
 }
 
 impl Server {
     pub async fn bind(config: Config, backends: Registry) -> anyhow::Result<Self> {
         let names: Vec<&str> = backends.names().collect();
         config.validate(&names)?;
+        let tls = match (&config.tls.cert, &config.tls.key) {
+            (Some(cert), Some(key)) => Some(CertStore::load(cert, key)?),
+            _ => None,
+        };
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -75,6 +95,7 @@ impl Server {
             backends: Arc::new(backends),
             metrics: m::handle(),
             active: AtomicUsize::new(0),
+            pending: AtomicUsize::new(0),
             idle: Notify::new(),
             next_id: AtomicU64::new(1),
             shutdown,
@@ -83,6 +104,7 @@ impl Server {
             listener,
             state,
             shutdown_tx,
+            tls,
         })
     }
 
@@ -90,6 +112,11 @@ impl Server {
         self.listener
             .local_addr()
             .unwrap_or(self.state.config.listen)
+    }
+
+    /// The certificate pair served, when TLS is on: `reload` it on SIGHUP.
+    pub fn tls(&self) -> Option<Arc<CertStore>> {
+        self.tls.clone()
     }
 
     /// Serves until `signal` completes, then drains live calls (up to the drain timeout)
@@ -100,26 +127,71 @@ impl Server {
     ) -> anyhow::Result<()> {
         let state = self.state.clone();
         let app = router(state.clone());
-        info!(addr = %self.local_addr(), "hark listening");
-        let shutdown_tx = self.shutdown_tx;
-        let stop = async move {
-            signal.await;
-            info!("shutdown requested: no new calls; draining live calls");
-            let _ = shutdown_tx.send(true);
+        let acceptor = self.tls.as_ref().map(|t| t.acceptor()).transpose()?;
+        info!(addr = %self.local_addr(), tls = acceptor.is_some(), "hark listening");
+        let watcher = match &self.tls {
+            Some(tls) if state.config.tls.watch_interval_ms > 0 => Some(tokio::spawn(
+                tls.clone()
+                    .watch(Duration::from_millis(state.config.tls.watch_interval_ms)),
+            )),
+            _ => None,
         };
-        // Transcripts are small and latency-bound: send them without Nagle's delay.
-        let listener = self.listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stop)
-            .await?;
+        let open = Arc::new(Semaphore::new(state.config.max_connections));
+        let header_timeout = state.config.header_timeout();
+        let mut connections = JoinSet::new();
+        let mut signal = std::pin::pin!(signal);
+        loop {
+            tokio::select! {
+                _ = &mut signal => break,
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                accepted = self.listener.accept() => {
+                    let tcp = match accepted {
+                        Ok((tcp, _peer)) => tcp,
+                        Err(e) => {
+                            // Out of file descriptors, mostly: wait for some to close.
+                            warn!("accept failed: {e}");
+                            tokio::time::sleep(ACCEPT_BACKOFF).await;
+                            continue;
+                        }
+                    };
+                    let Ok(permit) = open.clone().try_acquire_owned() else {
+                        metrics::counter!(m::REFUSED_CONNECTIONS).increment(1);
+                        debug!("connection refused: max_connections reached");
+                        continue;
+                    };
+                    connections.spawn(serve_connection(
+                        tcp,
+                        permit,
+                        acceptor.clone(),
+                        app.clone(),
+                        header_timeout,
+                        state.shutdown.clone(),
+                    ));
+                }
+            }
+        }
+        info!("shutdown requested: no new calls; draining live calls");
+        drop(self.listener);
+        let _ = self.shutdown_tx.send(true);
+        if let Some(watcher) = watcher {
+            watcher.abort();
+        }
+        // HTTP connections finish the request under way; a slow one is cut at its timeout.
+        let idle = async { while connections.join_next().await.is_some() {} };
+        if tokio::time::timeout(header_timeout + Duration::from_secs(5), idle)
+            .await
+            .is_err()
+        {
+            connections.shutdown().await;
+        }
         // Sessions close themselves at the drain deadline; allow for their flush and close.
         let wait = state.config.drain_timeout() + Duration::from_secs(10);
         let drained = tokio::time::timeout(wait, async {
             loop {
                 let idle = state.idle.notified();
-                if state.active.load(Ordering::Acquire) == 0 {
+                if state.active.load(Ordering::Acquire) == 0
+                    && state.pending.load(Ordering::Acquire) == 0
+                {
                     break;
                 }
                 idle.await;
@@ -134,6 +206,139 @@ impl Server {
         }
         info!("hark stopped");
         Ok(())
+    }
+}
+
+/// Pause after a failed accept, so a lack of file descriptors is not a busy loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Idle time before the kernel probes a silent peer, and between probes: a peer gone
+/// without a FIN is found in about a minute and a half.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(60);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// One accepted TCP connection: the TLS handshake (if any) and HTTP/1.1 on it, websocket
+/// upgrades included. The permit travels with the socket, so an upgraded call keeps
+/// counting against `max_connections` until it closes.
+async fn serve_connection(
+    tcp: TcpStream,
+    permit: OwnedSemaphorePermit,
+    acceptor: Option<TlsAcceptor>,
+    app: Router,
+    header_timeout: Duration,
+    shutdown: watch::Receiver<bool>,
+) {
+    // Transcripts are small and latency-bound: send them without Nagle's delay.
+    let _ = tcp.set_nodelay(true);
+    let keepalive = TcpKeepalive::new()
+        .with_time(KEEPALIVE_IDLE)
+        .with_interval(KEEPALIVE_INTERVAL)
+        .with_retries(KEEPALIVE_RETRIES);
+    if let Err(e) = SockRef::from(&tcp).set_tcp_keepalive(&keepalive) {
+        debug!("cannot set TCP keepalive: {e}");
+    }
+    match acceptor {
+        None => {
+            serve_http(
+                Counted {
+                    io: tcp,
+                    _permit: permit,
+                },
+                app,
+                header_timeout,
+                shutdown,
+            )
+            .await
+        }
+        Some(acceptor) => match tokio::time::timeout(header_timeout, acceptor.accept(tcp)).await {
+            Ok(Ok(tls)) => {
+                serve_http(
+                    Counted {
+                        io: tls,
+                        _permit: permit,
+                    },
+                    app,
+                    header_timeout,
+                    shutdown,
+                )
+                .await
+            }
+            Ok(Err(e)) => debug!("TLS handshake failed: {e}"),
+            Err(_) => debug!("TLS handshake not finished within the header timeout"),
+        },
+    }
+}
+
+async fn serve_http<S>(
+    io: S,
+    app: Router,
+    header_timeout: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(io), TowerToHyperService::new(app))
+        .with_upgrades();
+    let mut conn = std::pin::pin!(conn);
+    tokio::select! {
+        done = conn.as_mut() => {
+            if let Err(e) = done {
+                debug!("connection ended: {e}");
+            }
+        }
+        _ = async { shutdown.wait_for(|stop| *stop).await.map(|_| ()) } => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// A connection's socket with its `max_connections` permit.
+struct Counted<S> {
+    io: S,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
     }
 }
 
@@ -243,6 +448,10 @@ fn upgrade(
             ),
         );
     }
+    // A call holds one of `max_sessions` from its upgrade on, so a call that opened is never
+    // refused later: the platform retries a 503, but takes a call closed after it opened for
+    // a failed transcriber. Until its start frame it also holds one of `max_pending_starts`,
+    // so a flood of upgrades that never start is bounded in number as well as in time.
     let max = state.config.max_sessions;
     let admitted = state
         .active
@@ -257,8 +466,26 @@ fn upgrade(
         );
     };
     metrics::gauge!(m::SESSIONS_ACTIVE).set((previous + 1) as f64);
-    metrics::counter!(m::SESSIONS_TOTAL, "profile" => profile_name.clone()).increment(1);
-    let guard = ActiveGuard(state.clone());
+    let active = ActiveGuard(state.clone());
+    let max_pending = state.config.max_pending_starts;
+    let reserved = state
+        .pending
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max_pending).then_some(n + 1)
+        });
+    let Ok(previous) = reserved else {
+        return reject(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "pending-capacity",
+            format!("{max_pending} calls are already waiting to send their start frame\n"),
+        );
+    };
+    metrics::gauge!(m::SESSIONS_PENDING).set((previous + 1) as f64);
+    let admission = Admission {
+        active: Some(active),
+        pending: Some(PendingGuard(state.clone())),
+        profile_name: profile_name.clone(),
+    };
     let settings = SessionSettings {
         id: state.next_id.fetch_add(1, Ordering::Relaxed),
         profile_name,
@@ -272,12 +499,43 @@ fn upgrade(
     let backends = state.backends.clone();
     let shutdown = state.shutdown.clone();
     // Let oversized frames through to the session, which answers them with a clear error.
-    ws.max_message_size(state.config.max_frame_bytes * 4 + 1024)
+    // tungstenite zero-fills its whole read buffer (128 KiB by default) on the first read,
+    // so every call, started or not, held that much; larger frames still grow it.
+    ws.read_buffer_size(WS_READ_BUFFER)
+        .max_message_size(state.config.max_frame_bytes * 4 + 1024)
         .max_frame_size(state.config.max_frame_bytes * 4 + 1024)
         .on_upgrade(move |socket| async move {
-            session::run(socket, settings, backends, shutdown).await;
-            drop(guard);
+            session::run(socket, settings, backends, shutdown, Box::new(admission)).await;
         })
+}
+
+/// Counts a call waiting for its start frame; wakes shutdown when the last one goes.
+struct PendingGuard(Arc<AppState>);
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        let left = self.0.pending.fetch_sub(1, Ordering::AcqRel) - 1;
+        metrics::gauge!(m::SESSIONS_PENDING).set(left as f64);
+        if left == 0 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// An upgraded call's slots: at its start frame the pending one goes and the call keeps its
+/// `max_sessions` slot until it ends.
+struct Admission {
+    active: Option<ActiveGuard>,
+    pending: Option<PendingGuard>,
+    profile_name: String,
+}
+
+impl session::Admit for Admission {
+    fn admit(&mut self) -> Box<dyn Send> {
+        metrics::counter!(m::SESSIONS_TOTAL, "profile" => self.profile_name.clone()).increment(1);
+        self.pending = None;
+        Box::new(self.active.take())
+    }
 }
 
 async fn ready(State(state): State<Arc<AppState>>) -> Response {

@@ -47,6 +47,12 @@ pub struct SessionSettings {
     pub drain_timeout: Duration,
 }
 
+/// The start frame came: the call stops counting as waiting for one.
+pub trait Admit: Send {
+    /// The call's `max_sessions` slot, held until its closing frames are out.
+    fn admit(&mut self) -> Box<dyn Send>;
+}
+
 /// How a session ended.
 #[derive(Debug)]
 enum Outcome {
@@ -66,6 +72,7 @@ pub async fn run(
     settings: SessionSettings,
     backends: Arc<Registry>,
     shutdown: watch::Receiver<bool>,
+    mut admit: Box<dyn Admit>,
 ) {
     let span = info_span!(
         "session",
@@ -79,8 +86,10 @@ pub async fn run(
         let (out_tx, out_rx) = mpsc::unbounded_channel();
         let writer = tokio::spawn(write_loop(ws_tx, out_rx));
         let mut session = Session::new(settings, backends, out_tx);
-        let outcome = session.drive(&mut ws_rx, shutdown).await;
+        let outcome = session.drive(&mut ws_rx, shutdown, admit.as_mut()).await;
         session.close(outcome);
+        // The call keeps its slot until its closing frames are out.
+        let _slot = session.slot.take();
         drop(session);
         // Read on until the client answers the close (or leaves): closing the socket with
         // unread input makes the kernel reset the connection, and the reset can destroy the
@@ -139,6 +148,8 @@ struct Session {
     sample_rate: u32,
     /// Audio received but not yet counted in the whole-second metric, per channel.
     uncounted_samples: [u64; 2],
+    /// The `max_sessions` slot, from the start frame on.
+    slot: Option<Box<dyn Send>>,
 }
 
 impl Session {
@@ -170,6 +181,7 @@ impl Session {
             supervisors: Vec::new(),
             sample_rate: 0,
             uncounted_samples: [0; 2],
+            slot: None,
         }
     }
 
@@ -177,6 +189,7 @@ impl Session {
         &mut self,
         ws: &mut SplitStream<WebSocket>,
         mut shutdown: watch::Receiver<bool>,
+        admit: &mut dyn Admit,
     ) -> Outcome {
         let waited = tokio::select! {
             waited = timeout(self.settings.start_timeout, read_start(ws)) => waited,
@@ -193,6 +206,7 @@ impl Session {
                 ));
             }
         };
+        self.slot = Some(admit.admit());
         let span = tracing::Span::current();
         span.record("sample_rate", start.sample_rate);
         span.record("channels", start.channels);

@@ -199,7 +199,18 @@ async fn at_capacity_upgrades_get_503_with_retry_after() {
     let server = TestServer::start(config, backends::registry()).await;
     let url = server.ws_url(PATH);
 
-    let first = Call::open(&url, 16000, 2).await;
+    // A call takes its slot at the start frame: wait until the first one is answered.
+    let mut first = Call::open(&url, 16000, 2).await;
+    assert!(first.silence(2, 16000, 0.1).await);
+    assert!(
+        first
+            .wait_for(Duration::from_secs(30), |m| matches!(
+                m,
+                ServerMessage::TranscriberResponse { .. }
+            ))
+            .await,
+        "the first call is transcribed"
+    );
     match Call::connect(&url, &[]).await {
         Err(tungstenite::Error::Http(resp)) => {
             assert_eq!(resp.status(), 503);

@@ -69,6 +69,8 @@ pub fn moonshine_registry() -> Registry {
 
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// The certificate pair, when the config turns TLS on.
+    pub tls: Option<Arc<hark::tls::CertStore>>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<anyhow::Result<()>>,
 }
@@ -77,12 +79,14 @@ impl TestServer {
     pub async fn start(config: Config, registry: Registry) -> Self {
         let server = Server::bind(config, registry).await.expect("server binds");
         let addr = server.local_addr();
+        let tls = server.tls();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
             let _ = stopped.await;
         }));
         Self {
             addr,
+            tls,
             stop: Some(stop),
             task,
         }
@@ -209,14 +213,19 @@ impl Call {
             );
         }
         let (ws, _) = connect_async(req).await?;
+        Ok(Self::from_ws(ws))
+    }
+
+    /// A call over a websocket opened elsewhere (e.g. over TLS with a test CA).
+    pub fn from_ws(ws: Ws) -> Self {
         let (tx, rx) = ws.split();
         let (in_tx, in_rx) = mpsc::unbounded_channel();
         tokio::spawn(read_all(rx, in_tx));
-        Ok(Self {
+        Self {
             tx,
             rx: in_rx,
             got: Received::default(),
-        })
+        }
     }
 
     /// Opens the websocket and sends the start frame.
