@@ -250,7 +250,7 @@ impl Supervisor {
             self.start_from(self.position, "backend-error", Vec::new())?;
         }
         let lag = self.lag();
-        metrics::histogram!(m::RECOGNIZER_LAG, "channel" => self.spec.channel.as_str())
+        metrics::histogram!(m::RECOGNIZER_LAG, "backend" => self.backend().to_string(), "channel" => self.spec.channel.as_str())
             .record(lag.as_secs_f64());
         let allowance = self
             .attempt
