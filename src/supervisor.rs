@@ -147,6 +147,15 @@ impl Supervisor {
             done: false,
         };
         supervisor.start_from(0, "backend-start", Vec::new())?;
+        if supervisor.position > 0 {
+            // The first backend could not start: the channel fell back from the outset.
+            let (from, to) = (
+                supervisor.chain[0].name.to_string(),
+                supervisor.backend().to_string(),
+            );
+            metrics::counter!(m::FALLBACKS, "backend" => to.clone()).increment(1);
+            metrics::counter!(m::FAILOVERS, "from" => from, "to" => to).increment(1);
+        }
         Ok(supervisor)
     }
 
