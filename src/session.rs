@@ -404,8 +404,7 @@ impl Session {
             }
             Outcome::Failed { reason, message } => {
                 error!(reason, %message, "call failed");
-                metrics::counter!(m::SESSION_FAILURES, &self.labels("reason", *reason))
-                    .increment(1);
+                metrics::counter!(m::SESSION_FAILURES, &self.labels("reason", reason)).increment(1);
                 self.send(ServerMessage::pipeline_failed(message.clone()));
                 (CLOSE_INTERNAL, PIPELINE_FAILED.into())
             }
