@@ -1689,8 +1689,13 @@ fn main() {
             .map_or(String::new(), |v| format!(" (first: {v})"))
     );
     let _ = total_conns;
-    let lag = metrics.quantiles_text("hark_recognizer_lag_seconds{channel=\"customer\"}");
-    println!("| hark recognizer lag (customer), /metrics | {lag} |");
+    for b in ["dg", "aai"] {
+        let key = format!("hark_recognizer_lag_seconds{{backend=\"{b}\",channel=\"customer\"}}");
+        if metrics.histograms.contains_key(&key) {
+            let lag = metrics.quantiles_text(&key);
+            println!("| hark recognizer lag ({b}, customer), /metrics | {lag} |");
+        }
+    }
     let counters: Vec<String> = [
         "hark_session_failures_total",
         "hark_backend_reconnects_total",

@@ -22,6 +22,7 @@ pub const EVENT_TO_SOCKET: &str = "hark_event_to_socket_seconds";
 pub const TIME_TO_FINAL: &str = "hark_time_to_final_seconds";
 pub const DECODE_SECONDS: &str = "hark_decode_seconds";
 pub const DECODE_WAIT: &str = "hark_decode_wait_seconds";
+pub const DECODE_STARVED: &str = "hark_decode_starved_seconds";
 pub const BACKEND_CHANNELS: &str = "hark_backend_channels_total";
 pub const RECONNECTS: &str = "hark_backend_reconnects_total";
 pub const FAILOVERS: &str = "hark_backend_failovers_total";
@@ -30,6 +31,190 @@ pub const FAILOVER_GAP: &str = "hark_failover_gap_seconds";
 pub const DECODER_LOAD: &str = "hark_decoder_load";
 pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
 pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
+pub const READY: &str = "hark_ready";
+pub const BACKEND_READY: &str = "hark_backend_ready";
+pub const SESSIONS_MAX: &str = "hark_sessions_max";
+
+/// What a metric is, as Prometheus types it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+    Histogram,
+}
+
+/// Every metric hark exports: name, kind, labels and help. Alert rules and dashboards are
+/// checked against this list (tests/metrics.rs), so it is the one place names change.
+pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
+    (
+        SESSIONS_ACTIVE,
+        Kind::Gauge,
+        &["profile", "backend"],
+        "Calls being transcribed now, by profile and the profile's first backend.",
+    ),
+    (
+        SESSIONS_TOTAL,
+        Kind::Counter,
+        &["profile", "backend"],
+        "Calls accepted, by profile and the profile's first backend.",
+    ),
+    (
+        SESSIONS_PENDING,
+        Kind::Gauge,
+        &[],
+        "Upgraded calls waiting for their start frame (max_pending_starts).",
+    ),
+    (
+        REFUSED_CONNECTIONS,
+        Kind::Counter,
+        &[],
+        "TCP connections closed at accept because max_connections were open.",
+    ),
+    (
+        SESSIONS_MAX,
+        Kind::Gauge,
+        &[],
+        "Calls this instance accepts at once (max_sessions).",
+    ),
+    (
+        SESSION_FAILURES,
+        Kind::Counter,
+        &["profile", "backend", "reason"],
+        "Calls ended with pipeline-error-custom-transcriber-failed, by reason: backend-start (no backend of the chain started), backend-error (the last one failed), lag (it fell behind past max_lag).",
+    ),
+    (
+        CLIENT_ERRORS,
+        Kind::Counter,
+        &["profile", "backend", "code"],
+        "Calls closed for a client mistake, by the error code sent.",
+    ),
+    (
+        REJECTED_UPGRADES,
+        Kind::Counter,
+        &["reason"],
+        "Upgrade requests refused before the websocket opened, by reason (unauthorized, unknown-profile, bad-query, shutting-down, not-ready, capacity).",
+    ),
+    (
+        AUDIO_SECONDS,
+        Kind::Counter,
+        &["backend", "channel"],
+        "Seconds of audio received for transcribed channels, by the backend carrying the channel.",
+    ),
+    (
+        TRANSCRIPTS,
+        Kind::Counter,
+        &["backend", "type"],
+        "Transcripts sent, by backend and type (partial, final).",
+    ),
+    (
+        RECOGNIZER_LAG,
+        Kind::Histogram,
+        &["backend", "channel"],
+        "How far a channel's recognizer is behind real time, sampled every 250 ms.",
+    ),
+    (
+        FALLBACKS,
+        Kind::Counter,
+        &["backend"],
+        "Channels moved to a fallback backend, by the backend.",
+    ),
+    (
+        BACKEND_CHANNELS,
+        Kind::Counter,
+        &["backend"],
+        "Call channels a backend started recognising (a reconnect is not counted again).",
+    ),
+    (
+        RECONNECTS,
+        Kind::Counter,
+        &["backend"],
+        "In-call reconnects to the same backend after a dropped or failed connection.",
+    ),
+    (
+        FAILOVERS,
+        Kind::Counter,
+        &["from", "to"],
+        "Channels moved from one backend to the next, by both.",
+    ),
+    (
+        PROVIDER_ERRORS,
+        Kind::Counter,
+        &["backend", "code"],
+        "Errors from network recognizers, by backend and code (HTTP status, close code, error).",
+    ),
+    (
+        READY,
+        Kind::Gauge,
+        &[],
+        "1 while the default profile's backend is ready and the server is not shutting down, else 0 (/readyz also answers 503 at capacity; this does not); set at each scrape.",
+    ),
+    (
+        BACKEND_READY,
+        Kind::Gauge,
+        &["backend"],
+        "1 while a configured backend can take calls, else 0; set at each scrape.",
+    ),
+    (
+        DECODER_LOAD,
+        Kind::Gauge,
+        &[],
+        "Share of the embedded recognizer's decoder time that finals and speculative decodes took lately (1 = all); admission refuses calls that would take it over moonshine.max_load.",
+    ),
+    (
+        FAILOVER_GAP,
+        Kind::Histogram,
+        &["backend"],
+        "From the last transcript before a backend failed to the first one after it.",
+    ),
+    (
+        FRAME_TO_RECOGNIZER,
+        Kind::Histogram,
+        &[],
+        "From a frame's arrival on the socket to its samples being taken by the recognizer.",
+    ),
+    (
+        EVENT_TO_SOCKET,
+        Kind::Histogram,
+        &["backend"],
+        "From a recognizer reporting a transcript (a provider's message, for network backends) to its message being written to the socket, by backend.",
+    ),
+    (
+        TIME_TO_FINAL,
+        Kind::Histogram,
+        &["backend"],
+        "From the end of an utterance's voice to its final being reported, as the recognizer sees it (embedded recognizer).",
+    ),
+    (
+        DECODE_SECONDS,
+        Kind::Histogram,
+        &["kind"],
+        "Time the embedded recognizer spent per decode, by kind (final, speculative, partial).",
+    ),
+    (
+        DECODE_WAIT,
+        Kind::Histogram,
+        &["kind"],
+        "From a decode becoming wanted to it starting, by kind: queueing for the recognizer.",
+    ),
+    (
+        DECODE_STARVED,
+        Kind::Histogram,
+        &["kind"],
+        "Time a decoder thread was runnable but waiting for a CPU during one decode (run-queue wait from /proc/thread-self/schedstat; decoders run SCHED_IDLE, so other load on the box starves them). The _sum is the total.",
+    ),
+    (
+        TURN_SECONDS,
+        Kind::Histogram,
+        &[],
+        "Time the end-of-turn model spent per verdict on a customer's pause.",
+    ),
+    (
+        TURN_VERDICTS,
+        Kind::Counter,
+        &["verdict"],
+        "End-of-turn verdicts on customers' finals: complete, incomplete, or failed (the final went as the recognizer wrote it).",
+    ),
+];
 
 /// How often histogram samples are folded into buckets when nobody scrapes.
 const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
@@ -71,86 +256,67 @@ fn spawn_upkeep(handle: PrometheusHandle) {
 }
 
 fn describe() {
-    use metrics::{describe_counter, describe_gauge, describe_histogram};
-    describe_gauge!(SESSIONS_ACTIVE, "Calls being transcribed now.");
-    describe_counter!(SESSIONS_TOTAL, "Calls accepted, by profile.");
-    describe_gauge!(
-        SESSIONS_PENDING,
-        "Upgraded calls waiting for their start frame."
-    );
-    describe_counter!(
-        REFUSED_CONNECTIONS,
-        "TCP connections closed at accept because max_connections were open."
-    );
-    describe_counter!(
-        SESSION_FAILURES,
-        "Calls ended with pipeline-error-custom-transcriber-failed, by reason."
-    );
-    describe_counter!(CLIENT_ERRORS, "Calls closed for a client mistake, by code.");
-    describe_counter!(
-        REJECTED_UPGRADES,
-        "Upgrade requests refused before the websocket opened, by reason."
-    );
-    describe_counter!(AUDIO_SECONDS, "Seconds of audio received, by channel.");
-    describe_counter!(TRANSCRIPTS, "Transcripts sent, by type.");
-    describe_histogram!(
-        RECOGNIZER_LAG,
-        "How far a channel's recognizer is behind real time, sampled every 250 ms."
-    );
-    describe_counter!(
-        FALLBACKS,
-        "Channels moved to a fallback backend, by the backend."
-    );
-    describe_counter!(
-        BACKEND_CHANNELS,
-        "Call channels a backend started recognising (a reconnect is not counted again)."
-    );
-    describe_counter!(
-        RECONNECTS,
-        "In-call reconnects to the same backend after a dropped or failed connection."
-    );
-    describe_counter!(
-        FAILOVERS,
-        "Channels moved from one backend to the next, by both."
-    );
-    describe_counter!(
-        PROVIDER_ERRORS,
-        "Errors from network recognizers, by backend and code (HTTP status, close code, error)."
-    );
-    describe_gauge!(
-        DECODER_LOAD,
-        "Share of the embedded recognizer's decoder time that finals and speculative decodes took lately (1 = all); admission refuses calls that would take it over moonshine.max_load."
-    );
-    describe_histogram!(
-        FAILOVER_GAP,
-        "From the last transcript before a backend failed to the first one after it."
-    );
-    describe_histogram!(
-        FRAME_TO_RECOGNIZER,
-        "From a frame's arrival on the socket to its samples being taken by the recognizer."
-    );
-    describe_histogram!(
-        EVENT_TO_SOCKET,
-        "From a recognizer reporting a transcript (a provider's message, for network backends) to its message being written to the socket, by backend."
-    );
-    describe_histogram!(
-        TIME_TO_FINAL,
-        "From the end of an utterance's voice to its final being reported, as the recognizer sees it."
-    );
-    describe_histogram!(
-        DECODE_SECONDS,
-        "Time the embedded recognizer spent per decode, by kind (final, speculative, partial)."
-    );
-    describe_histogram!(
-        TURN_SECONDS,
-        "Time the end-of-turn model spent per verdict on a customer's pause."
-    );
-    describe_counter!(
-        TURN_VERDICTS,
-        "End-of-turn verdicts on customers' finals: complete, incomplete, or failed (the final went as the recognizer wrote it)."
-    );
-    describe_histogram!(
-        DECODE_WAIT,
-        "From a decode becoming wanted to it starting, by kind: queueing for the recognizer."
-    );
+    for &(name, kind, _, help) in ALL {
+        match kind {
+            Kind::Counter => metrics::describe_counter!(name, help),
+            Kind::Gauge => metrics::describe_gauge!(name, help),
+            Kind::Histogram => metrics::describe_histogram!(name, help),
+        }
+    }
+}
+
+/// This thread's time runnable but waiting for a CPU since it started (Linux
+/// schedstat); `None` where the file is missing or unreadable, so callers just skip it.
+pub fn thread_run_queue_wait() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    parse_schedstat_wait(&text)
+}
+
+/// The second field of a schedstat line: run-queue wait in nanoseconds.
+fn parse_schedstat_wait(text: &str) -> Option<Duration> {
+    let ns = text.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedstat_wait_is_the_second_field() {
+        assert_eq!(
+            parse_schedstat_wait("1234 5678 9\n"),
+            Some(Duration::from_nanos(5678))
+        );
+        assert_eq!(parse_schedstat_wait("1234"), None);
+        assert_eq!(parse_schedstat_wait("1234 x 9"), None);
+        assert_eq!(parse_schedstat_wait(""), None);
+    }
+
+    #[test]
+    fn run_queue_wait_reads_where_the_kernel_has_schedstats() {
+        // Kernels without schedstats have no file; the metric is then just absent.
+        if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            let before = thread_run_queue_wait().expect("this kernel's schedstat parses");
+            std::thread::yield_now();
+            let after = thread_run_queue_wait().expect("this kernel's schedstat parses");
+            assert!(after >= before, "{before:?} then {after:?}");
+        }
+    }
+
+    #[test]
+    fn every_metric_is_named_once_in_prometheus_style() {
+        let mut names: Vec<&str> = ALL.iter().map(|m| m.0).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len(), "a metric listed twice");
+        for &(name, kind, _, _) in ALL {
+            assert!(name.starts_with("hark_"), "{name}");
+            assert_eq!(
+                name.ends_with("_total"),
+                kind == Kind::Counter,
+                "{name}: counters, and only counters, end in _total"
+            );
+        }
+    }
 }

@@ -52,13 +52,14 @@ struct AppState {
     shutdown: watch::Receiver<bool>,
 }
 
-/// Counts a live session and wakes shutdown when the last one ends.
-struct ActiveGuard(Arc<AppState>);
+/// Counts a live session and wakes shutdown when the last one ends; the gauge is the
+/// session's labelled `hark_sessions_active`.
+struct ActiveGuard(Arc<AppState>, metrics::Gauge);
 
 impl Drop for ActiveGuard {
     fn drop(&mut self) {
         let left = self.0.active.fetch_sub(1, Ordering::AcqRel) - 1;
-        metrics::gauge!(m::SESSIONS_ACTIVE).set(left as f64);
+        self.1.decrement(1.0);
         if left == 0 {
             self.0.idle.notify_waiters();
         }
@@ -437,7 +438,7 @@ fn upgrade(
     if !state
         .backends
         .get(&profile.backend)
-        .is_none_or(|b| b.has_headroom(profile.channels.len()))
+        .is_none_or(|b| b.reserve(profile.channels.len()))
     {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -458,15 +459,22 @@ fn upgrade(
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             (n < max).then_some(n + 1)
         });
-    let Ok(previous) = admitted else {
+    let Ok(_) = admitted else {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
             "capacity",
             format!("server at capacity ({max} calls)\n"),
         );
     };
-    metrics::gauge!(m::SESSIONS_ACTIVE).set((previous + 1) as f64);
-    let active = ActiveGuard(state.clone());
+    // Labelled by the profile's first backend: both come from the config, so the series
+    // stay few whatever URLs clients try.
+    let labels = [
+        ("profile", profile_name.clone()),
+        ("backend", profile.backend.clone()),
+    ];
+    let gauge = metrics::gauge!(m::SESSIONS_ACTIVE, &labels);
+    gauge.increment(1.0);
+    let active = ActiveGuard(state.clone(), gauge);
     let max_pending = state.config.max_pending_starts;
     let reserved = state
         .pending
@@ -484,7 +492,7 @@ fn upgrade(
     let admission = Admission {
         active: Some(active),
         pending: Some(PendingGuard(state.clone())),
-        profile_name: profile_name.clone(),
+        total: metrics::counter!(m::SESSIONS_TOTAL, &labels),
     };
     let settings = SessionSettings {
         id: state.next_id.fetch_add(1, Ordering::Relaxed),
@@ -527,12 +535,13 @@ impl Drop for PendingGuard {
 struct Admission {
     active: Option<ActiveGuard>,
     pending: Option<PendingGuard>,
-    profile_name: String,
+    /// Calls that started, by profile and backend.
+    total: metrics::Counter,
 }
 
 impl session::Admit for Admission {
     fn admit(&mut self) -> Box<dyn Send> {
-        metrics::counter!(m::SESSIONS_TOTAL, "profile" => self.profile_name.clone()).increment(1);
+        self.total.increment(1);
         self.pending = None;
         Box::new(self.active.take())
     }
@@ -569,6 +578,22 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn render_metrics(State(state): State<Arc<AppState>>) -> Response {
+    // States, not events: sampled at each scrape so an alert sees an instance that stays
+    // unready even if no probe asks. Capacity is left out: asking a backend for headroom
+    // books room for a call (see hark_sessions_active against hark_sessions_max instead).
+    let default_backend = state.config.profile(DEFAULT_PROFILE).map(|p| p.backend);
+    let mut ready = !*state.shutdown.borrow();
+    for name in state.backends.names() {
+        let up = state.backends.get(name).is_some_and(|b| b.is_ready());
+        metrics::gauge!(m::BACKEND_READY, "backend" => name.to_string())
+            .set(f64::from(u8::from(up)));
+        if default_backend.as_deref() == Some(name) {
+            ready &= up;
+        }
+    }
+    ready &= default_backend.is_some_and(|b| state.backends.get(&b).is_some());
+    metrics::gauge!(m::READY).set(f64::from(u8::from(ready)));
+    metrics::gauge!(m::SESSIONS_MAX).set(state.config.max_sessions as f64);
     state.metrics.run_upkeep();
     (
         [(

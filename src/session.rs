@@ -303,7 +303,7 @@ impl Session {
             *uncounted += samples.len() as u64;
             let rate = u64::from(self.sample_rate);
             if *uncounted >= rate {
-                metrics::counter!(m::AUDIO_SECONDS, "channel" => supervisor.channel().as_str())
+                metrics::counter!(m::AUDIO_SECONDS, "backend" => supervisor.backend().to_string(), "channel" => supervisor.channel().as_str())
                     .increment(*uncounted / rate);
                 *uncounted %= rate;
             }
@@ -339,7 +339,8 @@ impl Session {
         } else {
             (TranscriptType::Partial, "partial")
         };
-        metrics::counter!(m::TRANSCRIPTS, "type" => kind).increment(1);
+        metrics::counter!(m::TRANSCRIPTS, "backend" => t.backend.to_string(), "type" => kind)
+            .increment(1);
         debug!(channel = t.channel.as_str(), kind, transcription = %t.text, "transcript");
         let msg = ServerMessage::TranscriberResponse {
             transcription: t.text,
@@ -411,13 +412,13 @@ impl Session {
             }
             Outcome::ClientError(e) => {
                 warn!(code = e.code(), error = %e, "client error");
-                metrics::counter!(m::CLIENT_ERRORS, "code" => e.code()).increment(1);
+                metrics::counter!(m::CLIENT_ERRORS, &self.labels("code", e.code())).increment(1);
                 self.send(ServerMessage::client_error(e));
                 (e.close_code(), e.code().into())
             }
             Outcome::Failed { reason, message } => {
                 error!(reason, %message, "call failed");
-                metrics::counter!(m::SESSION_FAILURES, "reason" => *reason).increment(1);
+                metrics::counter!(m::SESSION_FAILURES, &self.labels("reason", reason)).increment(1);
                 self.send(ServerMessage::pipeline_failed(message.clone()));
                 (CLOSE_INTERNAL, PIPELINE_FAILED.into())
             }
@@ -428,13 +429,22 @@ impl Session {
                 reason: Utf8Bytes::from(reason),
             })));
         }
-        for (index, samples) in self.uncounted_samples.iter().enumerate() {
-            if let Some(channel) = Channel::from_index(index) {
-                let secs = (*samples as f64 / f64::from(self.sample_rate.max(1))).round();
-                metrics::counter!(m::AUDIO_SECONDS, "channel" => channel.as_str())
-                    .increment(secs as u64);
-            }
+        for supervisor in &self.supervisors {
+            let samples = self.uncounted_samples[supervisor.channel().index()];
+            let secs = (samples as f64 / f64::from(self.sample_rate.max(1))).round();
+            metrics::counter!(m::AUDIO_SECONDS, "backend" => supervisor.backend().to_string(), "channel" => supervisor.channel().as_str())
+                .increment(secs as u64);
         }
+    }
+
+    /// A call's outcome labels: its profile and the profile's first backend (both from the
+    /// config, so the series stay few), and what happened.
+    fn labels(&self, key: &'static str, value: &'static str) -> [(&'static str, String); 3] {
+        [
+            ("profile", self.settings.profile_name.clone()),
+            ("backend", self.settings.profile.backend.clone()),
+            (key, value.to_string()),
+        ]
     }
 }
 

@@ -147,6 +147,15 @@ impl Supervisor {
             done: false,
         };
         supervisor.start_from(0, "backend-start", Vec::new())?;
+        if supervisor.position > 0 {
+            // The first backend could not start: the channel fell back from the outset.
+            let (from, to) = (
+                supervisor.chain[0].name.to_string(),
+                supervisor.backend().to_string(),
+            );
+            metrics::counter!(m::FALLBACKS, "backend" => to.clone()).increment(1);
+            metrics::counter!(m::FAILOVERS, "from" => from, "to" => to).increment(1);
+        }
         Ok(supervisor)
     }
 
@@ -250,7 +259,7 @@ impl Supervisor {
             self.start_from(self.position, "backend-error", Vec::new())?;
         }
         let lag = self.lag();
-        metrics::histogram!(m::RECOGNIZER_LAG, "channel" => self.spec.channel.as_str())
+        metrics::histogram!(m::RECOGNIZER_LAG, "backend" => self.backend().to_string(), "channel" => self.spec.channel.as_str())
             .record(lag.as_secs_f64());
         let allowance = self
             .attempt

@@ -544,8 +544,14 @@ async fn failures_are_counted_in_metrics() {
     );
     let (status, text) = http_get(server.addr, "/metrics", &[]).await;
     assert_eq!(status, 200, "{text}");
-    for reason in ["backend-start", "backend-error", "lag"] {
-        let series = format!("hark_session_failures_total{{reason=\"{reason}\"}}");
+    for (profile, reason) in [
+        ("fail-start", "backend-start"),
+        ("fail-after", "backend-error"),
+        ("wedge", "lag"),
+    ] {
+        let series = format!(
+            "hark_session_failures_total{{profile=\"{profile}\",backend=\"{profile}\",reason=\"{reason}\"}}"
+        );
         let value =
             metric(&text, &series).unwrap_or_else(|| panic!("/metrics lacks {series}:\n{text}"));
         assert!(value >= 1.0, "{series} = {value}");

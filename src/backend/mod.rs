@@ -56,9 +56,16 @@ pub trait Backend: Send + Sync + 'static {
     /// Whether one more call of `channels` channels can be taken without putting the calls
     /// already here at risk. A backend whose capacity is this machine's CPU says no before
     /// its admitted calls would fall behind; the server then refuses the call (503) and
-    /// reports not ready, so the platform or the balancer sends it elsewhere.
+    /// reports not ready, so the platform or the balancer sends it elsewhere. Books
+    /// nothing: readiness probes ask it as often as they like.
     fn has_headroom(&self, _channels: usize) -> bool {
         true
+    }
+
+    /// `has_headroom` for a call being admitted now: on yes the room is booked for it until
+    /// its channels open, so a burst of upgrades cannot all pass on the same room.
+    fn reserve(&self, channels: usize) -> bool {
+        self.has_headroom(channels)
     }
 
     /// How many times in a row a call may start this backend again after a failure that

@@ -146,7 +146,13 @@ impl Backend for Moonshine {
     fn has_headroom(&self, channels: usize) -> bool {
         self.pool
             .get()
-            .is_some_and(|r| r.pool.has_headroom(channels, self.max_load))
+            .is_some_and(|r| r.pool.has_headroom(channels, self.max_load, false))
+    }
+
+    fn reserve(&self, channels: usize) -> bool {
+        self.pool
+            .get()
+            .is_some_and(|r| r.pool.has_headroom(channels, self.max_load, true))
     }
 
     fn start(

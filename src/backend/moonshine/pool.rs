@@ -151,7 +151,8 @@ impl Pool {
     /// towards a dense channel's share while there is little history, so a burst of calls
     /// arriving together is not all admitted on the strength of a load they have not yet
     /// brought.
-    pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
+    /// With `book`, room found is held for the new channels (`ADMITTED_LIFETIME` at most).
+    pub fn has_headroom(&self, channels: usize, limit: f64, book: bool) -> bool {
         /// One channel of continuous speech takes about this share of the decoders on
         /// 2 cores (16 dense calls fill them: BENCHMARKS.md, "overload").
         const PRIOR: f64 = 0.03;
@@ -180,7 +181,7 @@ impl Pool {
         let (load, gone) = self.update(0.0, 0.0);
         let per_channel = (load + PRIOR * K) / (weight + gone + K);
         let fits = per_channel * (live.len() + admitted.len() + channels) as f64 <= limit;
-        if fits {
+        if fits && book {
             admitted.extend(std::iter::repeat_n(Instant::now(), channels));
         }
         fits
@@ -376,13 +377,21 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
         metrics::histogram!(m::DECODE_WAIT, "kind" => want.kind.as_str())
             .record(started.saturating_duration_since(want.since).as_secs_f64());
         pool.set_busy(index, true);
+        let waited_before = m::thread_run_queue_wait();
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
             transcriber.transcribe_without_streaming(&audio, MODEL_RATE)
         }));
+        let waited_after = m::thread_run_queue_wait();
         pool.set_busy(index, false);
         let spent = started.elapsed();
         metrics::histogram!(m::DECODE_SECONDS, "kind" => want.kind.as_str())
             .record(spent.as_secs_f64());
+        // SCHED_IDLE decoders get only the CPU the rest of the box leaves: time spent
+        // runnable but not running is what other load took from this decode.
+        if let (Some(before), Some(after)) = (waited_before, waited_after) {
+            metrics::histogram!(m::DECODE_STARVED, "kind" => want.kind.as_str())
+                .record(after.saturating_sub(before).as_secs_f64());
+        }
         if matches!(want.kind, DecodeKind::Final | DecodeKind::Speculative) {
             // Context included: it is shed as the load grows, but until then it is work the
             // decoders really do, and admission must not count on time they do not have.
@@ -604,7 +613,8 @@ impl ChannelState {
             match emit {
                 Emit::Partial(text) => events.partial(&text),
                 Emit::Final(text, waited) => {
-                    metrics::histogram!(m::TIME_TO_FINAL).record(waited.as_secs_f64());
+                    metrics::histogram!(m::TIME_TO_FINAL, "backend" => crate::registry::MOONSHINE)
+                        .record(waited.as_secs_f64());
                     events.final_text(&text);
                 }
             }
