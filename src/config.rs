@@ -28,6 +28,22 @@ pub struct Config {
     pub start_timeout_ms: u64,
     /// Largest audio frame accepted, in bytes.
     pub max_frame_bytes: usize,
+    /// A started call with no frame at all (audio, ping, anything) for this long is ended.
+    /// The platform streams silence while a caller is muted, so 30 s without a frame is
+    /// a dead peer, not a quiet one.
+    pub idle_timeout_ms: u64,
+    /// Longest call, in seconds; the platform's own ceiling is 12 hours.
+    pub max_call_secs: u64,
+    /// Messages a second a call may send on average (token bucket rate). The platform sends
+    /// 50 (20 ms frames) or 100 (10 ms).
+    pub max_messages_per_sec: u32,
+    /// Messages a call may send at once above the rate: after a network stall TCP delivers
+    /// the frames held back in one bunch; 3000 covers a 30 s stall (the idle limit) at
+    /// 100 frames a second.
+    pub message_burst: u32,
+    /// What one call may hold in memory that grows with the client's behaviour: messages
+    /// queued for a client that does not read them, and the replay buffers.
+    pub max_call_memory_bytes: usize,
     /// Calls served at once; more are refused with 503 before the upgrade.
     pub max_sessions: usize,
     /// On SIGTERM, how long live calls may go on before they are closed.
@@ -48,6 +64,11 @@ impl Default for Config {
             max_lag_ms: 4_000,
             start_timeout_ms: 10_000,
             max_frame_bytes: 256 * 1024,
+            idle_timeout_ms: 30_000,
+            max_call_secs: 43_200,
+            max_messages_per_sec: 200,
+            message_burst: 3_000,
+            max_call_memory_bytes: 64 * 1024 * 1024,
             max_sessions: 64,
             drain_timeout_ms: 30_000,
             log_format: LogFormat::Text,
@@ -360,6 +381,21 @@ impl Config {
         if self.max_frame_bytes < 1024 {
             bail!("max_frame_bytes must be at least 1024");
         }
+        if self.idle_timeout_ms < 100 {
+            bail!(
+                "idle_timeout_ms must be at least 100 (got {})",
+                self.idle_timeout_ms
+            );
+        }
+        if self.max_call_secs == 0 {
+            bail!("max_call_secs must be at least 1");
+        }
+        if self.max_messages_per_sec == 0 || self.message_burst == 0 {
+            bail!("max_messages_per_sec and message_burst must be at least 1");
+        }
+        if self.max_call_memory_bytes < 64 * 1024 {
+            bail!("max_call_memory_bytes must be at least 65536");
+        }
         if !(0.05..=1.0).contains(&self.moonshine.max_load) {
             bail!(
                 "moonshine.max_load must be within 0.05–1.0 (got {})",
@@ -420,6 +456,28 @@ impl Config {
     pub fn drain_timeout(&self) -> Duration {
         Duration::from_millis(self.drain_timeout_ms)
     }
+
+    /// The per-call limits a session enforces.
+    pub fn call_limits(&self) -> CallLimits {
+        CallLimits {
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_call: Duration::from_secs(self.max_call_secs),
+            messages_per_sec: self.max_messages_per_sec,
+            message_burst: self.message_burst,
+            max_memory_bytes: self.max_call_memory_bytes,
+        }
+    }
+}
+
+/// Limits that end only the call that passes them (see the `Config` fields of the same
+/// meaning).
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    pub idle_timeout: Duration,
+    pub max_call: Duration,
+    pub messages_per_sec: u32,
+    pub message_burst: u32,
+    pub max_memory_bytes: usize,
 }
 
 #[cfg(test)]
