@@ -14,6 +14,7 @@ pub const TEXT: u8 = 0x1;
 pub const BINARY: u8 = 0x2;
 pub const CLOSE: u8 = 0x8;
 pub const PING: u8 = 0x9;
+pub const PONG: u8 = 0xa;
 
 const MASK: [u8; 4] = [0x37, 0xfa, 0x21, 0x3d];
 
@@ -74,7 +75,16 @@ impl RawWs {
 
     /// Connects and upgrades; the response's status line if it is not 101.
     pub async fn try_connect(addr: SocketAddr, path: &str) -> Result<Self, String> {
-        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        Self::upgrade(stream, addr, path).await
+    }
+
+    /// Upgrades an open connection (e.g. one with a small receive buffer).
+    pub async fn upgrade(
+        mut stream: TcpStream,
+        addr: SocketAddr,
+        path: &str,
+    ) -> Result<Self, String> {
         let request = format!(
             "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
@@ -153,6 +163,21 @@ impl RawWs {
         let payload = self.buf[head..head + len].to_vec();
         self.buf.drain(..head + len);
         Some((opcode, payload))
+    }
+
+    /// Reads (bounded) until a pong with `payload`; false if the server closed first.
+    pub async fn pong_within(&mut self, payload: &[u8], limit: Duration) -> bool {
+        let read = async {
+            while let Some((opcode, got)) = self.next_frame().await {
+                match opcode {
+                    PONG if got == payload => return true,
+                    CLOSE => return false,
+                    _ => {}
+                }
+            }
+            false
+        };
+        tokio::time::timeout(limit, read).await.unwrap_or(false)
     }
 
     /// Reads (bounded) until the server's close frame or the end of the connection.
