@@ -584,6 +584,24 @@ mod tests {
     }
 
     #[test]
+    fn call_limits_have_defaults_and_nonsense_is_named() {
+        let c: Config = toml::from_str("idle_timeout_ms = 5000").unwrap();
+        let limits = c.call_limits();
+        assert_eq!(limits.idle_timeout, Duration::from_secs(5));
+        assert_eq!(limits.max_call, Duration::from_secs(43_200));
+        for (text, culprit) in [
+            ("idle_timeout_ms = 10", "idle_timeout_ms"),
+            ("max_call_secs = 0", "max_call_secs"),
+            ("message_burst = 0", "message_burst"),
+            ("max_call_memory_bytes = 1000", "max_call_memory_bytes"),
+        ] {
+            let c: Config = toml::from_str(text).unwrap();
+            let err = c.validate(&["moonshine"]).unwrap_err().to_string();
+            assert!(err.contains(culprit), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn default_profile_always_exists() {
         let c = Config::default();
         assert_eq!(c.profile(DEFAULT_PROFILE).unwrap().backend, "moonshine");
