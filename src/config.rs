@@ -28,6 +28,22 @@ pub struct Config {
     pub start_timeout_ms: u64,
     /// Largest audio frame accepted, in bytes.
     pub max_frame_bytes: usize,
+    /// A started call with no frame at all (audio, ping, anything) for this long is ended.
+    /// The platform streams silence while a caller is muted, so 30 s without a frame is
+    /// a dead peer, not a quiet one.
+    pub idle_timeout_ms: u64,
+    /// Longest call, in seconds; the platform's own ceiling is 12 hours.
+    pub max_call_secs: u64,
+    /// Messages a second a call may send on average (token bucket rate). The platform sends
+    /// 50 (20 ms frames) or 100 (10 ms).
+    pub max_messages_per_sec: u32,
+    /// Messages a call may send at once above the rate: after a network stall TCP delivers
+    /// the frames held back in one bunch; 3000 covers a 30 s stall (the idle limit) at
+    /// 100 frames a second.
+    pub message_burst: u32,
+    /// What one call may hold in memory that grows with the client's behaviour: messages
+    /// queued for a client that does not read them, and the replay buffers.
+    pub max_call_memory_bytes: usize,
     /// Calls served at once; more are refused with 503 before the upgrade.
     pub max_sessions: usize,
     /// On SIGTERM, how long live calls may go on before they are closed.
@@ -59,6 +75,11 @@ impl Default for Config {
             max_lag_ms: 4_000,
             start_timeout_ms: 10_000,
             max_frame_bytes: 256 * 1024,
+            idle_timeout_ms: 30_000,
+            max_call_secs: 43_200,
+            max_messages_per_sec: 200,
+            message_burst: 3_000,
+            max_call_memory_bytes: 64 * 1024 * 1024,
             max_sessions: 64,
             drain_timeout_ms: 30_000,
             header_timeout_ms: 10_000,
@@ -440,6 +461,24 @@ impl Config {
                 self.max_frame_bytes
             ));
         }
+        if self.idle_timeout_ms < 100 {
+            out.push(format!(
+                "idle_timeout_ms must be at least 100 (got {})",
+                self.idle_timeout_ms
+            ));
+        }
+        if self.max_call_secs == 0 {
+            out.push("max_call_secs must be at least 1".into());
+        }
+        if self.max_messages_per_sec == 0 || self.message_burst == 0 {
+            out.push("max_messages_per_sec and message_burst must be at least 1".into());
+        }
+        if self.max_call_memory_bytes < 64 * 1024 {
+            out.push(format!(
+                "max_call_memory_bytes must be at least 65536 (got {})",
+                self.max_call_memory_bytes
+            ));
+        }
         if !(0.05..=1.0).contains(&self.moonshine.max_load) {
             out.push(format!(
                 "moonshine.max_load must be within 0.05–1.0 (got {})",
@@ -527,6 +566,28 @@ impl Config {
     pub fn drain_timeout(&self) -> Duration {
         Duration::from_millis(self.drain_timeout_ms)
     }
+
+    /// The per-call limits a session enforces.
+    pub fn call_limits(&self) -> CallLimits {
+        CallLimits {
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            max_call: Duration::from_secs(self.max_call_secs),
+            messages_per_sec: self.max_messages_per_sec,
+            message_burst: self.message_burst,
+            max_memory_bytes: self.max_call_memory_bytes,
+        }
+    }
+}
+
+/// Limits that end only the call that passes them (see the `Config` fields of the same
+/// meaning).
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    pub idle_timeout: Duration,
+    pub max_call: Duration,
+    pub messages_per_sec: u32,
+    pub message_burst: u32,
+    pub max_memory_bytes: usize,
 }
 
 /// An error listing all `problems`, if there are any.
@@ -729,6 +790,24 @@ mod tests {
         assert_eq!(back.listen, c.listen);
         assert_eq!(back.profiles.len(), c.profiles.len());
         assert_eq!(back.moonshine.endpoint_ms, c.moonshine.endpoint_ms);
+    }
+
+    #[test]
+    fn call_limits_have_defaults_and_nonsense_is_named() {
+        let c: Config = toml::from_str("idle_timeout_ms = 5000").unwrap();
+        let limits = c.call_limits();
+        assert_eq!(limits.idle_timeout, Duration::from_secs(5));
+        assert_eq!(limits.max_call, Duration::from_secs(43_200));
+        for (text, culprit) in [
+            ("idle_timeout_ms = 10", "idle_timeout_ms"),
+            ("max_call_secs = 0", "max_call_secs"),
+            ("message_burst = 0", "message_burst"),
+            ("max_call_memory_bytes = 1000", "max_call_memory_bytes"),
+        ] {
+            let c: Config = toml::from_str(text).unwrap();
+            let err = c.validate(&["moonshine"]).unwrap_err().to_string();
+            assert!(err.contains(culprit), "{text}: {err}");
+        }
     }
 
     #[test]

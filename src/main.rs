@@ -110,6 +110,21 @@ struct ServeArgs {
     /// On SIGTERM, how long live calls may continue [default: 30000].
     #[arg(long, env = "HARK_DRAIN_TIMEOUT_MS")]
     drain_timeout_ms: Option<u64>,
+    /// End a started call that sends no frame for this long [default: 30000].
+    #[arg(long, env = "HARK_IDLE_TIMEOUT_MS")]
+    idle_timeout_ms: Option<u64>,
+    /// End a call that lasts longer than this [default: 43200].
+    #[arg(long, env = "HARK_MAX_CALL_SECS")]
+    max_call_secs: Option<u64>,
+    /// Messages a second a call may send on average [default: 200].
+    #[arg(long, env = "HARK_MAX_MESSAGES_PER_SEC")]
+    max_messages_per_sec: Option<u32>,
+    /// Messages a call may send at once above that rate [default: 3000].
+    #[arg(long, env = "HARK_MESSAGE_BURST")]
+    message_burst: Option<u32>,
+    /// Memory one call may hold for a slow client and replays [default: 67108864].
+    #[arg(long, env = "HARK_MAX_CALL_MEMORY_BYTES")]
+    max_call_memory_bytes: Option<usize>,
     /// Require this x-vapi-secret on the upgrade request.
     #[arg(long, env = "HARK_SECRET", hide_env_values = true)]
     secret: Option<String>,
@@ -205,6 +220,21 @@ impl ServeArgs {
         }
         if let Some(v) = self.max_pending_starts {
             c.max_pending_starts = v;
+        }
+        if let Some(v) = self.idle_timeout_ms {
+            c.idle_timeout_ms = v;
+        }
+        if let Some(v) = self.max_call_secs {
+            c.max_call_secs = v;
+        }
+        if let Some(v) = self.max_messages_per_sec {
+            c.max_messages_per_sec = v;
+        }
+        if let Some(v) = self.message_burst {
+            c.message_burst = v;
+        }
+        if let Some(v) = self.max_call_memory_bytes {
+            c.max_call_memory_bytes = v;
         }
         if let Some(v) = &self.secret {
             c.auth.secret = Some(v.clone());

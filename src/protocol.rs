@@ -7,8 +7,14 @@ use serde::{Deserialize, Serialize};
 pub const PIPELINE_FAILED: &str = "pipeline-error-custom-transcriber-failed";
 pub const CLOSE_NORMAL: u16 = 1000;
 pub const CLOSE_GOING_AWAY: u16 = 1001;
+/// RFC 6455 section 7.4.1: the client broke the websocket framing rules.
+pub const CLOSE_PROTOCOL: u16 = 1002;
 pub const CLOSE_UNSUPPORTED: u16 = 1003;
+/// RFC 6455 section 7.4.1: a text message that is not UTF-8.
+pub const CLOSE_INVALID_DATA: u16 = 1007;
 pub const CLOSE_POLICY: u16 = 1008;
+/// RFC 6455 section 7.4.1: a message too big to process.
+pub const CLOSE_TOO_BIG: u16 = 1009;
 pub const CLOSE_INTERNAL: u16 = 1011;
 
 pub const MIN_SAMPLE_RATE: u32 = 8_000;
@@ -127,6 +133,18 @@ pub enum ClientError {
     UnsupportedSampleRate(u64),
     #[error("frame of {size} bytes exceeds the limit of {limit} bytes")]
     FrameTooLarge { size: usize, limit: usize },
+    #[error("text frame is not valid UTF-8")]
+    InvalidUtf8,
+    #[error("websocket protocol violation: {0}")]
+    ProtocolViolation(String),
+    #[error("no frame for {0} ms")]
+    IdleTimeout(u64),
+    #[error("call longer than the limit of {0} s")]
+    CallTooLong(u64),
+    #[error("more than {rate} messages a second (burst {burst})")]
+    RateLimited { rate: u32, burst: u32 },
+    #[error("call holds more than {0} bytes (the client is not reading its transcripts?)")]
+    MemoryLimit(usize),
 }
 
 impl ClientError {
@@ -141,6 +159,12 @@ impl ClientError {
             Self::UnsupportedChannels(_) => "unsupported-channels",
             Self::UnsupportedSampleRate(_) => "unsupported-sample-rate",
             Self::FrameTooLarge { .. } => "frame-too-large",
+            Self::InvalidUtf8 => "invalid-utf8",
+            Self::ProtocolViolation(_) => "protocol-violation",
+            Self::IdleTimeout(_) => "idle-timeout",
+            Self::CallTooLong(_) => "call-too-long",
+            Self::RateLimited { .. } => "rate-limited",
+            Self::MemoryLimit(_) => "memory-limit",
         }
     }
 
@@ -150,6 +174,9 @@ impl ClientError {
             | Self::UnsupportedContainer(_)
             | Self::UnsupportedChannels(_)
             | Self::UnsupportedSampleRate(_) => CLOSE_UNSUPPORTED,
+            Self::FrameTooLarge { .. } => CLOSE_TOO_BIG,
+            Self::InvalidUtf8 => CLOSE_INVALID_DATA,
+            Self::ProtocolViolation(_) => CLOSE_PROTOCOL,
             _ => CLOSE_POLICY,
         }
     }

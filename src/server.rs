@@ -502,6 +502,7 @@ fn upgrade(
         max_lag: state.config.max_lag(),
         start_timeout: state.config.start_timeout(),
         max_frame_bytes: state.config.max_frame_bytes,
+        limits: state.config.call_limits(),
         drain_timeout: state.config.drain_timeout(),
     };
     let backends = state.backends.clone();

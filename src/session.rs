@@ -7,6 +7,7 @@
 //! cannot stall reading either.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
@@ -18,7 +19,7 @@ use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use crate::audio::PcmDecoder;
 use crate::backend::{ChannelSpec, Event, Options, Registry};
-use crate::config::Profile;
+use crate::config::{CallLimits, Profile};
 use crate::metrics as m;
 use crate::protocol::{
     CLOSE_GOING_AWAY, CLOSE_INTERNAL, CLOSE_NORMAL, Channel, ClientError, PIPELINE_FAILED,
@@ -44,6 +45,7 @@ pub struct SessionSettings {
     pub max_lag: Duration,
     pub start_timeout: Duration,
     pub max_frame_bytes: usize,
+    pub limits: CallLimits,
     pub drain_timeout: Duration,
 }
 
@@ -84,8 +86,10 @@ pub async fn run(
     async move {
         let (ws_tx, mut ws_rx) = socket.split();
         let (out_tx, out_rx) = mpsc::unbounded_channel();
-        let writer = tokio::spawn(write_loop(ws_tx, out_rx));
-        let mut session = Session::new(settings, backends, out_tx);
+        let queue = Arc::new(WriteQueue::default());
+        let writer = tokio::spawn(write_loop(ws_tx, out_rx, queue.clone()));
+        let stop_writer = writer.abort_handle();
+        let mut session = Session::new(settings, backends, out_tx, queue);
         let outcome = session.drive(&mut ws_rx, shutdown, admit.as_mut()).await;
         session.close(outcome);
         // The call keeps its slot until its closing frames are out.
@@ -106,6 +110,8 @@ pub async fn run(
             .is_err()
         {
             warn!("client did not take the closing frames in time");
+            // Its queue may hold what the client never read: free it now.
+            stop_writer.abort();
         }
     }
     .instrument(span)
@@ -119,11 +125,36 @@ struct Outgoing {
     event: Option<(std::time::Instant, Arc<str>)>,
 }
 
+/// What the writer has yet to send, shared by the session (which counts it against the
+/// call's memory budget) and the writer.
+#[derive(Default)]
+struct WriteQueue {
+    bytes: AtomicUsize,
+    /// Set when the call ends over its memory budget: transcripts still queued are dropped
+    /// so the error and close frame go out next.
+    discard_transcripts: AtomicBool,
+}
+
+fn message_bytes(message: &Message) -> usize {
+    match message {
+        Message::Text(t) => t.len(),
+        Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b.len(),
+        Message::Close(_) => 0,
+    }
+}
+
 async fn write_loop(
     mut tx: SplitSink<WebSocket, Message>,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    queue: Arc<WriteQueue>,
 ) {
     while let Some(out) = rx.recv().await {
+        queue
+            .bytes
+            .fetch_sub(message_bytes(&out.message), Ordering::Relaxed);
+        if out.event.is_some() && queue.discard_transcripts.load(Ordering::Relaxed) {
+            continue;
+        }
         let closing = matches!(out.message, Message::Close(_));
         if tx.send(out.message).await.is_err() || closing {
             break;
@@ -141,6 +172,7 @@ struct Session {
     chain: Arc<[Link]>,
     options: Arc<Options>,
     out: mpsc::UnboundedSender<Outgoing>,
+    queue: Arc<WriteQueue>,
     events_tx: mpsc::UnboundedSender<Event>,
     events_rx: mpsc::UnboundedReceiver<Event>,
     /// One per transcribed channel; a channel the profile leaves out has none.
@@ -157,6 +189,7 @@ impl Session {
         settings: SessionSettings,
         backends: Arc<Registry>,
         out: mpsc::UnboundedSender<Outgoing>,
+        queue: Arc<WriteQueue>,
     ) -> Self {
         let chain: Arc<[Link]> = settings
             .profile
@@ -176,6 +209,7 @@ impl Session {
             chain,
             options,
             out,
+            queue,
             events_tx,
             events_rx,
             supervisors: Vec::new(),
@@ -191,8 +225,12 @@ impl Session {
         mut shutdown: watch::Receiver<bool>,
         admit: &mut dyn Admit,
     ) -> Outcome {
+        let limits = self.settings.limits;
+        let call_deadline = Instant::now() + limits.max_call;
+        let mut rate = RateLimit::new(limits.messages_per_sec, limits.message_burst);
+        let limit = self.settings.max_frame_bytes;
         let waited = tokio::select! {
-            waited = timeout(self.settings.start_timeout, read_start(ws)) => waited,
+            waited = timeout(self.settings.start_timeout, read_start(ws, &mut rate, limit)) => waited,
             // Nothing to drain before the call has started.
             _ = shutdown.changed() => return Outcome::Drained,
         };
@@ -240,6 +278,7 @@ impl Session {
         let mut watch = interval(WATCH_INTERVAL);
         watch.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut drain_deadline: Option<Instant> = None;
+        let mut last_frame = Instant::now();
         loop {
             let due = self
                 .supervisors
@@ -248,16 +287,35 @@ impl Session {
                 .min();
             tokio::select! {
                 msg = ws.next() => match msg {
+                    Some(Ok(_)) if !rate.take() => {
+                        return Outcome::ClientError(ClientError::RateLimited {
+                            rate: limits.messages_per_sec,
+                            burst: limits.message_burst,
+                        });
+                    }
                     Some(Ok(Message::Binary(bytes))) => {
+                        last_frame = Instant::now();
                         if let Err(outcome) = self.on_audio(&mut decoder, &bytes) {
                             return outcome;
                         }
                     }
-                    Some(Ok(Message::Text(_))) => debug!("ignoring text frame after start"),
-                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                    Some(Ok(Message::Text(_))) => {
+                        last_frame = Instant::now();
+                        debug!("ignoring text frame after start");
+                    }
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => last_frame = Instant::now(),
                     Some(Ok(Message::Close(_))) | None => return Outcome::ClientClosed,
-                    Some(Err(e)) => return read_failure(&e, self.settings.max_frame_bytes),
+                    Some(Err(e)) => return read_failure(e, limit),
                 },
+                _ = sleep_until(last_frame + limits.idle_timeout) => {
+                    return Outcome::ClientError(ClientError::IdleTimeout(
+                        limits.idle_timeout.as_millis() as u64,
+                    ));
+                }
+                _ = sleep_until(call_deadline) => {
+                    self.flush().await;
+                    return Outcome::ClientError(ClientError::CallTooLong(limits.max_call.as_secs()));
+                }
                 Some(event) = self.events_rx.recv() => {
                     if let Err(outcome) = self.on_event(event) {
                         return outcome;
@@ -321,6 +379,7 @@ impl Session {
         };
         if let Some(transcript) = supervisor.on_event(event)? {
             self.send_transcript(transcript);
+            self.check_memory()?;
         }
         Ok(())
     }
@@ -329,6 +388,25 @@ impl Session {
         let now = std::time::Instant::now();
         for supervisor in &mut self.supervisors {
             supervisor.tick(now)?;
+        }
+        self.check_memory()
+    }
+
+    /// Ends the call when what it holds that can grow (replies its client has not taken,
+    /// replay buffers) passes its budget; rings and decoders are fixed at the start.
+    fn check_memory(&self) -> Result<(), Outcome> {
+        let budget = self.settings.limits.max_memory_bytes;
+        let held = self.queue.bytes.load(Ordering::Relaxed)
+            + self
+                .supervisors
+                .iter()
+                .map(Supervisor::held_bytes)
+                .sum::<usize>();
+        if held > budget {
+            self.queue
+                .discard_transcripts
+                .store(true, Ordering::Relaxed);
+            return Err(Outcome::ClientError(ClientError::MemoryLimit(budget)));
         }
         Ok(())
     }
@@ -347,8 +425,12 @@ impl Session {
             channel: t.channel,
             transcript_type,
         };
+        let message = Message::Text(Utf8Bytes::from(msg.to_json()));
+        self.queue
+            .bytes
+            .fetch_add(message_bytes(&message), Ordering::Relaxed);
         let _ = self.out.send(Outgoing {
-            message: Message::Text(Utf8Bytes::from(msg.to_json())),
+            message,
             event: Some((t.at, t.backend)),
         });
     }
@@ -358,6 +440,9 @@ impl Session {
     }
 
     fn queue(&self, message: Message) {
+        self.queue
+            .bytes
+            .fetch_add(message_bytes(&message), Ordering::Relaxed);
         let _ = self.out.send(Outgoing {
             message,
             event: None,
@@ -457,30 +542,92 @@ impl From<Exhausted> for Outcome {
     }
 }
 
-/// A frame far beyond the limit is refused by the websocket layer itself; answer it like
-/// any oversized frame. Other read errors mean the connection is gone.
-fn read_failure(e: &axum::Error, limit: usize) -> Outcome {
-    let text = e.to_string();
-    if text.contains("too long") {
-        let size = text
-            .split(|c: char| !c.is_ascii_digit())
-            .find(|s| !s.is_empty())
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        return Outcome::ClientError(ClientError::FrameTooLarge { size, limit });
+/// Average and burst message rate a call may send (a token bucket): one token per
+/// message, `burst` at most, refilled at `rate` a second.
+struct RateLimit {
+    tokens: f64,
+    rate: f64,
+    burst: f64,
+    at: Instant,
+}
+
+impl RateLimit {
+    fn new(rate: u32, burst: u32) -> Self {
+        Self {
+            tokens: f64::from(burst),
+            rate: f64::from(rate),
+            burst: f64::from(burst),
+            at: Instant::now(),
+        }
     }
-    debug!(error = %text, "websocket read failed");
-    Outcome::ClientClosed
+
+    /// Takes a token for one message; false when the bucket is empty.
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        let refill = now.saturating_duration_since(self.at).as_secs_f64() * self.rate;
+        self.at = now;
+        self.tokens = (self.tokens + refill).min(self.burst);
+        if self.tokens < 1.0 {
+            return false;
+        }
+        self.tokens -= 1.0;
+        true
+    }
+}
+
+/// What a failed read means, as RFC 6455 section 7.4.1 answers it: a message over the size
+/// limit (the websocket layer's hard cap) 1009, a text frame not UTF-8 1007, broken framing
+/// 1002. `None`: the connection itself is gone (dropped, reset, or cut mid-frame), and no
+/// answer can reach the client.
+fn classify(e: axum::Error, limit: usize) -> Option<ClientError> {
+    use tungstenite::error::{CapacityError, Error as WsError, ProtocolError};
+    let inner = e.into_inner();
+    let Some(e) = inner.downcast_ref::<WsError>() else {
+        debug!(error = %inner, "websocket read failed");
+        return None;
+    };
+    match e {
+        WsError::Capacity(CapacityError::MessageTooLong { size, .. }) => {
+            Some(ClientError::FrameTooLarge { size: *size, limit })
+        }
+        WsError::Utf8(_) => Some(ClientError::InvalidUtf8),
+        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+            debug!("client left mid-frame or without a close");
+            None
+        }
+        WsError::Protocol(p) => Some(ClientError::ProtocolViolation(p.to_string())),
+        WsError::Capacity(c) => Some(ClientError::ProtocolViolation(c.to_string())),
+        WsError::AttackAttempt => Some(ClientError::ProtocolViolation(e.to_string())),
+        other => {
+            debug!(error = %other, "websocket read failed");
+            None
+        }
+    }
+}
+
+fn read_failure(e: axum::Error, limit: usize) -> Outcome {
+    classify(e, limit).map_or(Outcome::ClientClosed, Outcome::ClientError)
 }
 
 /// Reads until the start frame. `None` if the client left first.
-async fn read_start(ws: &mut SplitStream<WebSocket>) -> Result<Option<Start>, ClientError> {
+async fn read_start(
+    ws: &mut SplitStream<WebSocket>,
+    rate: &mut RateLimit,
+    limit: usize,
+) -> Result<Option<Start>, ClientError> {
     while let Some(msg) = ws.next().await {
+        if msg.is_ok() && !rate.take() {
+            return Err(ClientError::RateLimited {
+                rate: rate.rate as u32,
+                burst: rate.burst as u32,
+            });
+        }
         match msg {
             Ok(Message::Text(text)) => return Start::parse(&text).map(Some),
             Ok(Message::Binary(_)) => return Err(ClientError::AudioBeforeStart),
             Ok(Message::Ping(_) | Message::Pong(_)) => {}
-            Ok(Message::Close(_)) | Err(_) => return Ok(None),
+            Ok(Message::Close(_)) => return Ok(None),
+            Err(e) => return classify(e, limit).map_or(Ok(None), Err),
         }
     }
     Ok(None)

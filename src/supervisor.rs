@@ -163,6 +163,13 @@ impl Supervisor {
         self.spec.channel
     }
 
+    /// Bytes of audio held for a replay: what this channel holds that grows with the call.
+    pub fn held_bytes(&self) -> usize {
+        self.replay
+            .as_ref()
+            .map_or(0, |r| r.samples.capacity() * size_of::<i16>())
+    }
+
     /// The name of the backend in use.
     pub fn backend(&self) -> &str {
         &self.chain[self.position].name

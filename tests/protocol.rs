@@ -7,7 +7,9 @@ use std::time::Duration;
 use common::backends::{self, FNV_OFFSET, fnv1a};
 use common::{Call, TestServer, test_config};
 use hark::config::Profile;
-use hark::protocol::{CLOSE_POLICY, CLOSE_UNSUPPORTED, Channel, ServerMessage, TranscriptType};
+use hark::protocol::{
+    CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_UNSUPPORTED, Channel, ServerMessage, TranscriptType,
+};
 
 /// A server whose default profile records exactly what reaches the recognizer.
 async fn recorder_server() -> TestServer {
@@ -308,7 +310,7 @@ async fn bad_input_is_answered_and_closed_then_the_server_still_serves() {
             "frame one byte over the limit",
             vec![good_start(), Send::Binary(vec![0; 4096]), Send::Binary(vec![0; 4097])],
             "frame-too-large",
-            CLOSE_POLICY,
+            CLOSE_TOO_BIG,
         ),
         ("no start frame", vec![Send::Nothing], "start-timeout", CLOSE_POLICY),
     ];
@@ -449,7 +451,7 @@ async fn unknown_profile_is_404_before_the_upgrade() {
 }
 
 /// A frame beyond even the websocket layer's limit (`4 * max_frame_bytes + 1024`) is a read
-/// error, not the client leaving: it too gets `frame-too-large` and close 1008.
+/// error, not the client leaving: it too gets `frame-too-large` and close 1009.
 #[tokio::test]
 async fn a_frame_far_over_the_limit_is_answered_too() {
     let mut config = test_config();
@@ -470,7 +472,7 @@ async fn a_frame_far_over_the_limit_is_answered_too() {
             Send::Binary(vec![0; 4096 * 4 + 2048]),
         ],
         "frame-too-large",
-        CLOSE_POLICY,
+        CLOSE_TOO_BIG,
     )
     .await;
     server.shutdown().await.unwrap();

@@ -4,6 +4,7 @@
 
 pub mod backends;
 pub mod provider_mock;
+pub mod raw;
 pub mod words;
 
 use std::net::SocketAddr;
