@@ -825,6 +825,13 @@ mod tests {
         let err = c.validate(&backends).unwrap_err().to_string();
         assert!(err.contains("tls.cert and tls.key"), "{err}");
         c.tls.key = Some("key.pem".into());
+        let err = c.validate(&backends).unwrap_err().to_string();
+        assert!(err.contains("cert.pem is not a readable file"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        for (file, path) in [("cert.pem", &mut c.tls.cert), ("key.pem", &mut c.tls.key)] {
+            std::fs::write(dir.path().join(file), "PEM").unwrap();
+            *path = Some(dir.path().join(file));
+        }
         assert!(c.validate(&backends).is_ok());
         for bad in [
             |c: &mut Config| c.header_timeout_ms = 0,

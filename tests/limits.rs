@@ -57,10 +57,12 @@ fn assert_ended(got: &Received, code: &str) {
 async fn client_errors(server: &TestServer, code: &str) -> f64 {
     let (status, text) = http_get(server.addr, "/metrics", &[]).await;
     assert_eq!(status, 200, "{text}");
-    let series = format!("hark_client_errors_total{{code=\"{code}\"}}");
+    // Summed over the other labels (profile, backend).
+    let label = format!("code=\"{code}\"");
     text.lines()
-        .find_map(|l| l.strip_prefix(&series)?.trim().parse().ok())
-        .unwrap_or(0.0)
+        .filter(|l| l.starts_with("hark_client_errors_total{") && l.contains(&label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
