@@ -21,7 +21,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
@@ -43,21 +43,26 @@ struct AppState {
     config: Config,
     backends: Arc<Registry>,
     metrics: metrics_exporter_prometheus::PrometheusHandle,
-    /// Calls holding a slot, from their upgrade on (bounded by `max_sessions`).
+    /// Calls that sent their start frame (bounded by `max_sessions`).
     active: AtomicUsize,
     /// Upgraded calls still waiting for their start frame (bounded by `max_pending_starts`).
     pending: AtomicUsize,
+    idle: Notify,
     next_id: AtomicU64,
     shutdown: watch::Receiver<bool>,
 }
 
-/// Counts a live session; the gauge is the session's labelled `hark_sessions_active`.
+/// Counts a live session and wakes shutdown when the last one ends; the gauge is the
+/// session's labelled `hark_sessions_active`.
 struct ActiveGuard(Arc<AppState>, metrics::Gauge);
 
 impl Drop for ActiveGuard {
     fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::AcqRel);
+        let left = self.0.active.fetch_sub(1, Ordering::AcqRel) - 1;
         self.1.decrement(1.0);
+        if left == 0 {
+            self.0.idle.notify_waiters();
+        }
         crate::memory::call_ended();
     }
 }
@@ -92,6 +97,7 @@ impl Server {
             metrics: m::handle(),
             active: AtomicUsize::new(0),
             pending: AtomicUsize::new(0),
+            idle: Notify::new(),
             next_id: AtomicU64::new(1),
             shutdown,
         });
@@ -135,44 +141,9 @@ impl Server {
         let header_timeout = state.config.header_timeout();
         let mut connections = JoinSet::new();
         let mut signal = std::pin::pin!(signal);
-        // From the signal on, the listener stays up while live calls finish: probes still get
-        // their answer (`/healthz` 200, `/readyz` 503) and new calls a 503 with Retry-After,
-        // so load balancers take this instance out because its readiness turned false and
-        // Kubernetes does not kill it for a failing liveness probe in the middle of a drain.
-        let mut drain_until: Option<tokio::time::Instant> = None;
-        let mut recheck = tokio::time::interval(DRAIN_RECHECK);
         loop {
             tokio::select! {
-                _ = &mut signal, if drain_until.is_none() => {
-                    info!("shutdown requested: no new calls; draining live calls");
-                    let _ = self.shutdown_tx.send(true);
-                    if let Some(watcher) = &watcher {
-                        watcher.abort();
-                    }
-                    // Sessions close themselves at the drain deadline; allow for their
-                    // flush and close.
-                    drain_until = Some(
-                        tokio::time::Instant::now()
-                            + state.config.drain_timeout()
-                            + Duration::from_secs(10),
-                    );
-                }
-                _ = recheck.tick(), if drain_until.is_some() => {
-                    if state.active.load(Ordering::Acquire) == 0
-                        && state.pending.load(Ordering::Acquire) == 0
-                    {
-                        break;
-                    }
-                }
-                _ = tokio::time::sleep_until(drain_until.unwrap_or_else(tokio::time::Instant::now)),
-                    if drain_until.is_some() =>
-                {
-                    warn!(
-                        active = state.active.load(Ordering::Acquire),
-                        "calls still open after the drain timeout"
-                    );
-                    break;
-                }
+                _ = &mut signal => break,
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 accepted = self.listener.accept() => {
                     let tcp = match accepted {
@@ -200,7 +171,12 @@ impl Server {
                 }
             }
         }
+        info!("shutdown requested: no new calls; draining live calls");
         drop(self.listener);
+        let _ = self.shutdown_tx.send(true);
+        if let Some(watcher) = watcher {
+            watcher.abort();
+        }
         // HTTP connections finish the request under way; a slow one is cut at its timeout.
         let idle = async { while connections.join_next().await.is_some() {} };
         if tokio::time::timeout(header_timeout + Duration::from_secs(5), idle)
@@ -208,6 +184,26 @@ impl Server {
             .is_err()
         {
             connections.shutdown().await;
+        }
+        // Sessions close themselves at the drain deadline; allow for their flush and close.
+        let wait = state.config.drain_timeout() + Duration::from_secs(10);
+        let drained = tokio::time::timeout(wait, async {
+            loop {
+                let idle = state.idle.notified();
+                if state.active.load(Ordering::Acquire) == 0
+                    && state.pending.load(Ordering::Acquire) == 0
+                {
+                    break;
+                }
+                idle.await;
+            }
+        })
+        .await;
+        if drained.is_err() {
+            warn!(
+                active = state.active.load(Ordering::Acquire),
+                "calls still open after the drain timeout"
+            );
         }
         info!("hark stopped");
         Ok(())
@@ -282,12 +278,9 @@ async fn serve_http<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    // A connection opened while draining gets its one answer (a probe's, a 503), then closes.
-    let draining = *shutdown.borrow();
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout)
-        .keep_alive(!draining)
         .serve_connection(TokioIo::new(io), TowerToHyperService::new(app))
         .with_upgrades();
     let mut conn = std::pin::pin!(conn);
@@ -297,15 +290,12 @@ async fn serve_http<S>(
                 debug!("connection ended: {e}");
             }
         }
-        _ = async { shutdown.wait_for(|stop| *stop).await.map(|_| ()) }, if !draining => {
+        _ = async { shutdown.wait_for(|stop| *stop).await.map(|_| ()) } => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
         }
     }
 }
-
-/// While draining, how often the server looks whether the last call has gone.
-const DRAIN_RECHECK: Duration = Duration::from_millis(250);
 
 /// A connection's socket with its `max_connections` permit.
 struct Counted<S> {
@@ -528,13 +518,16 @@ fn upgrade(
         })
 }
 
-/// Counts a call waiting for its start frame.
+/// Counts a call waiting for its start frame; wakes shutdown when the last one goes.
 struct PendingGuard(Arc<AppState>);
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
         let left = self.0.pending.fetch_sub(1, Ordering::AcqRel) - 1;
         metrics::gauge!(m::SESSIONS_PENDING).set(left as f64);
+        if left == 0 {
+            self.0.idle.notify_waiters();
+        }
     }
 }
 
