@@ -28,9 +28,9 @@ pub struct Config {
     pub start_timeout_ms: u64,
     /// Largest audio frame accepted, in bytes.
     pub max_frame_bytes: usize,
-    /// A started call with no frame at all (audio, ping, anything) for this long is ended.
-    /// The platform streams silence while a caller is muted, so 30 s without a frame is
-    /// a dead peer, not a quiet one.
+    /// A started call with no frame at all (audio, ping, pong, anything) for this long is
+    /// ended. A call quiet for a third of it is pinged and a live websocket answers by
+    /// itself, so this finds peers that are gone, never a muted caller.
     pub idle_timeout_ms: u64,
     /// Longest call, in seconds; the platform's own ceiling is 12 hours.
     pub max_call_secs: u64,

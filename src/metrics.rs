@@ -92,7 +92,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         REJECTED_UPGRADES,
         Kind::Counter,
         &["reason"],
-        "Upgrade requests refused before the websocket opened, by reason (unauthorized, unknown-profile, bad-query, shutting-down, not-ready, capacity).",
+        "Upgrade requests refused before the websocket opened, by reason (unauthorized, unknown-profile, bad-query, shutting-down, not-ready, capacity, pending-capacity).",
     ),
     (
         AUDIO_SECONDS,

@@ -21,8 +21,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
+use tokio::time::MissedTickBehavior;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
@@ -43,26 +44,21 @@ struct AppState {
     config: Config,
     backends: Arc<Registry>,
     metrics: metrics_exporter_prometheus::PrometheusHandle,
-    /// Calls that sent their start frame (bounded by `max_sessions`).
+    /// Calls holding a slot, from their upgrade on (bounded by `max_sessions`).
     active: AtomicUsize,
     /// Upgraded calls still waiting for their start frame (bounded by `max_pending_starts`).
     pending: AtomicUsize,
-    idle: Notify,
     next_id: AtomicU64,
     shutdown: watch::Receiver<bool>,
 }
 
-/// Counts a live session and wakes shutdown when the last one ends; the gauge is the
-/// session's labelled `hark_sessions_active`.
+/// Counts a live session; the gauge is the session's labelled `hark_sessions_active`.
 struct ActiveGuard(Arc<AppState>, metrics::Gauge);
 
 impl Drop for ActiveGuard {
     fn drop(&mut self) {
-        let left = self.0.active.fetch_sub(1, Ordering::AcqRel) - 1;
+        self.0.active.fetch_sub(1, Ordering::AcqRel);
         self.1.decrement(1.0);
-        if left == 0 {
-            self.0.idle.notify_waiters();
-        }
         crate::memory::call_ended();
     }
 }
@@ -97,7 +93,6 @@ impl Server {
             metrics: m::handle(),
             active: AtomicUsize::new(0),
             pending: AtomicUsize::new(0),
-            idle: Notify::new(),
             next_id: AtomicU64::new(1),
             shutdown,
         });
@@ -141,9 +136,46 @@ impl Server {
         let header_timeout = state.config.header_timeout();
         let mut connections = JoinSet::new();
         let mut signal = std::pin::pin!(signal);
+        // From the signal on, the listener stays up while live calls finish: probes still get
+        // their answer (`/healthz` 200, `/readyz` 503) and new calls a 503 with Retry-After,
+        // so load balancers take this instance out because its readiness turned false and
+        // Kubernetes does not kill it for a failing liveness probe in the middle of a drain.
+        let mut drain_until: Option<tokio::time::Instant> = None;
+        // Made at the signal: an interval idle since start-up would fire once per missed tick.
+        let mut recheck: Option<tokio::time::Interval> = None;
         loop {
             tokio::select! {
-                _ = &mut signal => break,
+                _ = &mut signal, if drain_until.is_none() => {
+                    info!("shutdown requested: no new calls; draining live calls");
+                    let _ = self.shutdown_tx.send(true);
+                    if let Some(watcher) = &watcher {
+                        watcher.abort();
+                    }
+                    // Sessions close themselves at the drain deadline; allow for their
+                    // flush and close.
+                    drain_until = Some(
+                        tokio::time::Instant::now()
+                            + state.config.drain_timeout()
+                            + Duration::from_secs(10),
+                    );
+                    let mut every = tokio::time::interval(DRAIN_RECHECK);
+                    every.set_missed_tick_behavior(MissedTickBehavior::Delay);
+                    recheck = Some(every);
+                }
+                _ = async { recheck.as_mut()?.tick().await; Some(()) }, if recheck.is_some() => {
+                    if no_calls(&state) {
+                        break;
+                    }
+                }
+                _ = tokio::time::sleep_until(drain_until.unwrap_or_else(tokio::time::Instant::now)),
+                    if drain_until.is_some() =>
+                {
+                    warn!(
+                        active = state.active.load(Ordering::Acquire),
+                        "calls still open after the drain timeout"
+                    );
+                    break;
+                }
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 accepted = self.listener.accept() => {
                     let tcp = match accepted {
@@ -171,12 +203,7 @@ impl Server {
                 }
             }
         }
-        info!("shutdown requested: no new calls; draining live calls");
         drop(self.listener);
-        let _ = self.shutdown_tx.send(true);
-        if let Some(watcher) = watcher {
-            watcher.abort();
-        }
         // HTTP connections finish the request under way; a slow one is cut at its timeout.
         let idle = async { while connections.join_next().await.is_some() {} };
         if tokio::time::timeout(header_timeout + Duration::from_secs(5), idle)
@@ -185,25 +212,11 @@ impl Server {
         {
             connections.shutdown().await;
         }
-        // Sessions close themselves at the drain deadline; allow for their flush and close.
-        let wait = state.config.drain_timeout() + Duration::from_secs(10);
-        let drained = tokio::time::timeout(wait, async {
-            loop {
-                let idle = state.idle.notified();
-                if state.active.load(Ordering::Acquire) == 0
-                    && state.pending.load(Ordering::Acquire) == 0
-                {
-                    break;
-                }
-                idle.await;
+        // An upgrade answered as the loop ended has a call now: let it drain too.
+        if let Some(until) = drain_until {
+            while !no_calls(&state) && tokio::time::Instant::now() < until {
+                tokio::time::sleep(DRAIN_RECHECK).await;
             }
-        })
-        .await;
-        if drained.is_err() {
-            warn!(
-                active = state.active.load(Ordering::Acquire),
-                "calls still open after the drain timeout"
-            );
         }
         info!("hark stopped");
         Ok(())
@@ -278,9 +291,12 @@ async fn serve_http<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    // A connection opened while draining gets its one answer (a probe's, a 503), then closes.
+    let draining = *shutdown.borrow();
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout)
+        .keep_alive(!draining)
         .serve_connection(TokioIo::new(io), TowerToHyperService::new(app))
         .with_upgrades();
     let mut conn = std::pin::pin!(conn);
@@ -290,12 +306,20 @@ async fn serve_http<S>(
                 debug!("connection ended: {e}");
             }
         }
-        _ = async { shutdown.wait_for(|stop| *stop).await.map(|_| ()) } => {
+        _ = async { shutdown.wait_for(|stop| *stop).await.map(|_| ()) }, if !draining => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
         }
     }
 }
+
+/// No call holds a slot, started or not.
+fn no_calls(state: &AppState) -> bool {
+    state.active.load(Ordering::Acquire) == 0 && state.pending.load(Ordering::Acquire) == 0
+}
+
+/// While draining, how often the server looks whether the last call has gone.
+const DRAIN_RECHECK: Duration = Duration::from_millis(250);
 
 /// A connection's socket with its `max_connections` permit.
 struct Counted<S> {
@@ -415,44 +439,12 @@ fn upgrade(
             return reject(StatusCode::BAD_REQUEST, "bad-query", format!("{e}\n"));
         }
     };
-    if *state.shutdown.borrow() {
-        return reject(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "shutting-down",
-            "server is shutting down\n".into(),
-        );
-    }
-    // Any backend of the chain will do: the supervisor starts the first one that is ready.
-    let ready = profile
-        .chain()
-        .any(|name| state.backends.get(name).is_some_and(|b| b.is_ready()));
-    if !ready {
-        return reject(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not-ready",
-            format!("backend {:?} is not ready yet\n", profile.backend),
-        );
-    }
-    // The first backend of the chain carries the call; one that runs on this machine's
-    // CPU refuses it here rather than let the calls it has fall behind.
-    if !state
-        .backends
-        .get(&profile.backend)
-        .is_none_or(|b| b.reserve(profile.channels.len()))
-    {
-        return reject(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "capacity",
-            format!(
-                "backend {:?} has no headroom for another call\n",
-                profile.backend
-            ),
-        );
-    }
     // A call holds one of `max_sessions` from its upgrade on, so a call that opened is never
     // refused later: the platform retries a 503, but takes a call closed after it opened for
     // a failed transcriber. Until its start frame it also holds one of `max_pending_starts`,
-    // so a flood of upgrades that never start is bounded in number as well as in time.
+    // so a flood of upgrades that never start is bounded in number as well as in time. Both
+    // are taken before anything else is checked: a drain that sees no call held has none
+    // coming, and a refusal below gives them back as the guards drop.
     let max = state.config.max_sessions;
     let admitted = state
         .active
@@ -481,17 +473,54 @@ fn upgrade(
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             (n < max_pending).then_some(n + 1)
         });
-    let Ok(previous) = reserved else {
+    let Ok(_) = reserved else {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
             "pending-capacity",
             format!("{max_pending} calls are already waiting to send their start frame\n"),
         );
     };
-    metrics::gauge!(m::SESSIONS_PENDING).set((previous + 1) as f64);
+    metrics::gauge!(m::SESSIONS_PENDING).increment(1.0);
+    let pending = PendingGuard(state.clone());
+    if *state.shutdown.borrow() {
+        return reject(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting-down",
+            "server is shutting down\n".into(),
+        );
+    }
+    // Any backend of the chain will do: the supervisor starts the first one that is ready.
+    let ready = profile
+        .chain()
+        .any(|name| state.backends.get(name).is_some_and(|b| b.is_ready()));
+    if !ready {
+        return reject(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not-ready",
+            format!("backend {:?} is not ready yet\n", profile.backend),
+        );
+    }
+    // The first backend of the chain carries the call; one that runs on this machine's
+    // CPU refuses it here rather than let the calls it has fall behind. Asked last, since a
+    // yes books room for the call. A first backend still loading leaves the call to the
+    // chain's next.
+    if !state
+        .backends
+        .get(&profile.backend)
+        .is_none_or(|b| !b.is_ready() || b.reserve(profile.channels.len()))
+    {
+        return reject(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "capacity",
+            format!(
+                "backend {:?} has no headroom for another call\n",
+                profile.backend
+            ),
+        );
+    }
     let admission = Admission {
         active: Some(active),
-        pending: Some(PendingGuard(state.clone())),
+        pending: Some(pending),
         total: metrics::counter!(m::SESSIONS_TOTAL, &labels),
     };
     let settings = SessionSettings {
@@ -518,16 +547,13 @@ fn upgrade(
         })
 }
 
-/// Counts a call waiting for its start frame; wakes shutdown when the last one goes.
+/// Counts a call waiting for its start frame.
 struct PendingGuard(Arc<AppState>);
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
-        let left = self.0.pending.fetch_sub(1, Ordering::AcqRel) - 1;
-        metrics::gauge!(m::SESSIONS_PENDING).set(left as f64);
-        if left == 0 {
-            self.0.idle.notify_waiters();
-        }
+        self.0.pending.fetch_sub(1, Ordering::AcqRel);
+        metrics::gauge!(m::SESSIONS_PENDING).decrement(1.0);
     }
 }
 

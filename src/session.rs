@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, watch};
@@ -226,14 +227,18 @@ impl Session {
         admit: &mut dyn Admit,
     ) -> Outcome {
         let limits = self.settings.limits;
-        let call_deadline = Instant::now() + limits.max_call;
+        // A deadline past the clock's range is no deadline.
+        let call_deadline = Instant::now().checked_add(limits.max_call);
         let mut rate = RateLimit::new(limits.messages_per_sec, limits.message_burst);
         let limit = self.settings.max_frame_bytes;
-        let waited = tokio::select! {
-            waited = timeout(self.settings.start_timeout, read_start(ws, &mut rate, limit)) => waited,
-            // Nothing to drain before the call has started.
-            _ = shutdown.changed() => return Outcome::Drained,
-        };
+        // A shutdown before the start frame does not end the call: it opened, so the
+        // platform counts on it; it drains like any other once started (the main loop sees
+        // the change).
+        let waited = timeout(
+            self.settings.start_timeout,
+            read_start(ws, &mut rate, limit),
+        )
+        .await;
         let start = match waited {
             Ok(Ok(Some(start))) => start,
             Ok(Ok(None)) => return Outcome::ClientClosed,
@@ -279,6 +284,14 @@ impl Session {
         watch.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut drain_deadline: Option<Instant> = None;
         let mut last_frame = Instant::now();
+        // A quiet client is asked for a sign of life before the idle limit: its websocket
+        // answers a ping by itself, so only a peer that is gone is idled out.
+        let ping_after = limits.idle_timeout / 3;
+        let mut pinged = false;
+        // A shutdown while the call waited for its start frame: it drains from now.
+        if *shutdown.borrow_and_update() {
+            drain_deadline = Some(Instant::now() + self.settings.drain_timeout);
+        }
         loop {
             let due = self
                 .supervisors
@@ -294,25 +307,31 @@ impl Session {
                         });
                     }
                     Some(Ok(Message::Binary(bytes))) => {
-                        last_frame = Instant::now();
+                        (last_frame, pinged) = (Instant::now(), false);
                         if let Err(outcome) = self.on_audio(&mut decoder, &bytes) {
                             return outcome;
                         }
                     }
                     Some(Ok(Message::Text(_))) => {
-                        last_frame = Instant::now();
+                        (last_frame, pinged) = (Instant::now(), false);
                         debug!("ignoring text frame after start");
                     }
-                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => last_frame = Instant::now(),
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {
+                        (last_frame, pinged) = (Instant::now(), false);
+                    }
                     Some(Ok(Message::Close(_))) | None => return Outcome::ClientClosed,
                     Some(Err(e)) => return read_failure(e, limit),
                 },
+                _ = sleep_until(last_frame + ping_after), if !pinged => {
+                    self.queue(Message::Ping(Bytes::from_static(b"hark")));
+                    pinged = true;
+                }
                 _ = sleep_until(last_frame + limits.idle_timeout) => {
                     return Outcome::ClientError(ClientError::IdleTimeout(
                         limits.idle_timeout.as_millis() as u64,
                     ));
                 }
-                _ = sleep_until(call_deadline) => {
+                _ = sleep_until(call_deadline.unwrap_or_else(Instant::now)), if call_deadline.is_some() => {
                     self.flush().await;
                     return Outcome::ClientError(ClientError::CallTooLong(limits.max_call.as_secs()));
                 }

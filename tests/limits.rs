@@ -71,10 +71,22 @@ async fn a_call_that_sends_nothing_is_ended_and_pings_keep_it_alive() {
     config.idle_timeout_ms = 1_000;
     let server = TestServer::start(config, backends::registry()).await;
 
+    // A peer that is gone: it sends nothing more and answers no ping.
     let silent = async {
+        let mut ws = RawWs::connect(server.addr, PATH).await;
+        ws.send(TEXT, common::start_frame(16000, 2).as_bytes())
+            .await;
+        ws.send(BINARY, &frame_20ms()).await;
+        ws.read_until_close(WAIT).await
+    };
+    // A client that only stops sending: its websocket answers the server's pings by
+    // itself, which keeps the call open (the platform is never asked for more than audio).
+    let quiet = async {
         let mut call = Call::open(&server.ws_url(PATH), 16000, 2).await;
         call.bytes(frame_20ms()).await;
-        call.finish(WAIT).await
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        call.bytes(frame_20ms()).await;
+        call.hang_up().await
     };
     // Pings alone, every 100 ms for 3 s (three idle limits), keep a call open: a ping
     // sent after them is still answered.
@@ -93,8 +105,12 @@ async fn a_call_that_sends_nothing_is_ended_and_pings_keep_it_alive() {
         );
         ws.read_until_close(WAIT).await
     };
-    let (silent, pinged, _) = tokio::join!(silent, pinging, normal_call(&server, 2.5));
-    assert_ended(&silent, "idle-timeout");
+    let (silent, quiet, pinged, _) =
+        tokio::join!(silent, quiet, pinging, normal_call(&server, 2.5));
+    assert_eq!(silent.close, Some((CLOSE_POLICY, "idle-timeout".into())));
+    assert_eq!(silent.error_code().as_deref(), Some("idle-timeout"));
+    assert!(quiet.error().is_none(), "{:?}", quiet.error());
+    assert!(quiet.close.is_none(), "{:?}", quiet.close);
     assert_eq!(pinged.close, Some((CLOSE_POLICY, "idle-timeout".into())));
     assert_eq!(pinged.error_code().as_deref(), Some("idle-timeout"));
     assert!(client_errors(&server, "idle-timeout").await >= 2.0);

@@ -5,8 +5,8 @@
 //! ready.
 //!
 //! nginx open source has no active health checks: it learns passively, from the draining
-//! instance's 503 or its refused connections (`proxy_next_upstream error timeout
-//! http_503`). In Kubernetes the readiness probe removes the pod from the endpoints instead.
+//! instance's 503 (`proxy_next_upstream error timeout http_503`). In Kubernetes the
+//! readiness probe removes the pod from the endpoints instead.
 //!
 //! Needs nginx (`apt-get install nginx-light`; .ci/run installs it).
 
@@ -148,7 +148,7 @@ http {{
             proxy_read_timeout 43200s;
             proxy_send_timeout 43200s;
             proxy_buffering off;
-            # A draining instance answers 503 or refuses: try the other one.
+            # A draining or full instance answers 503: try the other one.
             proxy_next_upstream error timeout http_503;
             proxy_next_upstream_tries 2;
         }}
@@ -344,7 +344,8 @@ async fn sigterm_drains_one_instance_while_nginx_sends_new_calls_to_the_other() 
     sleep(Duration::from_secs(3)).await;
     instances[victim].terminate();
 
-    // Its readiness turns: 503 while its listener is open, refused once it has closed.
+    // Its readiness turns false (503) while it drains; it is still alive (a liveness probe
+    // must not kill it mid-drain).
     let deadline = Instant::now() + Duration::from_secs(30);
     let readiness = loop {
         match get(addrs[victim], "/readyz").await {
@@ -355,8 +356,16 @@ async fn sigterm_drains_one_instance_while_nginx_sends_new_calls_to_the_other() 
             other => break other.map(|(s, _)| s),
         }
     };
-    eprintln!("draining instance's /readyz: {readiness:?} (None: connection refused)");
-    assert!(matches!(readiness, Some(503) | None), "{readiness:?}");
+    assert_eq!(
+        readiness,
+        Some(503),
+        "a draining instance answers not ready"
+    );
+    assert_eq!(
+        get(addrs[victim], "/healthz").await.map(|(s, _)| s),
+        Some(200),
+        "a draining instance is still alive"
+    );
 
     // New calls, while the victim still drains its call, all go to the other instance.
     let mut later_tasks = Vec::new();
