@@ -63,25 +63,9 @@ fn hash_of(ch: usize, count: usize) -> u64 {
     (0..count).fold(FNV_OFFSET, |h, n| fnv1a(h, sample(ch, n)))
 }
 
-/// Opens the websocket, retrying for a bounded time while the server refuses the upgrade
-/// (a slot of a just-closed call may be released a moment after the client saw the close).
-async fn connect_admitted(url: &str) -> Call {
-    let deadline = Instant::now() + PROMPT;
-    loop {
-        match Call::connect(url, &[]).await {
-            Ok(call) => return call,
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("{url}: call not admitted within {PROMPT:?}: {e}"),
-        }
-    }
-}
-
 /// Opens a call and sends the start frame (16 kHz stereo).
 async fn open(url: &str) -> Call {
-    let mut call = connect_admitted(url).await;
+    let mut call = common::connect_admitted(url, PROMPT).await;
     call.text(&start_frame(RATE, 2)).await;
     call
 }
@@ -202,7 +186,7 @@ const SLOW: Case = Case {
 /// failed as the contract says. Returns what the client received.
 async fn failing_call(server: &TestServer, case: &Case) -> Received {
     let name = case.profile;
-    let mut call = connect_admitted(&url(server, name)).await;
+    let mut call = common::connect_admitted(&url(server, name), PROMPT).await;
     let opened = Instant::now();
     call.text(&start_frame(RATE, 2)).await;
     let limit = case.due + MAX_LAG + SLACK;

@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{Call, TestServer, backends, http_get, start_frame, test_config};
 use hark::config::Profile;
@@ -183,21 +183,6 @@ fn dashboard_exprs() -> Vec<String> {
     exprs
 }
 
-/// Retries while the server still counts the previous call (max_sessions is 1).
-async fn connect_admitted(url: &str) -> Call {
-    let deadline = Instant::now() + PROMPT;
-    loop {
-        match Call::connect(url, &[]).await {
-            Ok(call) => return call,
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("{url}: call not admitted within {PROMPT:?}: {e}"),
-        }
-    }
-}
-
 /// The HTTP status an upgrade is refused with.
 async fn refused(url: &str) -> u16 {
     match Call::connect(url, &[]).await {
@@ -245,7 +230,8 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
     let url = |profile: &str| server.ws_url(&format!("/api/custom-transcriber/{profile}"));
 
     // A served call; while it holds the only place, another is refused at capacity.
-    let mut call = connect_admitted(&server.ws_url("/api/custom-transcriber")).await;
+    let mut call =
+        common::connect_admitted(&server.ws_url("/api/custom-transcriber"), PROMPT).await;
     call.text(&start_frame(RATE, 2)).await;
     recorded_call(&mut call, 2.0).await;
     assert_eq!(refused(&url("flaky")).await, 503);
@@ -255,19 +241,20 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
     assert_eq!(refused(&url(PROBED)).await, 404);
 
     // The first backend fails after 0.5 s of audio; the fallback hears the call again.
-    let mut call = connect_admitted(&url("flaky")).await;
+    let mut call = common::connect_admitted(&url("flaky"), PROMPT).await;
     call.text(&start_frame(RATE, 2)).await;
     recorded_call(&mut call, 2.0).await;
     call.hang_up().await;
 
     // No backend of the chain starts.
-    let mut call = connect_admitted(&url("broken")).await;
+    let mut call = common::connect_admitted(&url("broken"), PROMPT).await;
     call.text(&start_frame(RATE, 2)).await;
     let got = call.finish(PROMPT).await;
     assert_eq!(got.error().map(|e| e.0).as_deref(), Some(PIPELINE_FAILED));
 
     // A start frame that is not JSON.
-    let mut call = connect_admitted(&server.ws_url("/api/custom-transcriber")).await;
+    let mut call =
+        common::connect_admitted(&server.ws_url("/api/custom-transcriber"), PROMPT).await;
     call.text("{not json").await;
     let got = call.finish(PROMPT).await;
     assert_eq!(

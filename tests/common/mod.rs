@@ -407,3 +407,18 @@ pub fn clips() -> Vec<Clip> {
 pub fn resample(samples: &[i16], from: u32, to: u32) -> Vec<i16> {
     resample_i16(samples, from, to).expect("resampler")
 }
+
+/// Opens the websocket, retrying for up to `limit` while the server refuses the upgrade (a
+/// just-closed call's slot may be released a moment after the client saw the close).
+pub async fn connect_admitted(url: &str, limit: Duration) -> Call {
+    let deadline = Instant::now() + limit;
+    loop {
+        match Call::connect(url, &[]).await {
+            Ok(call) => return call,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{url}: call not admitted within {limit:?}: {e}"),
+        }
+    }
+}
