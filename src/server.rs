@@ -446,18 +446,13 @@ fn upgrade(
     // are taken before anything else is checked: a drain that sees no call held has none
     // coming, and a refusal below gives them back as the guards drop.
     let max = state.config.max_sessions;
-    let admitted = state
-        .active
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < max).then_some(n + 1)
-        });
-    let Ok(_) = admitted else {
+    if !take_slot(&state.active, max) {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
             "capacity",
             format!("server at capacity ({max} calls)\n"),
         );
-    };
+    }
     // Labelled by the profile's first backend: both come from the config, so the series
     // stay few whatever URLs clients try.
     let labels = [
@@ -468,18 +463,13 @@ fn upgrade(
     gauge.increment(1.0);
     let active = ActiveGuard(state.clone(), gauge);
     let max_pending = state.config.max_pending_starts;
-    let reserved = state
-        .pending
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < max_pending).then_some(n + 1)
-        });
-    let Ok(_) = reserved else {
+    if !take_slot(&state.pending, max_pending) {
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
             "pending-capacity",
             format!("{max_pending} calls are already waiting to send their start frame\n"),
         );
-    };
+    }
     metrics::gauge!(m::SESSIONS_PENDING).increment(1.0);
     let pending = PendingGuard(state.clone());
     if *state.shutdown.borrow() {
@@ -545,6 +535,14 @@ fn upgrade(
         .on_upgrade(move |socket| async move {
             session::run(socket, settings, backends, shutdown, Box::new(admission)).await;
         })
+}
+
+/// Takes one of `max` slots counted by `held`; false when all are taken.
+fn take_slot(held: &AtomicUsize, max: usize) -> bool {
+    held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+        (n < max).then_some(n + 1)
+    })
+    .is_ok()
 }
 
 /// Counts a call waiting for its start frame.
