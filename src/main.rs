@@ -32,8 +32,10 @@ enum Command {
     CheckConfig(ServeArgs),
     /// Transcribe WAV files with the embedded recognizer and print the text.
     Transcribe(TranscribeArgs),
-    /// Benchmark a transcriber server the way the platform calls it.
-    Bench(hark::bench::BenchArgs),
+    /// Benchmark a transcriber server the way the platform calls it (runs `hark-bench`;
+    /// `hark bench --help` lists its options).
+    #[command(disable_help_flag = true)]
+    Bench(BenchForward),
     /// Print (or apply) the platform's transcriber config that points an assistant at hark.
     AssistantConfig(hark::assistant_config::Args),
     /// Fetch and verify everything the config needs into the cache dir, then exit (to bake
@@ -42,6 +44,13 @@ enum Command {
     /// GET a URL (default the local /healthz) and exit 0 on HTTP 200: a container
     /// HEALTHCHECK for images without curl.
     Healthcheck(HealthcheckArgs),
+}
+
+#[derive(Args)]
+struct BenchForward {
+    /// Passed to `hark-bench` as they are.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    args: Vec<std::ffi::OsString>,
 }
 
 #[derive(Args)]
@@ -353,9 +362,22 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
     })
 }
 
-fn run_bench(args: hark::bench::BenchArgs) -> anyhow::Result<()> {
-    init_logging(LogFormat::Text);
-    tokio::runtime::Runtime::new()?.block_on(hark::bench::run(args))
+/// `hark bench` is the `hark-bench` tool, a crate of its own so that the server carries none
+/// of its dependencies: found beside this binary (`cargo build --release` builds both), else
+/// on PATH, and run in this process's place.
+fn run_bench(args: BenchForward) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("hark-bench")))
+        .filter(|p| p.is_file());
+    let program = beside.unwrap_or_else(|| PathBuf::from("hark-bench"));
+    let err = std::process::Command::new(&program).args(&args.args).exec();
+    anyhow::bail!(
+        "cannot run {}: {err}. `hark bench` is the hark-bench tool: build it beside hark with \
+         `cargo build --release` (or `cargo install --path hark-bench`)",
+        program.display()
+    )
 }
 
 /// Unpacks (or finds complete) the engine and, when wanted, the turn model, then opens the

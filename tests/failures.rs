@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use common::backends::{self, FNV_OFFSET, fnv1a};
 use common::{Call, Received, TestServer, http_get, start_frame, test_config};
 use hark::config::Profile;
-use hark::protocol::{Channel, PIPELINE_FAILED, ServerMessage, TranscriptType};
+use hark::protocol::PIPELINE_FAILED;
+use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 
 const RATE: u32 = 16_000;
 /// 20 ms at 16 kHz.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{Call, TestServer, backends};
 use hark::config::Config;
-use hark::protocol::{ServerMessage, TranscriptType};
+use hark_bench::protocol::{ServerMessage, TranscriptType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -22,7 +22,9 @@ fn recorder_config() -> Config {
 
 /// A real call that has started and been answered once.
 async fn live_call(server: &TestServer) -> Call {
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), 16_000, 2).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), 16_000, 2)
+        .await
+        .expect("call opens");
     assert!(call.silence(2, 16_000, 0.2).await);
     assert!(
         call.wait_for(GENEROUS, |m| matches!(

@@ -12,7 +12,8 @@ use common::{Call, TestServer, http_get, test_config};
 use hark::audio::AudioSource;
 use hark::backend::{Backend, BackendError, ChannelSpec, EventSink, Registry};
 use hark::config::{Config, Profile};
-use hark::protocol::{CLOSE_GOING_AWAY, Channel, ServerMessage, TranscriptType};
+use hark::protocol::CLOSE_GOING_AWAY;
+use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 
@@ -200,7 +201,7 @@ async fn at_capacity_upgrades_get_503_with_retry_after() {
     let url = server.ws_url(PATH);
 
     // A call takes its slot at the start frame: wait until the first one is answered.
-    let mut first = Call::open(&url, 16000, 2).await;
+    let mut first = Call::open(&url, 16000, 2).await.expect("call opens");
     assert!(first.silence(2, 16000, 0.1).await);
     assert!(
         first
@@ -274,7 +275,7 @@ async fn shutdown_drains_live_calls_then_closes_them_going_away() {
     let mut server = TestServer::start(config, backends::registry()).await;
     let url = server.ws_url(PATH);
 
-    let mut call = Call::open(&url, 16000, 1).await;
+    let mut call = Call::open(&url, 16000, 1).await.expect("call opens");
     let mut sent: Vec<i16> = Vec::new();
     let final_for = |sent: &[i16]| {
         let want = format!("n={} h={:016x}", sent.len(), hash(sent));

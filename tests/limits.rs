@@ -12,7 +12,8 @@ use tokio::io::AsyncWriteExt;
 use common::raw::{BINARY, FIN, PING, RawWs, TEXT, frame};
 use common::{Call, Received, TestServer, backends, config_with_default_backend, http_get};
 use hark::config::Config;
-use hark::protocol::{CLOSE_POLICY, ServerMessage};
+use hark::protocol::CLOSE_POLICY;
+use hark_bench::protocol::ServerMessage;
 
 const PATH: &str = "/api/custom-transcriber";
 const WAIT: Duration = Duration::from_secs(30);
@@ -33,7 +34,9 @@ fn frame_20ms() -> Vec<u8> {
 /// A normal call beside the offending one: streams paced audio for `secs`, gets
 /// transcripts and hangs up without any error.
 async fn normal_call(server: &TestServer, secs: f64) -> Received {
-    let mut call = Call::open(&server.ws_url(PATH), 16000, 2).await;
+    let mut call = Call::open(&server.ws_url(PATH), 16000, 2)
+        .await
+        .expect("call opens");
     assert!(call.silence(2, 16000, secs).await, "normal call was cut");
     assert!(
         call.wait_for(WAIT, is_transcript).await,
@@ -82,7 +85,9 @@ async fn a_call_that_sends_nothing_is_ended_and_pings_keep_it_alive() {
     // A client that only stops sending: its websocket answers the server's pings by
     // itself, which keeps the call open (the platform is never asked for more than audio).
     let quiet = async {
-        let mut call = Call::open(&server.ws_url(PATH), 16000, 2).await;
+        let mut call = Call::open(&server.ws_url(PATH), 16000, 2)
+            .await
+            .expect("call opens");
         call.bytes(frame_20ms()).await;
         tokio::time::sleep(Duration::from_secs(3)).await;
         call.bytes(frame_20ms()).await;
@@ -122,7 +127,9 @@ async fn a_call_past_the_longest_duration_gets_its_finals_and_is_ended() {
     let mut config = config();
     config.max_call_secs = 1;
     let server = TestServer::start(config, backends::registry()).await;
-    let mut call = Call::open(&server.ws_url(PATH), 16000, 2).await;
+    let mut call = Call::open(&server.ws_url(PATH), 16000, 2)
+        .await
+        .expect("call opens");
     // Streams up to 20 s; the server ends it after 1.
     call.silence(2, 16000, 20.0).await;
     let got = call.finish(WAIT).await;
@@ -133,7 +140,9 @@ async fn a_call_past_the_longest_duration_gets_its_finals_and_is_ended() {
     );
     assert!(client_errors(&server, "call-too-long").await >= 1.0);
     // A new call is served as before (and ends by its own hang-up within the limit).
-    let mut call = Call::open(&server.ws_url(PATH), 16000, 2).await;
+    let mut call = Call::open(&server.ws_url(PATH), 16000, 2)
+        .await
+        .expect("call opens");
     call.bytes(frame_20ms()).await;
     assert!(call.wait_for(WAIT, is_transcript).await);
     assert!(call.hang_up().await.error().is_none());
@@ -157,7 +166,9 @@ async fn a_flood_of_messages_is_ended_and_a_bunch_after_a_stall_is_not() {
     // A call at the platform's pace (50 frames a second) that stalls for 1.6 s and then
     // delivers the 80 frames held back at once, as TCP does, and goes on.
     let stalled = async {
-        let mut call = Call::open(&server.ws_url(PATH), 16000, 2).await;
+        let mut call = Call::open(&server.ws_url(PATH), 16000, 2)
+            .await
+            .expect("call opens");
         assert!(call.silence(2, 16000, 1.0).await);
         tokio::time::sleep(Duration::from_millis(1600)).await;
         for _ in 0..80 {
@@ -234,7 +245,8 @@ async fn replay_held_past_the_memory_budget_ends_the_call() {
             48000,
             2,
         )
-        .await;
+        .await
+        .expect("call opens");
         // 48 kHz stereo: 192 kB of replay a second; the budget ends the call within 1 s.
         call.silence(2, 48000, 10.0).await;
         call.finish(WAIT).await
@@ -264,7 +276,9 @@ async fn a_client_gone_mid_frame_frees_its_slot_and_the_other_call_goes_on() {
     let mut config = config();
     config.max_sessions = 2;
     let server = TestServer::start(config, backends::registry()).await;
-    let mut steady = Call::open(&server.ws_url(PATH), 16000, 2).await;
+    let mut steady = Call::open(&server.ws_url(PATH), 16000, 2)
+        .await
+        .expect("call opens");
     steady.bytes(frame_20ms()).await;
     assert!(steady.wait_for(WAIT, is_transcript).await);
 

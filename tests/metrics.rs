@@ -14,7 +14,8 @@ use std::time::Duration;
 use common::{Call, TestServer, backends, http_get, start_frame, test_config};
 use hark::config::Profile;
 use hark::metrics::{ALL, Kind};
-use hark::protocol::{PIPELINE_FAILED, ServerMessage, TranscriptType};
+use hark::protocol::PIPELINE_FAILED;
+use hark_bench::protocol::{ServerMessage, TranscriptType};
 
 const RATE: u32 = 16_000;
 /// Generous: the machine is shared and noisy.

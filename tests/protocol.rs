@@ -7,9 +7,8 @@ use std::time::Duration;
 use common::backends::{self, FNV_OFFSET, fnv1a};
 use common::{Call, TestServer, test_config};
 use hark::config::Profile;
-use hark::protocol::{
-    CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_UNSUPPORTED, Channel, ServerMessage, TranscriptType,
-};
+use hark::protocol::{CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_UNSUPPORTED};
+use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 
 /// A server whose default profile records exactly what reaches the recognizer.
 async fn recorder_server() -> TestServer {
@@ -28,7 +27,9 @@ fn expect_final(count: usize, hash: u64) -> impl Fn(&ServerMessage) -> bool {
 #[tokio::test]
 async fn odd_length_frames_lose_and_misalign_nothing() {
     let server = recorder_server().await;
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), 16000, 2).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), 16000, 2)
+        .await
+        .expect("call opens");
     // 1000 stereo samples: left counts up, right counts down.
     let left: Vec<i16> = (0..1000).collect();
     let right: Vec<i16> = (0..1000).map(|i| -i - 1).collect();
@@ -105,7 +106,9 @@ fn signal(len: usize, seed: i32) -> Vec<i16> {
 #[tokio::test]
 async fn mono_call_feeds_the_customer_channel_only() {
     let server = recorder_server().await;
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), 16000, 1).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), 16000, 1)
+        .await
+        .expect("call opens");
     let samples = signal(3200, 1);
     let bytes = interleave(&[&samples]);
     // Odd-sized frames: in mono a sample is 2 bytes, so every other boundary splits one.
@@ -140,7 +143,9 @@ async fn mono_call_feeds_the_customer_channel_only() {
 async fn every_supported_sample_rate_is_taken_as_sent() {
     let server = recorder_server().await;
     for rate in [8000u32, 16000, 24000, 48000] {
-        let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), rate, 2).await;
+        let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), rate, 2)
+            .await
+            .expect("call opens");
         // Half a second per channel, sent as 20 ms frames.
         let n = rate as usize / 2;
         let left = signal(n, rate as i32);
@@ -319,7 +324,9 @@ async fn bad_input_is_answered_and_closed_then_the_server_still_serves() {
     }
 
     // The server is unharmed: a good call after all of that works.
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), 16000, 2).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber"), 16000, 2)
+        .await
+        .expect("call opens");
     let left = signal(1600, 3);
     let right = signal(1600, 4);
     // Exactly max_frame_bytes is still allowed.
@@ -444,7 +451,9 @@ async fn unknown_profile_is_404_before_the_upgrade() {
         Ok(_) => panic!("expected HTTP 404, the upgrade succeeded"),
     }
     // A profile that exists is served at its own path.
-    let call = Call::open(&server.ws_url("/api/custom-transcriber/default"), 16000, 2).await;
+    let call = Call::open(&server.ws_url("/api/custom-transcriber/default"), 16000, 2)
+        .await
+        .expect("call opens");
     let got = call.hang_up().await;
     assert!(got.error().is_none(), "{:?}", got.error());
     server.shutdown().await.unwrap();

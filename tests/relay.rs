@@ -11,7 +11,7 @@ use common::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provid
 use common::{Call, Received, TestServer, test_config, words};
 use hark::backend::{ApiKey, Registry};
 use hark::config::{BackendConfig, Config, Options, Profile};
-use hark::protocol::{Channel, ServerMessage, TranscriptType};
+use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 
 const KEY: &str = "test-key-7f3a";
 
@@ -69,14 +69,14 @@ async fn server(
 fn final_words(got: &Received, channel: Channel) -> Vec<String> {
     got.finals(channel.as_str())
         .iter()
-        .flat_map(|f| hark::wer::normalize(f))
+        .flat_map(|f| hark_bench::wer::normalize(f))
         .collect()
 }
 
 fn spoken(sentences: &[&str]) -> Vec<String> {
     sentences
         .iter()
-        .flat_map(|s| hark::wer::normalize(s))
+        .flat_map(|s| hark_bench::wer::normalize(s))
         .collect()
 }
 
@@ -94,7 +94,7 @@ fn script(sentences: &[&str], rate: u32, pause_ms: u32) -> Vec<i16> {
 fn is_final_with(channel: Channel, word: &'static str) -> impl Fn(&ServerMessage) -> bool {
     move |m| {
         matches!(m, ServerMessage::TranscriberResponse { transcription, channel: c, transcript_type: TranscriptType::Final }
-            if *c == channel && hark::wer::normalize(transcription).iter().any(|w| w == word))
+            if *c == channel && hark_bench::wer::normalize(transcription).iter().any(|w| w == word))
     }
 }
 
@@ -109,7 +109,7 @@ async fn play_call_waiting(
 ) -> Received {
     let a = script(customer, rate, 700);
     let b = script(assistant, rate, 700);
-    let mut call = Call::open(url, rate, 2).await;
+    let mut call = Call::open(url, rate, 2).await.expect("call opens");
     assert!(
         call.play(&[&a, &b], rate, 20, true).await,
         "server took the audio"
@@ -356,7 +356,7 @@ async fn faults_mid_call_reconnect_with_no_word_lost_or_doubled() {
             let m = mock(provider).await;
             let config = backend_config(&m, provider, "stall_timeout_ms = 1500");
             let server = server(&[("net", config)], &["net"], false, |p, _| {
-                p.channels = vec![Channel::Customer];
+                p.channels = vec![hark::protocol::Channel::Customer];
             })
             .await;
             // Only the customer channel is relayed, so the script applies to its connection.
@@ -397,7 +397,7 @@ async fn a_refused_reconnect_fails_over_to_the_embedded_recognizer_mid_call() {
     let dg = mock(Provider::Deepgram).await;
     let config = backend_config(&dg, Provider::Deepgram, "");
     let server = server(&[("dg", config)], &["dg", "moonshine"], true, |p, _| {
-        p.channels = vec![Channel::Customer];
+        p.channels = vec![hark::protocol::Channel::Customer];
     })
     .await;
     // Real speech: the mock hears no code words in it and answers nothing, the connection
@@ -406,13 +406,15 @@ async fn a_refused_reconnect_fails_over_to_the_embedded_recognizer_mid_call() {
     dg.script(vec![Fault::DropAfter(1.5), Fault::Refuse(401)]);
     let clip = common::clips().into_iter().next().expect("a dev clip");
     let samples = common::resample(&clip.samples, clip.rate, 16_000);
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1)
+        .await
+        .expect("call opens");
     assert!(call.play(&[&samples], 16_000, 20, true).await);
     call.silence(1, 16_000, 1.5).await;
     let got = call.hang_up().await;
     assert!(got.error().is_none(), "{:?}", got.error());
     let heard = got.finals("customer").join(" ");
-    let wer = hark::wer::wer([(clip.reference.as_str(), heard.as_str())]);
+    let wer = hark_bench::wer::wer([(clip.reference.as_str(), heard.as_str())]);
     assert!(
         wer < 0.35,
         "embedded fallback heard {heard:?} for {:?} (WER {wer:.2})",
@@ -436,7 +438,9 @@ async fn an_exhausted_chain_ends_the_call_with_the_pipeline_error_and_1011() {
         Fault::Refuse(401),
         Fault::Refuse(401),
     ]);
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1)
+        .await
+        .expect("call opens");
     let audio = script(&["hello alpha bravo charlie delta echo"], 16_000, 500);
     let started = Instant::now();
     call.play(&[&audio], 16_000, 20, true).await;
@@ -459,7 +463,7 @@ async fn profiles_choose_channels_and_the_url_overrides_options() {
     let dg = mock(Provider::Deepgram).await;
     let config = backend_config(&dg, Provider::Deepgram, "language = \"en\"");
     let server = server(&[("dg", config)], &["dg"], false, |p, _| {
-        p.channels = vec![Channel::Customer];
+        p.channels = vec![hark::protocol::Channel::Customer];
         p.options = Options {
             keyterms: Some(vec!["Acme".into()]),
             ..Options::default()
@@ -509,7 +513,7 @@ async fn a_refused_first_connection_fails_over_at_once_and_is_counted() {
         ("aai429", backend_config(&aai, Provider::AssemblyAi, "")),
     ];
     let server = server(&net, &["dg429", "aai429"], false, |p, _| {
-        p.channels = vec![Channel::Customer];
+        p.channels = vec![hark::protocol::Channel::Customer];
     })
     .await;
     // Over the account's concurrency: a 4xx at the handshake is not retried.
@@ -545,10 +549,12 @@ async fn keepalives_hold_the_stream_open_while_no_audio_flows() {
     dg.set_idle_timeout(Duration::from_millis(2500));
     let config = backend_config(&dg, Provider::Deepgram, "keepalive_ms = 800");
     let server = server(&[("dg", config)], &["dg"], false, |p, _| {
-        p.channels = vec![Channel::Customer];
+        p.channels = vec![hark::protocol::Channel::Customer];
     })
     .await;
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1)
+        .await
+        .expect("call opens");
     let first = script(&["hello alpha"], 16_000, 600);
     call.play(&[&first], 16_000, 20, true).await;
     // The platform sends nothing for longer than the provider's idle limit.
@@ -585,11 +591,13 @@ async fn on_shutdown_the_last_words_are_finalized_and_delivered_before_the_close
     let dg = mock(Provider::Deepgram).await;
     let config = backend_config(&dg, Provider::Deepgram, "");
     let mut server = server(&[("dg", config)], &["dg"], false, |p, config| {
-        p.channels = vec![Channel::Customer];
+        p.channels = vec![hark::protocol::Channel::Customer];
         config.drain_timeout_ms = 300;
     })
     .await;
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1)
+        .await
+        .expect("call opens");
     // The words end without the pause that would end the utterance: only Finalize brings
     // their final.
     let mut audio = words::silence(16_000, 200);
@@ -637,10 +645,12 @@ async fn wss_urls_go_through_tls() {
     ))
     .unwrap();
     let server = server(&[("tls", config)], &["tls"], false, |p, _| {
-        p.channels = vec![Channel::Customer];
+        p.channels = vec![hark::protocol::Channel::Customer];
     })
     .await;
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1).await;
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1)
+        .await
+        .expect("call opens");
     call.silence(1, 16_000, 0.5).await;
     let got = call.finish(Duration::from_secs(10)).await;
     let (_, message) = got.error().expect("the call fails: nothing can take it");
@@ -660,7 +670,7 @@ async fn a_replay_longer_than_max_lag_is_heard_again_not_failed() {
         let m = mock(provider).await;
         let config = backend_config(&m, provider, "");
         let server = server(&[("net", config)], &["net"], false, |p, _| {
-            p.channels = vec![Channel::Customer];
+            p.channels = vec![hark::protocol::Channel::Customer];
         })
         .await;
         m.script(vec![Fault::DropAfter(4.6)]);

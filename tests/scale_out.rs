@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{Call, Clip, Received, clips, resample};
-use hark::wer;
+use hark_bench::wer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, sleep, timeout};
@@ -226,7 +226,7 @@ async fn metric(addr: SocketAddr, name: &str) -> f64 {
 /// then silence, as the platform streams it, until the final of the clip's last words has
 /// come (or no final for 10 s, or `FINALS_WAIT` passed); then a hang-up.
 async fn call(url: String, clip: &Clip) -> Received {
-    let mut call = Call::open(&url, RATE, 2).await;
+    let mut call = Call::open(&url, RATE, 2).await.expect("call opens");
     let samples = resample(&clip.samples, clip.rate, RATE);
     let silence = vec![0i16; samples.len()];
     assert!(

@@ -14,8 +14,8 @@ mod common;
 use std::time::Instant;
 
 use common::{Call, Clip, Received, TestServer, clips, moonshine_registry, resample, test_config};
-use hark::protocol::ServerMessage;
-use hark::wer;
+use hark_bench::protocol::ServerMessage;
+use hark_bench::wer;
 
 const GAP_SECS: f64 = 1.2;
 const TAIL_SECS: f64 = 2.5;
@@ -28,7 +28,7 @@ struct Outcome {
 
 /// Plays every clip on the customer channel with pauses between, assistant silent.
 async fn play_call(url: String, rate: u32, clips: &[Clip]) -> Outcome {
-    let mut call = Call::open(&url, rate, 2).await;
+    let mut call = Call::open(&url, rate, 2).await.expect("call opens");
     let mut speech_ends = Vec::new();
     for clip in clips {
         let samples = resample(&clip.samples, clip.rate, rate);
@@ -59,7 +59,7 @@ fn report(rate: u32, clips: &[Clip], out: &Outcome) -> f64 {
         .got
         .messages
         .iter()
-        .filter(|(_, m)| matches!(m, ServerMessage::TranscriberResponse { transcript_type, .. } if *transcript_type == hark::protocol::TranscriptType::Final))
+        .filter(|(_, m)| matches!(m, ServerMessage::TranscriberResponse { transcript_type, .. } if *transcript_type == hark_bench::protocol::TranscriptType::Final))
         .map(|(t, _)| *t)
         .collect();
     let mut latencies: Vec<u128> = out
@@ -91,12 +91,12 @@ fn assert_shape(rate: u32, got: &Received) {
     let first_final = got
         .messages
         .iter()
-        .position(|(_, m)| matches!(m, ServerMessage::TranscriberResponse { transcript_type, .. } if *transcript_type == hark::protocol::TranscriptType::Final))
+        .position(|(_, m)| matches!(m, ServerMessage::TranscriberResponse { transcript_type, .. } if *transcript_type == hark_bench::protocol::TranscriptType::Final))
         .expect("finals arrived");
     let first_partial = got
         .messages
         .iter()
-        .position(|(_, m)| matches!(m, ServerMessage::TranscriberResponse { transcript_type, .. } if *transcript_type == hark::protocol::TranscriptType::Partial))
+        .position(|(_, m)| matches!(m, ServerMessage::TranscriberResponse { transcript_type, .. } if *transcript_type == hark_bench::protocol::TranscriptType::Partial))
         .expect("partials arrived");
     assert!(
         first_partial < first_final,
@@ -144,7 +144,7 @@ async fn wideband_and_mono_calls_are_recognised() {
         let url = url.clone();
         let samples = resample(&jfk.samples, jfk.rate, rate);
         async move {
-            let mut call = Call::open(&url, rate, channels).await;
+            let mut call = Call::open(&url, rate, channels).await.expect("call opens");
             let silence = vec![0i16; samples.len()];
             let planes: Vec<&[i16]> = if channels == 1 {
                 vec![&samples]

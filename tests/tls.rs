@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Call, TestServer, backends};
-use hark::protocol::{ServerMessage, TranscriptType};
+use hark_bench::protocol::{ServerMessage, TranscriptType};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, Issuer, KeyPair,
     SerialNumber,

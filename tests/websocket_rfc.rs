@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::raw::{BINARY, CONTINUATION, FIN, PING, RSV1, RawWs, TEXT, frame};
 use common::{Call, TestServer, backends, config_with_default_backend, start_frame};
-use hark::protocol::{CLOSE_INVALID_DATA, CLOSE_PROTOCOL, CLOSE_TOO_BIG, ServerMessage};
+use hark::protocol::{CLOSE_INVALID_DATA, CLOSE_PROTOCOL, CLOSE_TOO_BIG};
+use hark_bench::protocol::ServerMessage;
 
 const PATH: &str = "/api/custom-transcriber";
 const LIMIT: usize = 4096;
@@ -176,7 +177,9 @@ async fn broken_input_gets_the_rfc_close_code_and_the_server_carries_on() {
     }
 
     // A good call on the same server is served as ever.
-    let mut call = Call::open(&server.ws_url(PATH), 16000, 2).await;
+    let mut call = Call::open(&server.ws_url(PATH), 16000, 2)
+        .await
+        .expect("call opens");
     call.bytes(vec![0; 1280]).await;
     assert!(
         call.wait_for(Duration::from_secs(20), |m| matches!(

@@ -1,6 +1,6 @@
 //! Shared test harness: a real hark server on an ephemeral loopback port, a real websocket
 //! client that speaks the platform's protocol, the dev speech clips, and test-only backends.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub mod backends;
 pub mod provider_mock;
@@ -12,22 +12,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use futures_util::stream::{SplitSink, SplitStream};
-use futures_util::{SinkExt, StreamExt};
 use hark::backend::Registry;
 use hark::backend::moonshine::Moonshine;
-use hark::bench::conversation::{load_wav, resample_i16};
 use hark::config::Config;
-use hark::protocol::{ServerMessage, TranscriptType};
 use hark::server::Server;
+pub use hark_bench::client::{Call, Received, Ws};
+use hark_bench::conversation::load_wav;
+pub use hark_bench::protocol::start_frame;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
-
-pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// A config for tests: ephemeral port, everything else default.
 pub fn test_config() -> Config {
@@ -136,228 +130,6 @@ pub async fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) ->
     (status, text)
 }
 
-/// Start frame as the platform sends it.
-pub fn start_frame(sample_rate: u32, channels: usize) -> String {
-    format!(
-        r#"{{"type":"start","encoding":"linear16","container":"raw","sampleRate":{sample_rate},"channels":{channels}}}"#
-    )
-}
-
-/// Everything the server sent on one call.
-#[derive(Debug, Default, Clone)]
-pub struct Received {
-    /// Messages with the time they arrived.
-    pub messages: Vec<(Instant, ServerMessage)>,
-    /// Close code and reason, if the server closed.
-    pub close: Option<(u16, String)>,
-    pub closed_at: Option<Instant>,
-}
-
-impl Received {
-    pub fn transcripts(&self, channel: &str, kind: TranscriptType) -> Vec<String> {
-        self.messages
-            .iter()
-            .filter_map(|(_, m)| match m {
-                ServerMessage::TranscriberResponse {
-                    transcription,
-                    channel: c,
-                    transcript_type,
-                } if c.as_str() == channel && *transcript_type == kind => {
-                    Some(transcription.clone())
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
-    pub fn finals(&self, channel: &str) -> Vec<String> {
-        self.transcripts(channel, TranscriptType::Final)
-    }
-
-    pub fn partials(&self, channel: &str) -> Vec<String> {
-        self.transcripts(channel, TranscriptType::Partial)
-    }
-
-    /// The first error message, as (error code, message).
-    pub fn error(&self) -> Option<(String, String)> {
-        self.messages.iter().find_map(|(_, m)| match m {
-            ServerMessage::Error { error, message } => Some((error.clone(), message.clone())),
-            _ => None,
-        })
-    }
-}
-
-/// What the reader task saw, in order.
-enum Incoming {
-    Message(Instant, ServerMessage),
-    Closed(Option<(u16, String)>),
-}
-
-/// One call from the platform's side: writes audio while a task reads what comes back.
-pub struct Call {
-    tx: SplitSink<Ws, Message>,
-    rx: mpsc::UnboundedReceiver<Incoming>,
-    pub got: Received,
-}
-
-impl Call {
-    /// Opens the websocket (with extra headers) without sending anything.
-    pub async fn connect(
-        url: &str,
-        headers: &[(&str, &str)],
-    ) -> Result<Self, tokio_tungstenite::tungstenite::Error> {
-        let mut req = url.into_client_request()?;
-        for (k, v) in headers {
-            req.headers_mut().insert(
-                axum::http::HeaderName::from_bytes(k.as_bytes()).expect("header name"),
-                v.parse().expect("header value"),
-            );
-        }
-        let (ws, _) = connect_async(req).await?;
-        Ok(Self::from_ws(ws))
-    }
-
-    /// A call over a websocket opened elsewhere (e.g. over TLS with a test CA).
-    pub fn from_ws(ws: Ws) -> Self {
-        let (tx, rx) = ws.split();
-        let (in_tx, in_rx) = mpsc::unbounded_channel();
-        tokio::spawn(read_all(rx, in_tx));
-        Self {
-            tx,
-            rx: in_rx,
-            got: Received::default(),
-        }
-    }
-
-    /// Opens the websocket and sends the start frame.
-    pub async fn open(url: &str, sample_rate: u32, channels: usize) -> Self {
-        let mut call = Self::connect(url, &[]).await.expect("websocket opens");
-        call.text(&start_frame(sample_rate, channels)).await;
-        call
-    }
-
-    pub async fn text(&mut self, text: &str) {
-        let _ = self.tx.send(Message::text(text)).await;
-    }
-
-    pub async fn bytes(&mut self, bytes: Vec<u8>) {
-        let _ = self.tx.send(Message::binary(bytes)).await;
-    }
-
-    /// Streams per-channel samples as interleaved s16le frames of `frame_ms`, paced in
-    /// real time when `paced`. Returns false if the server stopped taking audio.
-    pub async fn play(&mut self, planes: &[&[i16]], rate: u32, frame_ms: u32, paced: bool) -> bool {
-        let per_frame = (rate * frame_ms / 1000) as usize;
-        let len = planes.iter().map(|p| p.len()).max().unwrap_or(0);
-        let started = tokio::time::Instant::now();
-        let mut sent = 0;
-        while sent < len {
-            let n = per_frame.min(len - sent);
-            let mut bytes = Vec::with_capacity(n * planes.len() * 2);
-            for i in sent..sent + n {
-                for p in planes {
-                    bytes.extend_from_slice(&p.get(i).copied().unwrap_or(0).to_le_bytes());
-                }
-            }
-            if self.tx.send(Message::binary(bytes)).await.is_err() {
-                return false;
-            }
-            sent += n;
-            if paced {
-                let due = started + Duration::from_secs_f64(sent as f64 / f64::from(rate));
-                tokio::time::sleep_until(due).await;
-            }
-        }
-        true
-    }
-
-    /// Streams silence on every channel, paced in real time.
-    pub async fn silence(&mut self, channels: usize, rate: u32, secs: f64) -> bool {
-        let zeros = vec![0i16; (f64::from(rate) * secs) as usize];
-        let planes: Vec<&[i16]> = (0..channels).map(|_| zeros.as_slice()).collect();
-        self.play(&planes, rate, 20, true).await
-    }
-
-    /// Takes in whatever the server sent so far, without waiting.
-    pub fn poll(&mut self) -> &Received {
-        while let Ok(item) = self.rx.try_recv() {
-            self.record(item);
-        }
-        &self.got
-    }
-
-    /// Waits (bounded) for a message matching `pred`; true if one came.
-    pub async fn wait_for(
-        &mut self,
-        limit: Duration,
-        pred: impl Fn(&ServerMessage) -> bool,
-    ) -> bool {
-        if self.poll().messages.iter().any(|(_, m)| pred(m)) {
-            return true;
-        }
-        let deadline = tokio::time::Instant::now() + limit;
-        while let Ok(Some(item)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
-            let hit = matches!(&item, Incoming::Message(_, m) if pred(m));
-            self.record(item);
-            if hit {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Closes from the client side, as the platform does at the end of a call.
-    pub async fn hang_up(mut self) -> Received {
-        let _ = self.tx.send(Message::Close(None)).await;
-        self.finish(Duration::from_secs(10)).await
-    }
-
-    /// Waits (bounded) for the server to close, returning everything it sent.
-    pub async fn finish(mut self, limit: Duration) -> Received {
-        let deadline = tokio::time::Instant::now() + limit;
-        while self.got.closed_at.is_none() {
-            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
-                Ok(Some(item)) => self.record(item),
-                Ok(None) => {
-                    self.got.closed_at = Some(Instant::now());
-                }
-                Err(_) => panic!("server did not close the call within {limit:?}"),
-            }
-        }
-        self.got
-    }
-
-    fn record(&mut self, item: Incoming) {
-        match item {
-            Incoming::Message(at, m) => self.got.messages.push((at, m)),
-            Incoming::Closed(close) => {
-                self.got.close = close;
-                self.got.closed_at = Some(Instant::now());
-            }
-        }
-    }
-}
-
-async fn read_all(mut rx: SplitStream<Ws>, tx: mpsc::UnboundedSender<Incoming>) {
-    while let Some(msg) = rx.next().await {
-        match msg {
-            Ok(Message::Text(t)) => {
-                let m: ServerMessage = serde_json::from_str(&t)
-                    .unwrap_or_else(|e| panic!("server sent unparseable message {t:?}: {e}"));
-                let _ = tx.send(Incoming::Message(Instant::now(), m));
-            }
-            Ok(Message::Close(frame)) => {
-                let close = frame.map(|f| (u16::from(f.code), f.reason.to_string()));
-                let _ = tx.send(Incoming::Closed(close));
-                return;
-            }
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    let _ = tx.send(Incoming::Closed(None));
-}
-
 /// One dev clip: 16-bit mono samples and the reference transcript.
 pub struct Clip {
     pub name: String,
@@ -371,7 +143,14 @@ pub struct Clip {
 pub fn clips() -> Vec<Clip> {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/fetch-clips.sh");
+        // The workspace root, from hark's tests or hark-bench's.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = if root.join("samples").is_dir() {
+            root
+        } else {
+            root.parent().unwrap_or(root)
+        };
+        let script = root.join("samples/fetch-clips.sh");
         let out = std::process::Command::new("bash")
             .arg(script)
             .stderr(std::process::Stdio::inherit())
@@ -403,9 +182,9 @@ pub fn clips() -> Vec<Clip> {
         .collect()
 }
 
-/// Resamples 16-bit audio with hark's own resampler (rubato underneath).
+/// Resamples a whole clip (rubato, as the platform-side tool does).
 pub fn resample(samples: &[i16], from: u32, to: u32) -> Vec<i16> {
-    resample_i16(samples, from, to).expect("resampler")
+    hark_bench::resample::resample(samples, from, to).expect("resampler")
 }
 
 /// Opens the websocket, retrying for up to `limit` while the server refuses the upgrade (a

@@ -2,11 +2,6 @@
 //! speaks the custom-transcriber protocol, plays a conversation on each, and measures per
 //! utterance how fast and how well the transcripts come back.
 
-pub mod call;
-pub mod conversation;
-pub mod plot;
-pub mod report;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -15,10 +10,11 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use self::call::Target;
-use self::conversation::{Conversation, Corpus};
-use self::report::{CallResult, ChannelTotals, Stats};
+use crate::client::{Call, Received, Target};
+use crate::conversation::{self, Conversation, Corpus};
+use crate::plot;
 use crate::protocol::Channel;
+use crate::report::{self, CallResult, ChannelTotals, Stats};
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
@@ -126,8 +122,8 @@ pub async fn measure(args: &BenchArgs, corpus: &Corpus, calls: usize) -> anyhow:
         url: args.url.clone(),
         secret: args.secret.clone(),
         bearer: args.bearer.clone(),
-        frame_ms: args.frame_ms.max(1),
     };
+    let frame_ms = args.frame_ms.max(1);
     let conversations: Vec<Conversation> = (0..calls)
         .map(|i| {
             Conversation::build(
@@ -167,8 +163,8 @@ pub async fn measure(args: &BenchArgs, corpus: &Corpus, calls: usize) -> anyhow:
     for (i, conv) in conversations.into_iter().enumerate() {
         let target = target.clone();
         tasks.push(tokio::spawn(async move {
-            let log = call::run(&target, &conv).await;
-            report::analyze(i, &conv, &log)
+            let (log, t0) = play(&target, &conv, frame_ms).await;
+            report::analyze(i, &conv, &log, t0)
         }));
     }
     let mut per_call = Vec::with_capacity(calls);
@@ -193,6 +189,35 @@ pub async fn measure(args: &BenchArgs, corpus: &Corpus, calls: usize) -> anyhow:
         failed_calls: per_call.iter().filter(|c| c.failed()).count(),
         per_call,
     })
+}
+
+/// How long to keep listening after the last frame, for the last finals.
+const GRACE: Duration = Duration::from_millis(1500);
+
+/// Plays one conversation as a call; returns what came back and when the first audio frame
+/// went out.
+async fn play(target: &Target, conv: &Conversation, frame_ms: u32) -> (Received, Instant) {
+    let failed = |e: String| {
+        let got = Received {
+            transport_error: Some(e),
+            ..Received::default()
+        };
+        (got, Instant::now())
+    };
+    let mut call = match Call::dial(target).await {
+        Ok(call) => call,
+        Err(e) => return failed(e),
+    };
+    if let Err(e) = call.start(conv.rate, 2).await {
+        return failed(e);
+    }
+    let t0 = Instant::now();
+    let planes = [conv.customer.as_slice(), conv.assistant.as_slice()];
+    if call.play(&planes, conv.rate, frame_ms, true).await {
+        tokio::time::sleep(GRACE).await;
+        return (call.hang_up().await, t0);
+    }
+    (call.finish(Duration::from_secs(5)).await, t0)
 }
 
 fn print_summary(r: &Report) {

@@ -2,12 +2,12 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::Instant;
 
 use serde::Serialize;
 
-use super::call::CallLog;
-use super::conversation::{Conversation, Utterance};
+use crate::client::Received;
+use crate::conversation::{Conversation, Utterance};
 use crate::protocol::{Channel, PIPELINE_FAILED, ServerMessage, TranscriptType};
 use crate::wer;
 
@@ -103,6 +103,8 @@ pub struct CallResult {
     pub close_code: Option<u16>,
     pub close_reason: Option<String>,
     pub transport_error: Option<String>,
+    /// Text messages that were not protocol JSON.
+    pub unparseable: usize,
     /// Transcripts on a channel before anyone spoke on it.
     pub stray_transcripts: usize,
 }
@@ -112,15 +114,17 @@ impl CallResult {
     pub fn failed(&self) -> bool {
         !self.errors.is_empty()
             || self.transport_error.is_some()
+            || self.unparseable > 0
             || self.close_reason.as_deref() == Some(PIPELINE_FAILED)
             || self.close_code.is_some_and(|c| c != 1000)
     }
 }
 
-/// Measures one call against the conversation it played.
-pub fn analyze(call: usize, conv: &Conversation, log: &CallLog) -> CallResult {
+/// Measures one call against the conversation it played, whose first audio frame went out
+/// at `t0`.
+pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) -> CallResult {
     let secs = |samples: usize| samples as f64 / f64::from(conv.rate);
-    let at = |d: &Duration| d.as_secs_f64();
+    let at = |i: &Instant| i.saturating_duration_since(t0).as_secs_f64();
     let mut utterances = Vec::new();
     let mut stray = 0;
     for channel in [Channel::Customer, Channel::Assistant] {
@@ -259,6 +263,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &CallLog) -> CallResult {
         close_code: log.close.as_ref().map(|c| c.0),
         close_reason: log.close.as_ref().map(|c| c.1.clone()),
         transport_error: log.transport_error.clone(),
+        unparseable: log.unparseable.len(),
         stray_transcripts: stray,
     }
 }
@@ -396,6 +401,8 @@ fn describe_failure(c: &CallResult) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -438,9 +445,10 @@ mod tests {
                 },
             ],
         };
+        let t0 = Instant::now();
         let msg = |ms: u64, ch: Channel, text: &str, kind: TranscriptType| {
             (
-                Duration::from_millis(ms),
+                t0 + Duration::from_millis(ms),
                 ServerMessage::TranscriberResponse {
                     transcription: text.into(),
                     channel: ch,
@@ -448,7 +456,7 @@ mod tests {
                 },
             )
         };
-        let log = CallLog {
+        let log = Received {
             messages: vec![
                 msg(1400, Channel::Customer, "Go.", TranscriptType::Partial),
                 msg(
@@ -477,9 +485,9 @@ mod tests {
                 ),
             ],
             close: Some((1000, String::new())),
-            ..CallLog::default()
+            ..Received::default()
         };
-        let r = analyze(0, &conv, &log);
+        let r = analyze(0, &conv, &log, t0);
         let c = &r.utterances[0];
         assert_eq!(c.first_partial_ms.map(f64::round), Some(400.0));
         assert_eq!(c.time_to_final_ms.map(f64::round), Some(300.0));

@@ -20,7 +20,7 @@ use std::time::Instant;
 use hark::backend::moonshine::fetch::{self, FetchOptions};
 use hark::backend::moonshine::ffi::{ARCH_TINY, Library, Transcriber, joined_text};
 use hark::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
-use hark::wer;
+use hark_bench::wer;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

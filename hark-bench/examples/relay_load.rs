@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use futures_util::{SinkExt, StreamExt};
-use hark::protocol::{Channel, ServerMessage, TranscriptType};
+use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -56,10 +56,10 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 // The test-side mocks; the mock's `super::words` is this crate's `words`.
 #[allow(dead_code)]
-#[path = "../tests/common/provider_mock.rs"]
+#[path = "../../tests/common/provider_mock.rs"]
 mod provider_mock;
 #[allow(dead_code)]
-#[path = "../tests/common/words.rs"]
+#[path = "../../tests/common/words.rs"]
 mod words;
 
 use provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
@@ -345,7 +345,7 @@ async fn read_all(
                     } = &m
                     {
                         state.final_words[channel.index()].fetch_add(
-                            hark::wer::normalize(transcription).len(),
+                            hark_bench::wer::normalize(transcription).len(),
                             Ordering::Relaxed,
                         );
                     }
@@ -472,7 +472,7 @@ async fn read_provider(
                 if let Some((is_final, text)) = transcript_of(Backend::Dg, &t) {
                     if is_final {
                         state.final_words[channel]
-                            .fetch_add(hark::wer::normalize(&text).len(), Ordering::Relaxed);
+                            .fetch_add(hark_bench::wer::normalize(&text).len(), Ordering::Relaxed);
                     }
                     let transcript_type = if is_final {
                         TranscriptType::Final
@@ -1181,7 +1181,7 @@ fn analyse(
             let mut final_of: Vec<usize> = Vec::new();
             for (i, r) in matched.iter().enumerate().filter(|(_, r)| r.is_final) {
                 t.finals += 1;
-                for w in hark::wer::normalize(&r.text) {
+                for w in hark_bench::wer::normalize(&r.text) {
                     got.push(w);
                     final_of.push(i);
                 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use crate::protocol::Channel;
-use crate::resample::StreamResampler;
+use crate::resample::resample;
 
 /// One recording with what is said in it.
 #[derive(Debug, Clone)]
@@ -30,11 +30,21 @@ pub struct Corpus {
 /// audiobook reading. The rest of the dev clips are the customer's.
 const ASSISTANT_CLIPS: [&str; 2] = ["jfk.wav", "beckett.wav"];
 
+/// `$XDG_CACHE_HOME/hark`, else `$HOME/.cache/hark`: where hark keeps what it fetches.
+pub fn cache_dir() -> PathBuf {
+    let non_empty = |key| std::env::var_os(key).filter(|v| !v.is_empty());
+    if let Some(xdg) = non_empty("XDG_CACHE_HOME") {
+        return PathBuf::from(xdg).join("hark");
+    }
+    let home = non_empty("HOME").map(PathBuf::from).unwrap_or_default();
+    home.join(".cache").join("hark")
+}
+
 /// The folder `samples/fetch-clips.sh` fills.
 pub fn default_clips_dir() -> PathBuf {
     std::env::var_os("HARK_CLIPS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| crate::backend::moonshine::fetch::default_cache_dir().join("clips"))
+        .unwrap_or_else(|| cache_dir().join("clips"))
 }
 
 impl Corpus {
@@ -75,30 +85,17 @@ fn read_index(dir: &Path, text: &str) -> anyhow::Result<Vec<Recording>> {
         .collect()
 }
 
-/// Reads a 16-bit WAV (mixing stereo to mono) and finds its speech.
+/// Reads a WAV file (mixing its channels to one) and finds its speech.
 pub fn load_wav(path: &Path, reference: &str) -> anyhow::Result<Recording> {
-    let reader =
-        hound::WavReader::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let spec = reader.spec();
-    if spec.bits_per_sample != 16 || spec.sample_format != hound::SampleFormat::Int {
-        bail!("{}: only 16-bit PCM WAV is supported", path.display());
-    }
-    let raw: Vec<i16> = reader
-        .into_samples::<i16>()
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("{}: damaged WAV data", path.display()))?;
-    let channels = usize::from(spec.channels.max(1));
-    let samples: Vec<i16> = raw
-        .chunks(channels)
-        .map(|f| (f.iter().map(|&s| i32::from(s)).sum::<i32>() / f.len() as i32) as i16)
-        .collect();
-    let speech = speech_bounds(&samples, spec.sample_rate);
+    let audio = crate::wav::read(path)?;
+    let samples = audio.mono();
+    let speech = speech_bounds(&samples, audio.rate);
     Ok(Recording {
         name: path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        rate: spec.sample_rate,
+        rate: audio.rate,
         samples,
         reference: reference.to_string(),
         speech,
@@ -150,7 +147,7 @@ impl Conversation {
         let mut rng = fastrand::Rng::with_seed(seed);
         let convert = |r: &Recording| -> anyhow::Result<(Vec<i16>, usize, usize)> {
             let scale = f64::from(rate) / f64::from(r.rate);
-            let samples = resample_i16(&r.samples, r.rate, rate)?;
+            let samples = resample(&r.samples, r.rate, rate)?;
             let at = |i: usize| ((i as f64 * scale) as usize).min(samples.len());
             let (onset, offset) = (at(r.speech.0), at(r.speech.1));
             Ok((samples, onset, offset))
@@ -219,22 +216,6 @@ impl Conversation {
     pub fn duration_secs(&self) -> f64 {
         self.customer.len() as f64 / f64::from(self.rate)
     }
-}
-
-/// Converts 16-bit audio between rates with rubato.
-pub fn resample_i16(samples: &[i16], from: u32, to: u32) -> anyhow::Result<Vec<i16>> {
-    if from == to {
-        return Ok(samples.to_vec());
-    }
-    let mut r = StreamResampler::new(from, to).map_err(anyhow::Error::msg)?;
-    let input: Vec<f32> = samples.iter().map(|&s| f32::from(s) / 32768.0).collect();
-    let mut out = Vec::with_capacity(samples.len() * to as usize / from as usize + 16);
-    r.process(&input, &mut out);
-    r.flush(&mut out);
-    Ok(out
-        .iter()
-        .map(|&s| (s * 32768.0).clamp(-32768.0, 32767.0) as i16)
-        .collect())
 }
 
 #[cfg(test)]

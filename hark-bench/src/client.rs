@@ -1,0 +1,307 @@
+//! One call made exactly as the platform makes it: the upgrade (with the platform's
+//! credential headers), the start frame, then interleaved s16le frames paced in real time,
+//! while a task logs everything the server sends with its arrival time. `hark bench` plays
+//! its conversations with it, and the server's tests call hark with it.
+
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async_with_config};
+
+use crate::protocol::{ServerMessage, TranscriptType, interleave, start_frame};
+
+pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Where and how to connect: the URL and the credentials the platform would send.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub url: String,
+    /// Sent as `x-vapi-secret`.
+    pub secret: Option<String>,
+    /// Sent as `Authorization: Bearer`.
+    pub bearer: Option<String>,
+}
+
+impl Target {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            ..Self::default()
+        }
+    }
+
+    fn headers(&self) -> Result<Vec<(String, String)>, String> {
+        let mut headers = Vec::new();
+        if let Some(secret) = &self.secret {
+            headers.push(("x-vapi-secret".into(), secret.clone()));
+        }
+        if let Some(token) = &self.bearer {
+            headers.push(("authorization".into(), format!("Bearer {token}")));
+        }
+        Ok(headers)
+    }
+}
+
+/// Everything the server sent on one call.
+#[derive(Debug, Default, Clone)]
+pub struct Received {
+    /// Messages with the time they arrived.
+    pub messages: Vec<(Instant, ServerMessage)>,
+    /// Close code and reason, if the server sent a close frame.
+    pub close: Option<(u16, String)>,
+    /// When the socket ended (close frame, error or end of stream).
+    pub closed_at: Option<Instant>,
+    /// Text messages that were not protocol JSON.
+    pub unparseable: Vec<String>,
+    /// The socket broke without a close frame, or did not close in time.
+    pub transport_error: Option<String>,
+}
+
+impl Received {
+    pub fn transcripts(&self, channel: &str, kind: TranscriptType) -> Vec<String> {
+        self.messages
+            .iter()
+            .filter_map(|(_, m)| match m {
+                ServerMessage::TranscriberResponse {
+                    transcription,
+                    channel: c,
+                    transcript_type,
+                } if c.as_str() == channel && *transcript_type == kind => {
+                    Some(transcription.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn finals(&self, channel: &str) -> Vec<String> {
+        self.transcripts(channel, TranscriptType::Final)
+    }
+
+    pub fn partials(&self, channel: &str) -> Vec<String> {
+        self.transcripts(channel, TranscriptType::Partial)
+    }
+
+    /// The first error message, as (error code, message).
+    pub fn error(&self) -> Option<(String, String)> {
+        self.messages.iter().find_map(|(_, m)| match m {
+            ServerMessage::Error { error, message } => Some((error.clone(), message.clone())),
+            _ => None,
+        })
+    }
+}
+
+/// What the reader task saw, in order.
+enum Incoming {
+    Message(Instant, ServerMessage),
+    Unparseable(String),
+    Closed(Option<(u16, String)>, Option<String>),
+}
+
+/// One call from the platform's side: writes audio while a task reads what comes back.
+pub struct Call {
+    tx: SplitSink<Ws, Message>,
+    rx: mpsc::UnboundedReceiver<Incoming>,
+    pub got: Received,
+}
+
+impl Call {
+    /// Opens the websocket to `target` without sending anything.
+    pub async fn dial(target: &Target) -> Result<Self, String> {
+        let headers = target.headers()?;
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        Self::connect(&target.url, &pairs)
+            .await
+            .map_err(|e| format!("connect: {e}"))
+    }
+
+    /// Opens the websocket with extra headers, without sending anything.
+    pub async fn connect(url: &str, headers: &[(&str, &str)]) -> Result<Self, tungstenite::Error> {
+        let mut req = url.into_client_request()?;
+        for (k, v) in headers {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|e| tungstenite::Error::HttpFormat(e.into()))?;
+            let value =
+                HeaderValue::from_str(v).map_err(|e| tungstenite::Error::HttpFormat(e.into()))?;
+            req.headers_mut().insert(name, value);
+        }
+        // Nagle's delay on our side would be measured as the server's latency.
+        let (ws, _) = connect_async_with_config(req, None, true).await?;
+        Ok(Self::from_ws(ws))
+    }
+
+    /// A call over a websocket opened elsewhere (e.g. over TLS with a test CA).
+    pub fn from_ws(ws: Ws) -> Self {
+        let (tx, rx) = ws.split();
+        let (in_tx, in_rx) = mpsc::unbounded_channel();
+        tokio::spawn(read_all(rx, in_tx));
+        Self {
+            tx,
+            rx: in_rx,
+            got: Received::default(),
+        }
+    }
+
+    /// Opens the websocket and sends the start frame.
+    pub async fn open(url: &str, sample_rate: u32, channels: usize) -> Result<Self, String> {
+        let mut call = Self::connect(url, &[])
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        call.start(sample_rate, channels).await?;
+        Ok(call)
+    }
+
+    /// Sends the start frame.
+    pub async fn start(&mut self, sample_rate: u32, channels: usize) -> Result<(), String> {
+        self.tx
+            .send(Message::text(start_frame(sample_rate, channels)))
+            .await
+            .map_err(|e| format!("send start: {e}"))
+    }
+
+    pub async fn text(&mut self, text: &str) {
+        let _ = self.tx.send(Message::text(text)).await;
+    }
+
+    pub async fn bytes(&mut self, bytes: Vec<u8>) {
+        let _ = self.tx.send(Message::binary(bytes)).await;
+    }
+
+    /// Streams per-channel samples as interleaved s16le frames of `frame_ms`, paced in
+    /// real time when `paced`. Returns false if the server stopped taking audio (the send
+    /// failed, or it closed the call).
+    pub async fn play(&mut self, planes: &[&[i16]], rate: u32, frame_ms: u32, paced: bool) -> bool {
+        let per_frame = (rate * frame_ms / 1000).max(1) as usize;
+        let len = planes.iter().map(|p| p.len()).max().unwrap_or(0);
+        let started = tokio::time::Instant::now();
+        let mut sent = 0;
+        while sent < len {
+            if self.poll().closed_at.is_some() {
+                return false;
+            }
+            let n = per_frame.min(len - sent);
+            if self
+                .tx
+                .send(Message::binary(interleave(planes, sent, n)))
+                .await
+                .is_err()
+            {
+                return false;
+            }
+            sent += n;
+            if paced {
+                let due = started + Duration::from_secs_f64(sent as f64 / f64::from(rate));
+                tokio::time::sleep_until(due).await;
+            }
+        }
+        true
+    }
+
+    /// Streams silence on every channel, paced in real time.
+    pub async fn silence(&mut self, channels: usize, rate: u32, secs: f64) -> bool {
+        let zeros = vec![0i16; (f64::from(rate) * secs) as usize];
+        let planes: Vec<&[i16]> = (0..channels).map(|_| zeros.as_slice()).collect();
+        self.play(&planes, rate, 20, true).await
+    }
+
+    /// Takes in whatever the server sent so far, without waiting.
+    pub fn poll(&mut self) -> &Received {
+        while let Ok(item) = self.rx.try_recv() {
+            self.record(item);
+        }
+        &self.got
+    }
+
+    /// Waits (bounded) for a message matching `pred`; true if one came.
+    pub async fn wait_for(
+        &mut self,
+        limit: Duration,
+        pred: impl Fn(&ServerMessage) -> bool,
+    ) -> bool {
+        if self.poll().messages.iter().any(|(_, m)| pred(m)) {
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        while let Ok(Some(item)) = tokio::time::timeout_at(deadline, self.rx.recv()).await {
+            let hit = matches!(&item, Incoming::Message(_, m) if pred(m));
+            self.record(item);
+            if hit {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Closes from the client side, as the platform does at the end of a call, and waits
+    /// (up to 10 s) for the server's close.
+    pub async fn hang_up(mut self) -> Received {
+        let _ = self.tx.send(Message::Close(None)).await;
+        self.finish(Duration::from_secs(10)).await
+    }
+
+    /// Waits (bounded) for the server to close, returning everything it sent. A server that
+    /// does not close within `limit` is recorded as a transport error.
+    pub async fn finish(mut self, limit: Duration) -> Received {
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.got.closed_at.is_none() {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(item)) => self.record(item),
+                Ok(None) => self.got.closed_at = Some(Instant::now()),
+                Err(_) => {
+                    self.got.transport_error = Some(format!(
+                        "the server did not close the call within {limit:?}"
+                    ));
+                    break;
+                }
+            }
+        }
+        self.got
+    }
+
+    fn record(&mut self, item: Incoming) {
+        match item {
+            Incoming::Message(at, m) => self.got.messages.push((at, m)),
+            Incoming::Unparseable(text) => self.got.unparseable.push(text),
+            Incoming::Closed(close, error) => {
+                self.got.close = close;
+                self.got.transport_error = error;
+                self.got.closed_at = Some(Instant::now());
+            }
+        }
+    }
+}
+
+async fn read_all(mut rx: SplitStream<Ws>, tx: mpsc::UnboundedSender<Incoming>) {
+    while let Some(msg) = rx.next().await {
+        let item = match msg {
+            Ok(Message::Text(t)) => match serde_json::from_str(&t) {
+                Ok(m) => Incoming::Message(Instant::now(), m),
+                Err(_) => Incoming::Unparseable(t.to_string()),
+            },
+            Ok(Message::Close(frame)) => {
+                let close = frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                let _ = tx.send(Incoming::Closed(close, None));
+                return;
+            }
+            Ok(_) => continue,
+            Err(e) => {
+                let _ = tx.send(Incoming::Closed(None, Some(format!("read: {e}"))));
+                return;
+            }
+        };
+        let _ = tx.send(item);
+    }
+    let _ = tx.send(Incoming::Closed(
+        None,
+        Some("the socket ended without a close frame".into()),
+    ));
+}
