@@ -30,7 +30,8 @@ pub struct Corpus {
 /// audiobook reading. The rest of the dev clips are the customer's.
 const ASSISTANT_CLIPS: [&str; 2] = ["jfk.wav", "beckett.wav"];
 
-/// The folder `samples/fetch-clips.sh` fills.
+/// Where the clips are: `HARK_CLIPS_DIR`, else the folder `fetch::ensure_clips` fills (without
+/// fetching it; `fetch::clips_dir` does).
 pub fn default_clips_dir() -> PathBuf {
     std::env::var_os("HARK_CLIPS_DIR")
         .map(PathBuf::from)
@@ -43,7 +44,7 @@ impl Corpus {
         let index = dir.join("transcripts.tsv");
         let text = std::fs::read_to_string(&index).with_context(|| {
             format!(
-                "no speech clips in {} (run samples/fetch-clips.sh, or pass --clips DIR)",
+                "no speech clips in {} (leave --clips unset for hark to fetch them, or pass a clips folder)",
                 dir.display()
             )
         })?;
