@@ -410,3 +410,27 @@ fn pinned_packages_give_the_default_folder() {
         assert_eq!(corpus.assistant.len(), 2 + 6);
     }
 }
+
+#[test]
+fn two_fetches_at_once_both_get_one_complete_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = crafted();
+    let (_server, opts) = serve(&c, dir.path());
+
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2).map(|_| s.spawn(|| ensure_clips(&opts))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in results {
+        assert_eq!(r.unwrap(), dir.path().join("clips"));
+    }
+    assert_eq!(names(dir.path()), ["clips"]);
+    let clips = dir.path().join("clips");
+    for (file, sha) in &c.clips {
+        assert_eq!(
+            &hark_fetch::hash_file(&clips.join(file)).unwrap(),
+            sha,
+            "{file}"
+        );
+    }
+}
