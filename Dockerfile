@@ -9,6 +9,7 @@
 FROM rust:1.95-bookworm AS builder
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+COPY hark-fetch ./hark-fetch
 COPY src ./src
 COPY benches ./benches
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -75,7 +75,7 @@ fn resample(c: &mut Criterion) {
     g.finish();
 }
 
-/// A second of speech-like audio: the JFK clip if `samples/fetch-clips.sh` has run, else a
+/// A second of speech-like audio: the JFK clip if the dev clips were fetched (`hark bench`, the tests), else a
 /// voiced-looking synthetic signal.
 fn speech_second() -> Vec<f32> {
     let clip = std::env::var("HOME")

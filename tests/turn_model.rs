@@ -1,8 +1,8 @@
 //! Runs the real smart-turn model on real speech, alone and beside the Moonshine engine.
 //!
 //! Downloads the engine (~58 MB, for its onnxruntime) and pipecat's wheel (~12 MB, for the
-//! model) into the cache dir on the first run and reuses them after. Needs the dev clips:
-//! run `samples/fetch-clips.sh` once.
+//! model) into the cache dir on the first run and reuses them after, and the dev clips
+//! (`hark::bench::fetch`).
 //!
 //! The probabilities pinned below are what pipecat 1.14.0's own Python code gives for the
 //! same audio (`samples/turn-compare.py`); hark's features match it to the bit, so they

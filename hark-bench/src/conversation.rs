@@ -30,21 +30,12 @@ pub struct Corpus {
 /// audiobook reading. The rest of the dev clips are the customer's.
 const ASSISTANT_CLIPS: [&str; 2] = ["jfk.wav", "beckett.wav"];
 
-/// `$XDG_CACHE_HOME/hark`, else `$HOME/.cache/hark`: where hark keeps what it fetches.
-pub fn cache_dir() -> PathBuf {
-    let non_empty = |key| std::env::var_os(key).filter(|v| !v.is_empty());
-    if let Some(xdg) = non_empty("XDG_CACHE_HOME") {
-        return PathBuf::from(xdg).join("hark");
-    }
-    let home = non_empty("HOME").map(PathBuf::from).unwrap_or_default();
-    home.join(".cache").join("hark")
-}
-
-/// The folder `samples/fetch-clips.sh` fills.
+/// Where the clips are: `HARK_CLIPS_DIR`, else the folder `fetch::ensure_clips` fills (without
+/// fetching it; `fetch::clips_dir` does).
 pub fn default_clips_dir() -> PathBuf {
     std::env::var_os("HARK_CLIPS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| cache_dir().join("clips"))
+        .unwrap_or_else(|| hark_fetch::default_cache_dir().join(crate::fetch::CLIPS_DIR))
 }
 
 impl Corpus {
@@ -53,7 +44,7 @@ impl Corpus {
         let index = dir.join("transcripts.tsv");
         let text = std::fs::read_to_string(&index).with_context(|| {
             format!(
-                "no speech clips in {} (run samples/fetch-clips.sh, or pass --clips DIR)",
+                "no speech clips in {} (leave --clips unset for hark to fetch them, or pass a clips folder)",
                 dir.display()
             )
         })?;

@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod conversation;
+pub mod fetch;
 pub mod plot;
 pub mod protocol;
 pub mod report;

