@@ -9,7 +9,9 @@
 FROM rust:1.95-bookworm AS builder
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# Every workspace member, for cargo to resolve the workspace; only the server is built.
 COPY hark-fetch ./hark-fetch
+COPY hark-bench ./hark-bench
 COPY src ./src
 COPY benches ./benches
 RUN --mount=type=cache,target=/usr/local/cargo/registry \

@@ -150,6 +150,25 @@ fn image() -> Image {
             assert!(!ignored.iter().any(|i| i == src), "COPY {src}: ignored");
         }
     }
+    // Cargo resolves the whole workspace even for one binary: every member must be there.
+    let manifest = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).expect("Cargo.toml");
+    let members = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("members = "))
+        .expect("a workspace members line");
+    let copied: Vec<String> = steps(&all, 0, "COPY")
+        .iter()
+        .map(|c| c.args.clone())
+        .collect();
+    for member in members.trim_matches(['[', ']']).split(',') {
+        let member = member.trim().trim_matches('"');
+        if member != "." {
+            assert!(
+                copied.iter().any(|c| c.starts_with(&format!("{member} "))),
+                "workspace member {member} is copied into the build: {copied:?}"
+            );
+        }
+    }
     let copy = steps(&all, runtime, "COPY");
     assert!(
         copy.iter().any(
