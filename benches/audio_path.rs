@@ -81,14 +81,12 @@ fn speech_second() -> Vec<f32> {
     let clip = std::env::var("HOME")
         .ok()
         .map(|h| std::path::PathBuf::from(h).join(".cache/hark/clips/jfk.wav"))
-        .and_then(|p| hound::WavReader::open(p).ok());
+        .and_then(|p| hark_bench::wav::read_mono_f32(&p).ok());
     match clip {
-        Some(mut r) => r
-            .samples::<i16>()
+        Some((samples, _)) => samples
+            .into_iter()
             .skip(RATE as usize)
             .take(RATE as usize)
-            .filter_map(Result::ok)
-            .map(|s| f32::from(s) / 32768.0)
             .collect(),
         None => (0..RATE)
             .map(|i| (i as f32 * 0.07).sin() * (i as f32 * 0.003).sin() * 0.3)
@@ -190,11 +188,9 @@ fn session(c: &mut Criterion) {
                     .await
                     .expect("connect");
                 let (mut tx, mut rx) = ws.split();
-                tx.send(Message::text(
-                    r#"{"type":"start","encoding":"linear16","container":"raw","sampleRate":16000,"channels":2}"#,
-                ))
-                .await
-                .expect("start");
+                tx.send(Message::text(hark_bench::protocol::start_frame(16000, 2)))
+                    .await
+                    .expect("start");
                 let started = Instant::now();
                 for _ in 0..iters {
                     for f in &frames {

@@ -83,13 +83,7 @@ fn final_on(channel: &'static str, samples: &[i16]) -> impl Fn(&ServerMessage) -
 /// Interleaves per-channel samples into s16le bytes (`L R L R …`).
 fn interleave(planes: &[&[i16]]) -> Vec<u8> {
     let len = planes.iter().map(|p| p.len()).max().unwrap_or(0);
-    let mut bytes = Vec::with_capacity(len * planes.len() * 2);
-    for i in 0..len {
-        for p in planes {
-            bytes.extend_from_slice(&p[i].to_le_bytes());
-        }
-    }
-    bytes
+    hark_bench::protocol::interleave(planes, 0, len)
 }
 
 /// A deterministic, channel-specific test signal.

@@ -93,12 +93,7 @@ impl Client {
         let mut sent = 0;
         while sent < len {
             let n = per_frame.min(len - sent);
-            let mut bytes = Vec::with_capacity(n * planes.len() * 2);
-            for i in sent..sent + n {
-                for p in planes {
-                    bytes.extend_from_slice(&p.get(i).copied().unwrap_or(0).to_le_bytes());
-                }
-            }
+            let bytes = hark_bench::protocol::interleave(planes, sent, n);
             if !self.bytes(bytes).await {
                 return false;
             }

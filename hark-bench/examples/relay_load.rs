@@ -397,10 +397,7 @@ async fn run_call(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
     let (mut tx, rx) = ws.split();
     let state = Arc::new(CallState::default());
     let reader = tokio::spawn(read_all(rx, state.clone()));
-    let start_frame = format!(
-        r#"{{"type":"start","encoding":"linear16","container":"raw","sampleRate":{},"channels":2}}"#,
-        plan.rate
-    );
+    let start_frame = hark_bench::protocol::start_frame(plan.rate, 2);
     let expected = [plan.words[0].len(), plan.words[1].len()];
     if let Err(e) = tx.send(Message::text(start_frame)).await {
         out.send_error = Some(e.to_string());

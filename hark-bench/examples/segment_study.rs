@@ -68,11 +68,7 @@ fn main() {
     let mut pairs = Vec::new();
     for line in tsv.lines().filter(|l| !l.trim().is_empty()) {
         let (name, reference) = line.split_once('\t').expect("name<TAB>reference");
-        let mut reader = hound::WavReader::open(dir.join(name)).expect("wav");
-        let mut clip: Vec<f32> = reader
-            .samples::<i16>()
-            .map(|s| f32::from(s.unwrap()) / 32768.0)
-            .collect();
+        let (mut clip, _) = hark_bench::wav::read_mono_f32(&dir.join(name)).expect("wav");
         if let Some(rate) = std::env::var("RATE").ok().and_then(|r| r.parse().ok()) {
             clip = through(&through(&clip, 16_000, rate), rate, 16_000);
         }

@@ -37,11 +37,9 @@ fn main() {
             panic!("bad line {line:?}");
         };
         if path != clip_path {
-            clip = hound::WavReader::open(path)
+            clip = hark_bench::wav::read_mono_f32(std::path::Path::new(path))
                 .expect("wav")
-                .samples::<i16>()
-                .map(|s| f32::from(s.expect("sample")) / 32768.0)
-                .collect();
+                .0;
             clip_path = path.to_owned();
         }
         let end: usize = end.parse().expect("end");

@@ -62,16 +62,11 @@ fn main() {
         let (mut pauses, mut pauses_incomplete) = (0, 0);
         for line in tsv.lines().filter(|l| !l.trim().is_empty()) {
             let name = line.split('\t').next().unwrap_or_default();
-            let reader = hound::WavReader::open(dir.join(name)).expect("wav");
-            let spec = reader.spec();
-            if (spec.channels, spec.sample_rate, spec.bits_per_sample) != (1, 16000, 16) {
-                eprintln!("skipping {name}: not 16 kHz mono 16-bit");
+            let (clip, rate) = hark_bench::wav::read_mono_f32(&dir.join(name)).expect("wav");
+            if rate != 16000 {
+                eprintln!("skipping {name}: not 16 kHz");
                 continue;
             }
-            let clip: Vec<f32> = reader
-                .into_samples::<i16>()
-                .map(|s| f32::from(s.expect("sample")) / 32768.0)
-                .collect();
             let voiced = voiced_frames(&clip);
             let Some(last) = voiced.iter().rposition(|&v| v) else {
                 eprintln!("skipping {name}: no speech found");

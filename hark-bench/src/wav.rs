@@ -37,6 +37,18 @@ impl Audio {
     }
 }
 
+/// Reads a WAV file mixed to one channel, as samples in -1..1 (the form recognizers take),
+/// with its rate.
+pub fn read_mono_f32(path: &Path) -> anyhow::Result<(Vec<f32>, u32)> {
+    let audio = read(path)?;
+    let samples = audio
+        .mono()
+        .iter()
+        .map(|&s| f32::from(s) / 32768.0)
+        .collect();
+    Ok((samples, audio.rate))
+}
+
 /// Reads a WAV file, with an error that names the file and what is wrong with it.
 pub fn read(path: &Path) -> anyhow::Result<Audio> {
     let reader =

@@ -24,22 +24,8 @@ pub fn clips_dir() -> PathBuf {
     .clone()
 }
 
-/// Reads a 16-bit mono dev clip as samples in -1..1 (as pipecat converts its buffer), with
-/// its rate.
+/// Reads a dev clip as samples in -1..1 (as pipecat converts its buffer), with its rate.
 pub fn read_clip(name: &str) -> (Vec<f32>, u32) {
     let path = clips_dir().join(name);
-    let reader = hound::WavReader::open(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let spec = reader.spec();
-    assert_eq!(
-        (spec.channels, spec.bits_per_sample),
-        (1, 16),
-        "{} must be 16-bit mono",
-        path.display()
-    );
-    let samples = reader
-        .into_samples::<i16>()
-        .map(|s| f32::from(s.expect("wav sample")) / 32768.0)
-        .collect();
-    (samples, spec.sample_rate)
+    hark_bench::wav::read_mono_f32(&path).unwrap_or_else(|e| panic!("{e:#}"))
 }
