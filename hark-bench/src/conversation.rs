@@ -124,6 +124,9 @@ pub struct Conversation {
     pub customer: Vec<i16>,
     pub assistant: Vec<i16>,
     pub utterances: Vec<Utterance>,
+    /// A real call's reference per channel (by index) for the whole call, its utterances'
+    /// own being unknown; `None` when every utterance has its reference.
+    pub call_references: Option<[Option<String>; 2]>,
 }
 
 impl Conversation {
@@ -159,6 +162,7 @@ impl Conversation {
             customer: Vec::with_capacity(total),
             assistant: Vec::with_capacity(total),
             utterances: Vec::new(),
+            call_references: None,
         };
         // A short lead-in, different per call.
         conv.pause(rng.f64() * 0.8 + 0.2);

@@ -6,11 +6,13 @@
 pub mod client;
 pub mod conversation;
 pub mod fetch;
+pub mod phone;
 pub mod plot;
 pub mod protocol;
 pub mod report;
 pub mod resample;
 pub mod run;
+pub mod user_corpus;
 pub mod wav;
 pub mod wer;
 

@@ -107,6 +107,19 @@ pub struct CallResult {
     pub unparseable: usize,
     /// Transcripts on a channel before anyone spoke on it.
     pub stray_transcripts: usize,
+    /// A real call's WER per channel over the whole call (its utterances' references are
+    /// unknown); counted in `customer`/`assistant`.
+    pub whole_call: Vec<WholeCallWer>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WholeCallWer {
+    pub channel: Channel,
+    pub reference: String,
+    /// All the channel's finals, in order.
+    pub transcript: String,
+    pub words: usize,
+    pub word_errors: usize,
 }
 
 impl CallResult {
@@ -127,6 +140,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
     let at = |i: &Instant| i.saturating_duration_since(t0).as_secs_f64();
     let mut utterances = Vec::new();
     let mut stray = 0;
+    let whole_call = conv.call_references.is_some();
     for channel in [Channel::Customer, Channel::Assistant] {
         let own: Vec<(usize, &Utterance)> = conv
             .utterances
@@ -220,8 +234,16 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
                 first_partial_ms,
                 time_to_final_ms,
                 reference: u.reference.clone(),
-                words: wer::normalize(&u.reference).len(),
-                word_errors: wer::word_errors(&u.reference, &text),
+                words: if whole_call {
+                    0
+                } else {
+                    wer::normalize(&u.reference).len()
+                },
+                word_errors: if whole_call {
+                    0
+                } else {
+                    wer::word_errors(&u.reference, &text)
+                },
                 leaked_words: leaked_words(&u.reference, &text, &neighbours),
                 partial_words_lost: lost,
                 duplicate_finals: duplicates,
@@ -242,6 +264,26 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
             _ => None,
         })
         .collect();
+    let whole_call: Vec<WholeCallWer> = conv
+        .call_references
+        .iter()
+        .flat_map(|refs| {
+            [Channel::Customer, Channel::Assistant].map(|c| (c, refs[c.index()].clone()))
+        })
+        .filter_map(|(channel, reference)| {
+            let reference = reference?;
+            let transcript = log.finals(channel.as_str()).join(" ");
+            Some(WholeCallWer {
+                channel,
+                words: wer::normalize(&reference).len(),
+                word_errors: wer::word_errors(&reference, &transcript),
+                reference,
+                transcript,
+            })
+        })
+        .collect();
+    let channel_totals =
+        |channel| add_whole_call(totals(&utterances, channel), &whole_call, channel);
     CallResult {
         call,
         time_to_final_ms: Stats::of(
@@ -256,8 +298,8 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
                 .filter_map(|u| u.first_partial_ms)
                 .collect(),
         ),
-        customer: totals(&utterances, Channel::Customer),
-        assistant: totals(&utterances, Channel::Assistant),
+        customer: channel_totals(Channel::Customer),
+        assistant: channel_totals(Channel::Assistant),
         utterances,
         errors,
         close_code: log.close.as_ref().map(|c| c.0),
@@ -265,7 +307,28 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
         transport_error: log.transport_error.clone(),
         unparseable: log.unparseable.len(),
         stray_transcripts: stray,
+        whole_call,
     }
+}
+
+/// A channel's totals over all calls, real calls' whole-call WER included.
+pub fn overall(calls: &[CallResult], channel: Channel) -> ChannelTotals {
+    let all: Vec<UtteranceResult> = calls.iter().flat_map(|c| c.utterances.clone()).collect();
+    let whole: Vec<WholeCallWer> = calls.iter().flat_map(|c| c.whole_call.clone()).collect();
+    add_whole_call(totals(&all, channel), &whole, channel)
+}
+
+fn add_whole_call(mut t: ChannelTotals, whole: &[WholeCallWer], channel: Channel) -> ChannelTotals {
+    for w in whole.iter().filter(|w| w.channel == channel) {
+        t.words += w.words;
+        t.word_errors += w.word_errors;
+    }
+    t.wer = if t.words == 0 {
+        0.0
+    } else {
+        t.word_errors as f64 / t.words as f64
+    };
+    t
 }
 
 pub fn totals(utterances: &[UtteranceResult], channel: Channel) -> ChannelTotals {
@@ -444,6 +507,7 @@ mod tests {
                     offset: 5000,
                 },
             ],
+            call_references: None,
         };
         let t0 = Instant::now();
         let msg = |ms: u64, ch: Channel, text: &str, kind: TranscriptType| {

