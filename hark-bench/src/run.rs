@@ -260,7 +260,8 @@ pub struct Report {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CloseCount {
-    /// None: no close frame came.
+    /// None: the close frame had no code (the server echoing the bench's own code-less
+    /// hang-up), or no close frame came (also counted in `transport_errors`).
     pub code: Option<u16>,
     pub reason: String,
     pub count: usize,
@@ -539,7 +540,7 @@ async fn play(target: &Target, conv: &Conversation, frame_ms: u32) -> (Received,
 }
 
 /// `--report`, `--plot` (and its capacity plot) and `--markdown`.
-fn write_outputs(args: &BenchArgs, run: &RunReport) -> anyhow::Result<()> {
+pub fn write_outputs(args: &BenchArgs, run: &RunReport) -> anyhow::Result<()> {
     if let Some(path) = &args.report {
         let json = serde_json::to_string_pretty(run)?;
         std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;

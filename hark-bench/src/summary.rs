@@ -213,9 +213,7 @@ fn endings(run: &RunReport, bullet: &str) -> String {
             .close_codes
             .iter()
             .map(|c| {
-                let code = c
-                    .code
-                    .map_or_else(|| "no close frame".into(), |c| c.to_string());
+                let code = c.code.map_or_else(|| "no code".into(), |c| c.to_string());
                 if c.reason.is_empty() {
                     format!("{code} ×{}", c.count)
                 } else {
