@@ -61,7 +61,7 @@ pub struct BenchArgs {
     pub label: Option<String>,
     /// Spread the call starts over this many seconds, each call with its own conversation:
     /// independent calls (default: 6 s, or --duration if shorter).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = shape::parse_secs)]
     pub stagger: Option<f64>,
     /// Start all calls together playing the same conversation timing, so every call's words
     /// end at the same instants: the worst case, capacity is lowest.
@@ -83,7 +83,8 @@ pub struct BenchArgs {
     /// pinned registry packages on first use.
     #[arg(long)]
     pub clips: Option<PathBuf>,
-    /// Write the full JSON report here (schema: `RunReport`).
+    /// Write the full JSON report here (its `schema_version` is described on `RunReport` in
+    /// hark-bench/src/run.rs).
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// Draw the latency distributions into this SVG file; with --find-capacity also time to
@@ -99,7 +100,7 @@ pub struct BenchArgs {
     pub find_capacity: bool,
     /// With --find-capacity: one run adding a call every SECS seconds up to --max-calls;
     /// every utterance counts at the number of calls open when its words ended.
-    #[arg(long, value_name = "SECS", requires = "find_capacity")]
+    #[arg(long, value_name = "SECS", requires = "find_capacity", value_parser = shape::parse_secs)]
     pub ramp: Option<f64>,
     /// Threshold for --find-capacity.
     #[arg(long, default_value_t = 800.0)]
@@ -296,6 +297,8 @@ impl Report {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    // Bad labels are refused before the clips are fetched.
+    args.targets()?;
     let explicit = args.clips.clone();
     let dir = tokio::task::spawn_blocking(move || fetch::clips_dir(explicit.as_deref()))
         .await

@@ -159,6 +159,15 @@ pub fn parse_range_f64(s: &str) -> Result<(f64, f64), String> {
     Ok((lo, hi))
 }
 
+/// Seconds, 0 or more: `--stagger`, `--ramp`.
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| format!("`{s}` is not a number of seconds (0 or more)"))
+}
+
 /// `N` or `MIN-MAX` utterances, at least 1.
 pub fn parse_range_usize(s: &str) -> Result<(usize, usize), String> {
     let parse = |v: &str| {
@@ -236,6 +245,8 @@ mod tests {
         assert_eq!(parse_range_f64("2"), Ok((2.0, 2.0)));
         assert!(parse_range_f64("2-1").is_err());
         assert!(parse_range_f64("x").is_err());
+        assert_eq!(parse_secs("2.5"), Ok(2.5));
+        assert!(parse_secs("-1").is_err());
         assert_eq!(parse_range_usize("3"), Ok((3, 3)));
         assert_eq!(parse_range_usize("1-4"), Ok((1, 4)));
         assert!(parse_range_usize("0").is_err());

@@ -22,21 +22,18 @@ pub struct Figure {
     pub label: String,
     pub value: f64,
     pub unit: Unit,
-    /// Shown in the tables; the rest (means, counts) only in the JSON.
-    pub shown: bool,
 }
 
 /// Every figure of a target, in the order the tables show them: what the platform
 /// experiences first.
 pub fn figures(r: &Report) -> Vec<Figure> {
     let mut out = Vec::new();
-    let mut push = |key: String, label: String, value: f64, unit: Unit, shown: bool| {
+    let mut push = |key: String, label: String, value: f64, unit: Unit| {
         out.push(Figure {
             key,
             label,
             value,
             unit,
-            shown,
         });
     };
     let latency: [(&str, &str, &Stats); 3] = [
@@ -45,19 +42,18 @@ pub fn figures(r: &Report) -> Vec<Figure> {
         ("first_partial_ms", "first partial", &r.first_partial_ms),
     ];
     for (key, label, s) in latency {
-        for (p, v, shown) in [
-            ("p50", s.p50, true),
-            ("p95", s.p95, true),
-            ("p99", s.p99, true),
-            ("max", s.max, true),
-            ("mean", s.mean, false),
+        for (p, v) in [
+            ("p50", s.p50),
+            ("p95", s.p95),
+            ("p99", s.p99),
+            ("max", s.max),
+            ("mean", s.mean),
         ] {
             push(
                 format!("{key}.{p}"),
                 format!("{label} {p} (ms)"),
                 v,
                 Unit::Ms,
-                shown,
             );
         }
         push(
@@ -65,7 +61,6 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             format!("{label}: utterances"),
             s.count as f64,
             Unit::Count,
-            key == "time_to_final_ms",
         );
     }
     for (ch, t) in [("customer", &r.customer), ("assistant", &r.assistant)] {
@@ -77,7 +72,6 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             format!("{ch}: WER (%)"),
             t.wer * 100.0,
             Unit::Percent,
-            true,
         );
         for (key, label, v) in [
             count("premature_ends", "premature turn ends", t.premature_ends),
@@ -97,7 +91,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             count("duplicate_finals", "duplicate finals", t.duplicate_finals),
             count("repeated_words", "repeated words", t.repeated_words),
         ] {
-            push(key, label, v, Unit::Count, true);
+            push(key, label, v, Unit::Count);
         }
     }
     for (key, label, v) in [
@@ -110,7 +104,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
         ("transport_errors", "transport errors", r.transport_errors),
         ("unparseable", "unparseable messages", r.unparseable),
     ] {
-        push(key.into(), label.into(), v as f64, Unit::Count, true);
+        push(key.into(), label.into(), v as f64, Unit::Count);
     }
     out
 }
@@ -178,6 +172,80 @@ fn table(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The table's rows: a label and the figures (by key) one cell shows, " / " apart.
+const ROWS: &[(&str, &[&str])] = &[
+    (
+        "reply wait p50 / p95 / p99 / max (ms)",
+        &[
+            "reply_wait_ms.p50",
+            "reply_wait_ms.p95",
+            "reply_wait_ms.p99",
+            "reply_wait_ms.max",
+        ],
+    ),
+    (
+        "time to final p50 / p95 / p99 / max (ms)",
+        &[
+            "time_to_final_ms.p50",
+            "time_to_final_ms.p95",
+            "time_to_final_ms.p99",
+            "time_to_final_ms.max",
+        ],
+    ),
+    (
+        "first partial p50 / p95 / p99 / max (ms)",
+        &[
+            "first_partial_ms.p50",
+            "first_partial_ms.p95",
+            "first_partial_ms.p99",
+            "first_partial_ms.max",
+        ],
+    ),
+    ("utterances with a final", &["time_to_final_ms.count"]),
+    (
+        "WER customer / assistant (%)",
+        &["customer.wer", "assistant.wer"],
+    ),
+    (
+        "premature turn ends (cust. / asst.)",
+        &["customer.premature_ends", "assistant.premature_ends"],
+    ),
+    (
+        "turns ending in . ? ! (cust. / asst.)",
+        &[
+            "customer.turns_ending_terminal",
+            "assistant.turns_ending_terminal",
+        ],
+    ),
+    (
+        "missing finals (cust. / asst.)",
+        &["customer.missing_finals", "assistant.missing_finals"],
+    ),
+    (
+        "partial words lost (cust. / asst.)",
+        &[
+            "customer.partial_words_lost",
+            "assistant.partial_words_lost",
+        ],
+    ),
+    (
+        "leaked words (cust. / asst.)",
+        &["customer.leaked_words", "assistant.leaked_words"],
+    ),
+    (
+        "duplicate finals (cust. / asst.)",
+        &["customer.duplicate_finals", "assistant.duplicate_finals"],
+    ),
+    (
+        "repeated words (cust. / asst.)",
+        &["customer.repeated_words", "assistant.repeated_words"],
+    ),
+    ("stray transcripts", &["stray_transcripts"]),
+    ("failed calls", &["failed_calls"]),
+    ("transport errors", &["transport_errors"]),
+    ("unparseable messages", &["unparseable"]),
+];
+
 /// The figures table: one column per target, then B/A with two targets.
 pub fn figures_table(run: &RunReport) -> String {
     let mut header = vec!["figure".to_string()];
@@ -186,21 +254,39 @@ pub fn figures_table(run: &RunReport) -> String {
     if pair {
         header.push("B/A".into());
     }
-    let per_target: Vec<Vec<Figure>> = run.targets.iter().map(figures).collect();
+    let per_target: Vec<BTreeMap<String, Figure>> = run
+        .targets
+        .iter()
+        .map(|t| figures(t).into_iter().map(|f| (f.key.clone(), f)).collect())
+        .collect();
+    let join = |cells: Vec<String>| cells.join(" / ");
     let mut rows = Vec::new();
-    if let Some(first) = per_target.first() {
-        for (i, f) in first.iter().enumerate() {
-            if !f.shown {
-                continue;
-            }
-            let mut row = vec![f.label.clone()];
-            row.extend(per_target.iter().map(|t| cell(t[i].value, t[i].unit)));
-            if pair {
-                let r = ratio(per_target[0][i].value, per_target[1][i].value);
-                row.push(r.map_or_else(|| "–".into(), |r| format!("{r:.2}")));
-            }
-            rows.push(row);
+    for (label, keys) in ROWS {
+        let mut row = vec![label.to_string()];
+        for t in &per_target {
+            row.push(join(
+                keys.iter()
+                    .map(|k| {
+                        t.get(*k)
+                            .map_or_else(|| "?".into(), |f| cell(f.value, f.unit))
+                    })
+                    .collect(),
+            ));
         }
+        if let [a, b] = per_target.as_slice() {
+            row.push(join(
+                keys.iter()
+                    .map(|k| {
+                        let r = a
+                            .get(*k)
+                            .zip(b.get(*k))
+                            .and_then(|(a, b)| ratio(a.value, b.value));
+                        r.map_or_else(|| "–".into(), |r| format!("{r:.2}"))
+                    })
+                    .collect(),
+            ));
+        }
+        rows.push(row);
     }
     table(&header, &rows)
 }
@@ -249,7 +335,7 @@ fn endings(run: &RunReport, bullet: &str) -> String {
 }
 
 /// Capacity per target, and its levels as a table.
-fn capacity(run: &RunReport) -> String {
+fn capacity(run: &RunReport, bullet: &str) -> String {
     let mut out = String::new();
     let with: Vec<&Report> = run
         .targets
@@ -265,7 +351,7 @@ fn capacity(run: &RunReport) -> String {
         let Some(cap) = &t.capacity else { continue };
         let _ = writeln!(
             out,
-            "capacity of {} ({}, p95 time to final ≤ {:.0} ms, no failure): {}",
+            "{bullet}capacity of {} ({}, p95 time to final ≤ {:.0} ms, no failure): {}",
             t.label,
             cap.mode,
             run.settings.max_p95_ms,
@@ -358,7 +444,7 @@ pub fn text(run: &RunReport) -> String {
     out.push_str(&figures_table(run));
     out.push('\n');
     out.push_str(&endings(run, ""));
-    let cap = capacity(run);
+    let cap = capacity(run, "");
     if !cap.is_empty() {
         out.push('\n');
         out.push_str(&cap);
@@ -380,7 +466,7 @@ pub fn markdown(run: &RunReport) -> String {
     out.push_str(&figures_table(run));
     out.push_str("\n**Close codes and failures**\n\n");
     out.push_str(&endings(run, "- "));
-    let cap = capacity(run);
+    let cap = capacity(run, "- ");
     if !cap.is_empty() {
         out.push_str("\n**Capacity**\n\n");
         out.push_str(&cap);
@@ -472,17 +558,21 @@ mod tests {
         ]));
         assert!(md.contains("burst (in phase)"), "{md}");
         assert!(md.contains("| figure"), "{md}");
-        assert!(md.contains("| embedded |"), "{md}");
+        assert!(md.contains(" embedded |"), "{md}");
         assert!(md.contains("B/A"), "{md}");
         let row = md
             .lines()
-            .find(|l| l.starts_with("| time to final p95"))
+            .find(|l| l.starts_with("| time to final p50 / p95"))
             .unwrap_or_default();
         assert!(
-            row.contains("400") && row.contains("600") && row.contains("1.50"),
+            row.contains("200 / 400 / 400 / 400")
+                && row.contains("200 / 600 / 600 / 600")
+                && row.contains("1.00 / 1.50 / 1.50 / 1.50"),
             "{row}"
         );
-        assert!(md.contains("customer: WER (%)"));
+        assert!(md.contains("WER customer / assistant (%)"));
+        // Every figure a row names exists.
+        assert!(!md.contains(" ? |") && !md.contains(" ? /"), "{md}");
         assert!(md.contains("embedded: close codes 1000 ×2"), "{md}");
         // One target: no ratio column.
         assert!(!markdown(&run(vec![target("a", 1.0, 0)])).contains("B/A"));
