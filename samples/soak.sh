@@ -69,7 +69,7 @@ while [ $(( $(date +%s) - start )) -lt $((minutes * 60)) ]; do
   minute=$(( ($(date +%s) - start) / 60 ))
   e="$out/embedded-$round.json"
   r="$out/relay-$round.json"
-  echo -e "$round\t$minute\t$(( $(rss_kb) / 1024 ))\t$(( $(anon_kb) / 1024 ))\t$(field "$e" "r['calls']")\t$(field "$e" "r['failed_calls']")\t$(field "$r" "r['calls']")\t$(field "$r" "r['failed_calls']")\t$(field "$e" "round(r['time_to_final_ms']['p50'])")\t$(field "$e" "round(r['time_to_final_ms']['p95'])")" >>"$out/rounds.tsv"
+  echo -e "$round\t$minute\t$(( $(rss_kb) / 1024 ))\t$(( $(anon_kb) / 1024 ))\t$(field "$e" "r['targets'][0]['calls']")\t$(field "$e" "r['targets'][0]['failed_calls']")\t$(field "$r" "r['targets'][0]['calls']")\t$(field "$r" "r['targets'][0]['failed_calls']")\t$(field "$e" "round(r['targets'][0]['time_to_final_ms']['p50'])")\t$(field "$e" "round(r['targets'][0]['time_to_final_ms']['p95'])")" >>"$out/rounds.tsv"
   tail -1 "$out/rounds.tsv"
 done
 sleep 30

@@ -11,6 +11,8 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async_with_config};
 
@@ -241,10 +243,14 @@ impl Call {
         false
     }
 
-    /// Closes from the client side, as the platform does at the end of a call, and waits
-    /// (up to 10 s) for the server's close.
+    /// Closes from the client side with a normal closure (1000), as the platform does at the
+    /// end of a call, and waits (up to 10 s) for the server's close.
     pub async fn hang_up(mut self) -> Received {
-        let _ = self.tx.send(Message::Close(None)).await;
+        let normal = CloseFrame {
+            code: CloseCode::Normal,
+            reason: "".into(),
+        };
+        let _ = self.tx.send(Message::Close(Some(normal))).await;
         self.finish(Duration::from_secs(10)).await
     }
 

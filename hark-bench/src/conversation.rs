@@ -118,6 +118,30 @@ pub struct Utterance {
     pub offset: usize,
 }
 
+/// How much of a call is speech (`--pause`, `--turn-utterances`, `--turn-gap`): a server's
+/// capacity depends on it, since it decodes speech, not silence.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Density {
+    /// Silence between turns, in seconds (min, max).
+    pub pause_s: (f64, f64),
+    /// Utterances said back to back in one turn (min, max): monologues when above 1.
+    pub turn_utterances: (usize, usize),
+    /// Silence between the utterances of one turn, in seconds (min, max).
+    pub turn_gap_s: (f64, f64),
+}
+
+impl Default for Density {
+    fn default() -> Self {
+        Self {
+            // As between a caller and an agent.
+            pause_s: (0.8, 1.6),
+            turn_utterances: (1, 1),
+            // A breath between sentences, long enough for a final before the next one.
+            turn_gap_s: (0.6, 1.0),
+        }
+    }
+}
+
 /// A call's audio, both channels at the call's rate, and what is said when.
 pub struct Conversation {
     pub rate: u32,
@@ -138,6 +162,19 @@ impl Conversation {
         duration_secs: f64,
         seed: u64,
     ) -> anyhow::Result<Self> {
+        Self::build_with(corpus, rate, duration_secs, seed, &Density::default())
+    }
+
+    /// [`Conversation::build`] with the pauses and turn lengths of `density`; the default
+    /// density plays the same audio as `build` for a seed.
+    pub fn build_with(
+        corpus: &Corpus,
+        rate: u32,
+        duration_secs: f64,
+        seed: u64,
+        density: &Density,
+    ) -> anyhow::Result<Self> {
+        let between = |rng: &mut fastrand::Rng, (lo, hi): (f64, f64)| lo + rng.f64() * (hi - lo);
         let mut rng = fastrand::Rng::with_seed(seed);
         let convert = |r: &Recording| -> anyhow::Result<(Vec<i16>, usize, usize)> {
             let scale = f64::from(rate) / f64::from(r.rate);
@@ -173,25 +210,42 @@ impl Conversation {
                 Channel::Customer => (&customer, &mut ci, &corpus.customer),
                 Channel::Assistant => (&assistant, &mut ai, &corpus.assistant),
             };
-            let (samples, onset, offset) = &pool[*index % pool.len()];
-            let rec = &recordings[*index % pool.len()];
-            *index += 1;
-            let start = conv.customer.len();
-            conv.utterances.push(Utterance {
-                channel: turn,
-                recording: rec.name.clone(),
-                reference: rec.reference.clone(),
-                onset: start + onset,
-                offset: start + offset,
-            });
-            let (speaking, silent) = match turn {
-                Channel::Customer => (&mut conv.customer, &mut conv.assistant),
-                Channel::Assistant => (&mut conv.assistant, &mut conv.customer),
+            let (lo, hi) = density.turn_utterances;
+            // Drawn only when it varies, so that the default plays what it always did.
+            let said = if hi > lo {
+                rng.usize(lo..=hi)
+            } else {
+                lo.max(1)
             };
-            speaking.extend_from_slice(samples);
-            silent.resize(speaking.len(), 0);
-            // Turn-taking pause: 0.8 to 1.6 s, as between a caller and an agent.
-            conv.pause(0.8 + rng.f64() * 0.8);
+            for k in 0..said {
+                if k > 0 {
+                    if conv.customer.len() >= total {
+                        break;
+                    }
+                    let gap = between(&mut rng, density.turn_gap_s);
+                    conv.pause(gap);
+                }
+                let (samples, onset, offset) = &pool[*index % pool.len()];
+                let rec = &recordings[*index % pool.len()];
+                *index += 1;
+                let start = conv.customer.len();
+                conv.utterances.push(Utterance {
+                    channel: turn,
+                    recording: rec.name.clone(),
+                    reference: rec.reference.clone(),
+                    onset: start + onset,
+                    offset: start + offset,
+                });
+                let (speaking, silent) = match turn {
+                    Channel::Customer => (&mut conv.customer, &mut conv.assistant),
+                    Channel::Assistant => (&mut conv.assistant, &mut conv.customer),
+                };
+                speaking.extend_from_slice(samples);
+                silent.resize(speaking.len(), 0);
+            }
+            // Turn-taking pause.
+            let pause = between(&mut rng, density.pause_s);
+            conv.pause(pause);
             turn = match turn {
                 Channel::Customer => Channel::Assistant,
                 Channel::Assistant => Channel::Customer,
@@ -268,5 +322,39 @@ mod tests {
             let dur = (u.offset - u.onset) as f64 / 8000.0;
             assert!((dur - 0.5).abs() < 0.03, "{dur}");
         }
+    }
+
+    #[test]
+    fn monologues_keep_one_side_speaking_for_several_utterances() {
+        let rec = |name: &str| {
+            let mut samples = vec![0i16; 1600];
+            samples.extend((0..8000).map(|i| if i % 2 == 0 { 9000 } else { -9000 }));
+            samples.extend(vec![0i16; 1600]);
+            let speech = speech_bounds(&samples, 16000);
+            Recording {
+                name: name.into(),
+                rate: 16000,
+                samples,
+                reference: name.into(),
+                speech,
+            }
+        };
+        let corpus = Corpus {
+            customer: vec![rec("c")],
+            assistant: vec![rec("a")],
+        };
+        let density = Density {
+            turn_utterances: (3, 3),
+            ..Density::default()
+        };
+        let conv = Conversation::build_with(&corpus, 16000, 30.0, 1, &density).unwrap();
+        let channels: Vec<Channel> = conv.utterances.iter().map(|u| u.channel).collect();
+        assert_eq!(
+            channels[..6],
+            [Channel::Customer; 3]
+                .into_iter()
+                .chain([Channel::Assistant; 3])
+                .collect::<Vec<_>>()[..]
+        );
     }
 }

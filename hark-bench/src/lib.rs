@@ -12,8 +12,10 @@ pub mod protocol;
 pub mod report;
 pub mod resample;
 pub mod run;
+pub mod shape;
+pub mod summary;
 pub mod user_corpus;
 pub mod wav;
 pub mod wer;
 
-pub use run::{BenchArgs, Report, measure, run};
+pub use run::{BenchArgs, Report, RunReport, measure, measure_run, run};

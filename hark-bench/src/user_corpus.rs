@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::conversation::{Conversation, Corpus, Recording, Utterance};
+use crate::conversation::{Conversation, Corpus, Density, Recording, Utterance};
 use crate::protocol::Channel;
 use crate::resample::resample;
 use crate::run::BenchArgs;
@@ -27,27 +27,28 @@ use crate::{fetch, phone};
 
 /// What a run's conversations are built from.
 pub trait Conversations {
-    /// One conversation per call at `rate`; `seed` varies them between calls.
-    fn conversations(
+    /// Call `call`'s conversation at `rate`: generated ones last `duration_secs`, vary with
+    /// `seed` and are as dense as `density` says; real calls are played as recorded.
+    fn conversation(
         &self,
         rate: u32,
         duration_secs: f64,
         seed: u64,
-        calls: usize,
-    ) -> anyhow::Result<Vec<Conversation>>;
+        call: usize,
+        density: &Density,
+    ) -> anyhow::Result<Conversation>;
 }
 
 impl Conversations for Corpus {
-    fn conversations(
+    fn conversation(
         &self,
         rate: u32,
         duration_secs: f64,
         seed: u64,
-        calls: usize,
-    ) -> anyhow::Result<Vec<Conversation>> {
-        (0..calls)
-            .map(|i| Conversation::build(self, rate, duration_secs, seed.wrapping_add(i as u64)))
-            .collect()
+        _call: usize,
+        density: &Density,
+    ) -> anyhow::Result<Conversation> {
+        Conversation::build_with(self, rate, duration_secs, seed, density)
     }
 }
 
@@ -107,19 +108,18 @@ pub enum Speech {
 }
 
 impl Conversations for Speech {
-    fn conversations(
+    fn conversation(
         &self,
         rate: u32,
         duration_secs: f64,
         seed: u64,
-        calls: usize,
-    ) -> anyhow::Result<Vec<Conversation>> {
+        call: usize,
+        density: &Density,
+    ) -> anyhow::Result<Conversation> {
         match self {
-            Self::Turns(corpus) => corpus.conversations(rate, duration_secs, seed, calls),
+            Self::Turns(corpus) => corpus.conversation(rate, duration_secs, seed, call, density),
             Self::Calls(real) if real.is_empty() => bail!("no real calls to play"),
-            Self::Calls(real) => (0..calls)
-                .map(|i| real[i % real.len()].conversation(rate))
-                .collect(),
+            Self::Calls(real) => real[call % real.len()].conversation(rate),
         }
     }
 }

@@ -18,20 +18,9 @@ fn args(url: String, duration: f64) -> BenchArgs {
         url,
         calls: 1,
         duration,
-        rate: 16000,
-        frame_ms: 20,
-        secret: None,
-        bearer: None,
-        clips: None,
-        corpus: None,
-        phone_band: false,
-        mu_law: false,
-        report: None,
-        plot: None,
-        find_capacity: false,
-        max_p95_ms: 800.0,
         max_calls: 1,
         seed: 5,
+        ..BenchArgs::default()
     }
 }
 

@@ -1,0 +1,254 @@
+//! Load shapes: when each call starts, on which target, and which conversation it plays.
+//! Kept apart from the run so that a schedule can be checked without timing anything.
+
+use serde::Serialize;
+
+use crate::report::Stats;
+
+/// Between a call's start on target A and the same call's start on target B (`--vs`): close
+/// enough that both meet the same machine conditions, apart enough to keep their order.
+pub const PAIR_GAP_MS: f64 = 5.0;
+
+/// How the calls of a run start.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Shape {
+    /// Starts spread evenly over `over_s` seconds, each call with its own seed: independent
+    /// calls, as a platform's traffic is.
+    Staggered { over_s: f64 },
+    /// All calls at once, all playing the same conversation timing, so every call's words
+    /// end at the same instants: the worst case for a server.
+    Burst,
+    /// One more call every `every_s` seconds in one continuous run, all ending together.
+    Ramp { every_s: f64 },
+}
+
+impl Shape {
+    /// The default stagger: about one turn cycle, or the whole call if that is shorter.
+    pub fn default_stagger(duration_s: f64) -> f64 {
+        duration_s.min(6.0)
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Staggered { over_s } => format!("staggered over {over_s:.1} s"),
+            Self::Burst => "burst (in phase)".into(),
+            Self::Ramp { every_s } => format!("ramp (+1 call every {every_s:.1} s)"),
+        }
+    }
+}
+
+/// One call's place in the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Start {
+    /// 0 for `--url`, 1 for `--vs`.
+    pub target: usize,
+    pub call: usize,
+    /// When to dial, after the run starts.
+    pub offset_ms: f64,
+    /// The conversation's seed: the same call plays the same audio on every target.
+    pub seed: u64,
+    /// Length of its conversation.
+    pub duration_s: f64,
+}
+
+/// Every call's start, in the order they are dialed: A0, B0, A1, B1…
+pub fn schedule(
+    shape: Shape,
+    calls: usize,
+    targets: usize,
+    seed: u64,
+    duration_s: f64,
+) -> Vec<Start> {
+    let mut out = Vec::with_capacity(calls * targets);
+    for call in 0..calls {
+        let (base_ms, seed, duration_s) = match shape {
+            Shape::Staggered { over_s } => (
+                call as f64 * over_s * 1000.0 / calls as f64,
+                seed.wrapping_add(call as u64),
+                duration_s,
+            ),
+            Shape::Burst => (0.0, seed, duration_s),
+            Shape::Ramp { every_s } => (
+                call as f64 * every_s * 1000.0,
+                seed.wrapping_add(call as u64),
+                // Every call lasts to the end of the run, so the last level is held for a
+                // whole `duration_s`.
+                duration_s + (calls - 1 - call) as f64 * every_s,
+            ),
+        };
+        for target in 0..targets {
+            out.push(Start {
+                target,
+                call,
+                offset_ms: base_ms + target as f64 * PAIR_GAP_MS,
+                seed,
+                duration_s,
+            });
+        }
+    }
+    out
+}
+
+/// Calls whose audio is flowing at `at_ms`, from their (from, to) spans in ms.
+pub fn open_calls(spans: &[(f64, f64)], at_ms: f64) -> usize {
+    spans
+        .iter()
+        .filter(|(from, to)| *from <= at_ms && at_ms < *to)
+        .count()
+}
+
+/// One concurrency level of `--find-capacity`: a step (a run with this many calls) or, with
+/// `--ramp`, the utterances whose words ended while this many calls were open.
+#[derive(Debug, Clone, Serialize)]
+pub struct Level {
+    pub calls: usize,
+    pub time_to_final_ms: Stats,
+    pub missing_finals: usize,
+    pub failed_calls: usize,
+    /// p95 time to final within the threshold, and no missing final or failure.
+    pub held: bool,
+}
+
+impl Level {
+    pub fn new(
+        calls: usize,
+        ttf: Vec<f64>,
+        missing_finals: usize,
+        failed_calls: usize,
+        max_p95_ms: f64,
+    ) -> Self {
+        let time_to_final_ms = Stats::of(ttf);
+        let held = missing_finals == 0
+            && failed_calls == 0
+            && time_to_final_ms.count > 0
+            && time_to_final_ms.p95 <= max_p95_ms;
+        Self {
+            calls,
+            time_to_final_ms,
+            missing_finals,
+            failed_calls,
+            held,
+        }
+    }
+}
+
+/// The largest level that held with every level below it holding too.
+pub fn capacity(levels: &[Level]) -> Option<usize> {
+    let mut sorted: Vec<&Level> = levels.iter().collect();
+    sorted.sort_by_key(|l| l.calls);
+    sorted.iter().take_while(|l| l.held).last().map(|l| l.calls)
+}
+
+/// `MIN-MAX` or a single value, for the density flags.
+pub fn parse_range_f64(s: &str) -> Result<(f64, f64), String> {
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| format!("`{v}` is not a number of seconds (0 or more)"))
+    };
+    let (lo, hi) = match s.split_once('-') {
+        Some((a, b)) => (parse(a)?, parse(b)?),
+        None => (parse(s)?, parse(s)?),
+    };
+    if lo > hi {
+        return Err(format!("`{s}`: the minimum is above the maximum"));
+    }
+    Ok((lo, hi))
+}
+
+/// Seconds, 0 or more: `--stagger`, `--ramp`.
+pub fn parse_secs(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or_else(|| format!("`{s}` is not a number of seconds (0 or more)"))
+}
+
+/// `N` or `MIN-MAX` utterances, at least 1.
+pub fn parse_range_usize(s: &str) -> Result<(usize, usize), String> {
+    let parse = |v: &str| {
+        v.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|x| *x >= 1)
+            .ok_or_else(|| format!("`{v}` is not a count of 1 or more"))
+    };
+    let (lo, hi) = match s.split_once('-') {
+        Some((a, b)) => (parse(a)?, parse(b)?),
+        None => (parse(s)?, parse(s)?),
+    };
+    if lo > hi {
+        return Err(format!("`{s}`: the minimum is above the maximum"));
+    }
+    Ok((lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staggered_calls_spread_with_their_own_seeds_and_pairs_interleave() {
+        let s = schedule(Shape::Staggered { over_s: 6.0 }, 3, 2, 10, 20.0);
+        let order: Vec<(usize, usize)> = s.iter().map(|x| (x.target, x.call)).collect();
+        assert_eq!(order, [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)]);
+        let offsets: Vec<f64> = s.iter().map(|x| x.offset_ms).collect();
+        assert_eq!(offsets, [0.0, 5.0, 2000.0, 2005.0, 4000.0, 4005.0]);
+        let seeds: Vec<u64> = s.iter().map(|x| x.seed).collect();
+        assert_eq!(seeds, [10, 10, 11, 11, 12, 12]);
+    }
+
+    #[test]
+    fn burst_calls_start_together_and_play_the_same_timing() {
+        let s = schedule(Shape::Burst, 3, 1, 10, 20.0);
+        assert!(s.iter().all(|x| x.offset_ms == 0.0 && x.seed == 10));
+    }
+
+    #[test]
+    fn a_ramp_adds_calls_that_all_end_together() {
+        let s = schedule(Shape::Ramp { every_s: 5.0 }, 3, 1, 1, 10.0);
+        let ends: Vec<f64> = s
+            .iter()
+            .map(|x| x.offset_ms + x.duration_s * 1000.0)
+            .collect();
+        assert_eq!(ends, [20_000.0; 3]);
+        let spans: Vec<(f64, f64)> = s
+            .iter()
+            .map(|x| (x.offset_ms, x.offset_ms + x.duration_s * 1000.0))
+            .collect();
+        assert_eq!(open_calls(&spans, 1000.0), 1);
+        assert_eq!(open_calls(&spans, 7000.0), 2);
+        assert_eq!(open_calls(&spans, 19_000.0), 3);
+        assert_eq!(open_calls(&spans, 20_000.0), 0);
+    }
+
+    #[test]
+    fn capacity_is_the_last_level_held_from_the_bottom() {
+        let level = |calls, p95: f64, missing| Level::new(calls, vec![p95], missing, 0, 800.0);
+        let levels = [
+            level(2, 500.0, 0),
+            level(1, 300.0, 0),
+            level(3, 900.0, 0),
+            level(4, 400.0, 0),
+        ];
+        assert_eq!(capacity(&levels), Some(2));
+        assert_eq!(capacity(&[level(1, 300.0, 1)]), None);
+    }
+
+    #[test]
+    fn ranges_parse_or_say_why_not() {
+        assert_eq!(parse_range_f64("0.8-1.6"), Ok((0.8, 1.6)));
+        assert_eq!(parse_range_f64("2"), Ok((2.0, 2.0)));
+        assert!(parse_range_f64("2-1").is_err());
+        assert!(parse_range_f64("x").is_err());
+        assert_eq!(parse_secs("2.5"), Ok(2.5));
+        assert!(parse_secs("-1").is_err());
+        assert_eq!(parse_range_usize("3"), Ok((3, 3)));
+        assert_eq!(parse_range_usize("1-4"), Ok((1, 4)));
+        assert!(parse_range_usize("0").is_err());
+    }
+}

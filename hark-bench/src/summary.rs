@@ -1,0 +1,580 @@
+//! The figures of a run as one table (a column per target, and B/A with `--vs`): printed at
+//! the end of a run, and as the Markdown summary a user pastes into an issue.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::report::Stats;
+use crate::run::{Report, RunReport};
+
+/// How a figure reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Ms,
+    Percent,
+    Count,
+}
+
+/// One figure of a target: `key` is its dotted path in the JSON report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub key: String,
+    pub label: String,
+    pub value: f64,
+    pub unit: Unit,
+}
+
+/// Every figure of a target, in the order the tables show them: what the platform
+/// experiences first.
+pub fn figures(r: &Report) -> Vec<Figure> {
+    let mut out = Vec::new();
+    let mut push = |key: String, label: String, value: f64, unit: Unit| {
+        out.push(Figure {
+            key,
+            label,
+            value,
+            unit,
+        });
+    };
+    let latency: [(&str, &str, &Stats); 3] = [
+        ("reply_wait_ms", "reply wait", &r.reply_wait_ms),
+        ("time_to_final_ms", "time to final", &r.time_to_final_ms),
+        ("first_partial_ms", "first partial", &r.first_partial_ms),
+    ];
+    for (key, label, s) in latency {
+        for (p, v) in [
+            ("p50", s.p50),
+            ("p95", s.p95),
+            ("p99", s.p99),
+            ("max", s.max),
+            ("mean", s.mean),
+        ] {
+            push(
+                format!("{key}.{p}"),
+                format!("{label} {p} (ms)"),
+                v,
+                Unit::Ms,
+            );
+        }
+        push(
+            format!("{key}.count"),
+            format!("{label}: utterances"),
+            s.count as f64,
+            Unit::Count,
+        );
+    }
+    for (ch, t) in [("customer", &r.customer), ("assistant", &r.assistant)] {
+        let count = |name: &str, label: &str, v: usize| {
+            (format!("{ch}.{name}"), format!("{ch}: {label}"), v as f64)
+        };
+        push(
+            format!("{ch}.wer"),
+            format!("{ch}: WER (%)"),
+            t.wer * 100.0,
+            Unit::Percent,
+        );
+        for (key, label, v) in [
+            count("premature_ends", "premature turn ends", t.premature_ends),
+            count(
+                "turns_ending_terminal",
+                "turns ending in . ? !",
+                t.turns_ending_terminal,
+            ),
+            count("turns_with_final", "turns with a final", t.turns_with_final),
+            count("missing_finals", "missing finals", t.missing_finals),
+            count(
+                "partial_words_lost",
+                "partial words lost",
+                t.partial_words_lost,
+            ),
+            count("leaked_words", "leaked words", t.leaked_words),
+            count("duplicate_finals", "duplicate finals", t.duplicate_finals),
+            count("repeated_words", "repeated words", t.repeated_words),
+        ] {
+            push(key, label, v, Unit::Count);
+        }
+    }
+    for (key, label, v) in [
+        (
+            "stray_transcripts",
+            "stray transcripts",
+            r.stray_transcripts,
+        ),
+        ("failed_calls", "failed calls", r.failed_calls),
+        ("transport_errors", "transport errors", r.transport_errors),
+        ("unparseable", "unparseable messages", r.unparseable),
+    ] {
+        push(key.into(), label.into(), v as f64, Unit::Count);
+    }
+    out
+}
+
+/// B ÷ A for every figure; None where A's is 0 (or either is not a number).
+pub fn ratios(a: &Report, b: &Report) -> BTreeMap<String, Option<f64>> {
+    figures(a)
+        .into_iter()
+        .zip(figures(b))
+        .map(|(fa, fb)| (fa.key, ratio(fa.value, fb.value)))
+        .collect()
+}
+
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (a != 0.0 && a.is_finite() && b.is_finite()).then(|| b / a)
+}
+
+fn cell(value: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Ms => format!("{value:.0}"),
+        Unit::Percent => format!("{value:.1}"),
+        Unit::Count => format!("{value:.0}"),
+    }
+}
+
+/// A Markdown table whose columns line up, so it reads in a terminal as well.
+fn table(header: &[String], rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .chain([&header[i]])
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(3)
+                .max(3)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let mut s = String::from("|");
+        for (i, c) in cells.iter().enumerate() {
+            let pad = widths[i].saturating_sub(c.chars().count());
+            if i == 0 {
+                let _ = write!(s, " {c}{} |", " ".repeat(pad));
+            } else {
+                let _ = write!(s, " {}{c} |", " ".repeat(pad));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(header);
+    out.push('|');
+    for (i, w) in widths.iter().enumerate() {
+        if i == 0 {
+            let _ = write!(out, "{}|", "-".repeat(w + 2));
+        } else {
+            let _ = write!(out, "{}:|", "-".repeat(w + 1));
+        }
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+/// The table's rows: a label and the figures (by key) one cell shows, " / " apart.
+const ROWS: &[(&str, &[&str])] = &[
+    (
+        "reply wait p50 / p95 / p99 / max (ms)",
+        &[
+            "reply_wait_ms.p50",
+            "reply_wait_ms.p95",
+            "reply_wait_ms.p99",
+            "reply_wait_ms.max",
+        ],
+    ),
+    (
+        "time to final p50 / p95 / p99 / max (ms)",
+        &[
+            "time_to_final_ms.p50",
+            "time_to_final_ms.p95",
+            "time_to_final_ms.p99",
+            "time_to_final_ms.max",
+        ],
+    ),
+    (
+        "first partial p50 / p95 / p99 / max (ms)",
+        &[
+            "first_partial_ms.p50",
+            "first_partial_ms.p95",
+            "first_partial_ms.p99",
+            "first_partial_ms.max",
+        ],
+    ),
+    ("utterances with a final", &["time_to_final_ms.count"]),
+    (
+        "WER customer / assistant (%)",
+        &["customer.wer", "assistant.wer"],
+    ),
+    (
+        "premature turn ends (cust. / asst.)",
+        &["customer.premature_ends", "assistant.premature_ends"],
+    ),
+    (
+        "turns ending in . ? ! (cust. / asst.)",
+        &[
+            "customer.turns_ending_terminal",
+            "assistant.turns_ending_terminal",
+        ],
+    ),
+    (
+        "missing finals (cust. / asst.)",
+        &["customer.missing_finals", "assistant.missing_finals"],
+    ),
+    (
+        "partial words lost (cust. / asst.)",
+        &[
+            "customer.partial_words_lost",
+            "assistant.partial_words_lost",
+        ],
+    ),
+    (
+        "leaked words (cust. / asst.)",
+        &["customer.leaked_words", "assistant.leaked_words"],
+    ),
+    (
+        "duplicate finals (cust. / asst.)",
+        &["customer.duplicate_finals", "assistant.duplicate_finals"],
+    ),
+    (
+        "repeated words (cust. / asst.)",
+        &["customer.repeated_words", "assistant.repeated_words"],
+    ),
+    ("stray transcripts", &["stray_transcripts"]),
+    ("failed calls", &["failed_calls"]),
+    ("transport errors", &["transport_errors"]),
+    ("unparseable messages", &["unparseable"]),
+];
+
+/// The figures table: one column per target, then B/A with two targets.
+pub fn figures_table(run: &RunReport) -> String {
+    let mut header = vec!["figure".to_string()];
+    header.extend(run.targets.iter().map(|t| t.label.clone()));
+    let pair = run.targets.len() == 2;
+    if pair {
+        header.push("B/A".into());
+    }
+    let per_target: Vec<BTreeMap<String, Figure>> = run
+        .targets
+        .iter()
+        .map(|t| figures(t).into_iter().map(|f| (f.key.clone(), f)).collect())
+        .collect();
+    let join = |cells: Vec<String>| cells.join(" / ");
+    let mut rows = Vec::new();
+    for (label, keys) in ROWS {
+        let mut row = vec![label.to_string()];
+        for t in &per_target {
+            row.push(join(
+                keys.iter()
+                    .map(|k| {
+                        t.get(*k)
+                            .map_or_else(|| "?".into(), |f| cell(f.value, f.unit))
+                    })
+                    .collect(),
+            ));
+        }
+        if let [a, b] = per_target.as_slice() {
+            row.push(join(
+                keys.iter()
+                    .map(|k| {
+                        let r = a
+                            .get(*k)
+                            .zip(b.get(*k))
+                            .and_then(|(a, b)| ratio(a.value, b.value));
+                        r.map_or_else(|| "–".into(), |r| format!("{r:.2}"))
+                    })
+                    .collect(),
+            ));
+        }
+        rows.push(row);
+    }
+    table(&header, &rows)
+}
+
+/// Close codes and failures per target, one line each.
+fn endings(run: &RunReport, bullet: &str) -> String {
+    let mut out = String::new();
+    for t in &run.targets {
+        let codes: Vec<String> = t
+            .close_codes
+            .iter()
+            .map(|c| {
+                let code = c.code.map_or_else(|| "no code".into(), |c| c.to_string());
+                if c.reason.is_empty() {
+                    format!("{code} ×{}", c.count)
+                } else {
+                    format!("{code} {} ×{}", c.reason, c.count)
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{bullet}{}: close codes {}; failed calls {} of {}",
+            t.label,
+            codes.join(", "),
+            t.failed_calls,
+            t.calls
+        );
+        for c in t.per_call.iter().filter(|c| c.failed()) {
+            let why = c
+                .errors
+                .first()
+                .cloned()
+                .or_else(|| c.transport_error.clone())
+                .unwrap_or_else(|| {
+                    format!(
+                        "closed {} {}",
+                        c.close_code.map_or_else(|| "-".into(), |c| c.to_string()),
+                        c.close_reason.clone().unwrap_or_default()
+                    )
+                });
+            let _ = writeln!(out, "{bullet}  call {}: {why}", c.call);
+        }
+    }
+    out
+}
+
+/// Capacity per target, and its levels as a table.
+fn capacity(run: &RunReport, bullet: &str) -> String {
+    let mut out = String::new();
+    let with: Vec<&Report> = run
+        .targets
+        .iter()
+        .filter(|t| t.capacity.is_some())
+        .collect();
+    if with.is_empty() {
+        return out;
+    }
+    let mut header = vec!["calls".to_string()];
+    let mut levels: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (k, t) in with.iter().enumerate() {
+        let Some(cap) = &t.capacity else { continue };
+        let _ = writeln!(
+            out,
+            "{bullet}capacity of {} ({}, p95 time to final ≤ {:.0} ms, no failure): {}",
+            t.label,
+            cap.mode,
+            run.settings.max_p95_ms,
+            cap.calls.map_or_else(
+                || "not even one call held".into(),
+                |n| format!("{n} concurrent calls")
+            )
+        );
+        header.extend([
+            format!("{} ttf p50", t.label),
+            "p95".into(),
+            "missing".into(),
+            "failed".into(),
+            "held".into(),
+        ]);
+        for l in &cap.levels {
+            let row = levels
+                .entry(l.calls)
+                .or_insert_with(|| vec!["".into(); 5 * with.len()]);
+            row.splice(
+                5 * k..5 * k + 5,
+                [
+                    cell(l.time_to_final_ms.p50, Unit::Ms),
+                    cell(l.time_to_final_ms.p95, Unit::Ms),
+                    l.missing_finals.to_string(),
+                    l.failed_calls.to_string(),
+                    if l.held { "yes" } else { "no" }.into(),
+                ],
+            );
+        }
+    }
+    let rows: Vec<Vec<String>> = levels
+        .into_iter()
+        .map(|(calls, rest)| std::iter::once(calls.to_string()).chain(rest).collect())
+        .collect();
+    out.push('\n');
+    out.push_str(&table(&header, &rows));
+    out
+}
+
+/// The settings in one line.
+fn settings_line(run: &RunReport) -> String {
+    let s = &run.settings;
+    let servers: Vec<String> = s
+        .labels
+        .iter()
+        .zip(&s.urls)
+        .zip(["A", "B"])
+        .map(|((label, url), which)| {
+            if label == url {
+                format!("{which} = `{url}`")
+            } else {
+                format!("{which} = {label} `{url}`")
+            }
+        })
+        .collect();
+    let d = &s.density;
+    let per_turn = if d.turn_utterances.0 == d.turn_utterances.1 {
+        d.turn_utterances.0.to_string()
+    } else {
+        format!("{}–{}", d.turn_utterances.0, d.turn_utterances.1)
+    };
+    format!(
+        "{}; {} calls × {:.0} s, {}, {} Hz, {} ms frames, pauses {:.1}–{:.1} s, {per_turn} utterance(s) per turn, seed {}; {} cores; hark-bench {}",
+        servers.join(", "),
+        s.calls,
+        s.duration_s,
+        s.shape.describe(),
+        s.rate,
+        s.frame_ms,
+        d.pause_s.0,
+        d.pause_s.1,
+        s.seed,
+        s.machine_cores,
+        run.tool_version
+    )
+}
+
+/// What the terminal shows after the per-call tables.
+pub fn text(run: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n{}\n", settings_line(run));
+    if run.targets.len() == 2 {
+        let _ = writeln!(
+            out,
+            "B/A = {} ÷ {} (below 1: B is lower)",
+            run.targets[1].label, run.targets[0].label
+        );
+    }
+    out.push_str(&figures_table(run));
+    out.push('\n');
+    out.push_str(&endings(run, ""));
+    let cap = capacity(run, "");
+    if !cap.is_empty() {
+        out.push('\n');
+        out.push_str(&cap);
+    }
+    out
+}
+
+/// The summary to paste into an issue.
+pub fn markdown(run: &RunReport) -> String {
+    let mut out = String::from("### hark bench\n\n");
+    let _ = writeln!(out, "{}\n", settings_line(run));
+    if run.targets.len() == 2 {
+        let _ = writeln!(
+            out,
+            "B/A = {} ÷ {} (below 1: B is lower).\n",
+            run.targets[1].label, run.targets[0].label
+        );
+    }
+    out.push_str(&figures_table(run));
+    out.push_str("\n**Close codes and failures**\n\n");
+    out.push_str(&endings(run, "- "));
+    let cap = capacity(run, "- ");
+    if !cap.is_empty() {
+        out.push_str("\n**Capacity**\n\n");
+        out.push_str(&cap);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Channel;
+    use crate::report::totals;
+    use crate::run::{CloseCount, Settings};
+    use crate::shape::Shape;
+
+    fn target(label: &str, ttf_p95: f64, failed: usize) -> Report {
+        Report {
+            label: label.into(),
+            url: format!("ws://{label}"),
+            calls: 2,
+            duration_s: 10.0,
+            time_to_final_ms: Stats {
+                count: 8,
+                p50: 200.0,
+                p95: ttf_p95,
+                p99: ttf_p95,
+                max: ttf_p95,
+                mean: 250.0,
+            },
+            first_partial_ms: Stats::default(),
+            reply_wait_ms: Stats::default(),
+            customer: totals(&[], Channel::Customer),
+            assistant: totals(&[], Channel::Assistant),
+            failed_calls: failed,
+            stray_transcripts: 0,
+            transport_errors: 0,
+            unparseable: 0,
+            close_codes: vec![CloseCount {
+                code: Some(1000),
+                reason: String::new(),
+                count: 2,
+            }],
+            timing: Vec::new(),
+            capacity: None,
+            per_call: Vec::new(),
+        }
+    }
+
+    fn run(targets: Vec<Report>) -> RunReport {
+        RunReport {
+            schema_version: crate::run::SCHEMA_VERSION,
+            tool_version: "0".into(),
+            started_unix_s: 0,
+            settings: Settings {
+                urls: targets.iter().map(|t| t.url.clone()).collect(),
+                labels: targets.iter().map(|t| t.label.clone()).collect(),
+                calls: 2,
+                duration_s: 10.0,
+                rate: 16000,
+                frame_ms: 20,
+                shape: Shape::Burst,
+                density: Default::default(),
+                seed: 1,
+                machine_cores: 2,
+                find_capacity: false,
+                max_p95_ms: 800.0,
+                max_calls: 2,
+            },
+            targets,
+            ratios: None,
+        }
+    }
+
+    #[test]
+    fn ratios_are_b_over_a_and_none_over_zero() {
+        let r = ratios(&target("a", 400.0, 0), &target("b", 600.0, 1));
+        assert_eq!(r["time_to_final_ms.p95"], Some(1.5));
+        assert_eq!(r["time_to_final_ms.p50"], Some(1.0));
+        assert_eq!(r["failed_calls"], None);
+        assert_eq!(ratio(2.0, 1.0), Some(0.5));
+        assert_eq!(ratio(0.0, 1.0), None);
+    }
+
+    #[test]
+    fn markdown_has_the_settings_the_table_and_the_close_codes() {
+        let md = markdown(&run(vec![
+            target("embedded", 400.0, 0),
+            target("cloud", 600.0, 0),
+        ]));
+        assert!(md.contains("burst (in phase)"), "{md}");
+        assert!(md.contains("| figure"), "{md}");
+        assert!(md.contains(" embedded |"), "{md}");
+        assert!(md.contains("B/A"), "{md}");
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| time to final p50 / p95"))
+            .unwrap_or_default();
+        assert!(
+            row.contains("200 / 400 / 400 / 400")
+                && row.contains("200 / 600 / 600 / 600")
+                && row.contains("1.00 / 1.50 / 1.50 / 1.50"),
+            "{row}"
+        );
+        assert!(md.contains("WER customer / assistant (%)"));
+        // Every figure a row names exists.
+        assert!(!md.contains(" ? |") && !md.contains(" ? /"), "{md}");
+        assert!(md.contains("embedded: close codes 1000 ×2"), "{md}");
+        // One target: no ratio column.
+        assert!(!markdown(&run(vec![target("a", 1.0, 0)])).contains("B/A"));
+    }
+}
