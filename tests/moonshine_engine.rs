@@ -1,7 +1,7 @@
 //! Runs the real Moonshine engine on a real recording.
 //!
 //! Downloads the engine into the cache dir on the first run (~58 MB) and reuses it after.
-//! Fetches the dev clips once too (`hark::bench::fetch`).
+//! Fetches the dev clips once too (`hark_bench::fetch`).
 
 #[path = "common/dirs.rs"]
 mod dirs;

@@ -2,7 +2,7 @@
 //!
 //! Downloads the engine (~58 MB, for its onnxruntime) and pipecat's wheel (~12 MB, for the
 //! model) into the cache dir on the first run and reuses them after, and the dev clips
-//! (`hark::bench::fetch`).
+//! (`hark_bench::fetch`).
 //!
 //! The probabilities pinned below are what pipecat 1.14.0's own Python code gives for the
 //! same audio (`samples/turn-compare.py`); hark's features match it to the bit, so they

@@ -38,7 +38,7 @@ impl Target {
         }
     }
 
-    fn headers(&self) -> Result<Vec<(String, String)>, String> {
+    fn headers(&self) -> Vec<(String, String)> {
         let mut headers = Vec::new();
         if let Some(secret) = &self.secret {
             headers.push(("x-vapi-secret".into(), secret.clone()));
@@ -46,7 +46,7 @@ impl Target {
         if let Some(token) = &self.bearer {
             headers.push(("authorization".into(), format!("Bearer {token}")));
         }
-        Ok(headers)
+        headers
     }
 }
 
@@ -116,7 +116,7 @@ pub struct Call {
 impl Call {
     /// Opens the websocket to `target` without sending anything.
     pub async fn dial(target: &Target) -> Result<Self, String> {
-        let headers = target.headers()?;
+        let headers = target.headers();
         let pairs: Vec<(&str, &str)> = headers
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))

@@ -52,7 +52,7 @@ impl Corpus {
             customer: Vec::new(),
             assistant: Vec::new(),
         };
-        for rec in read_index(dir, &text)? {
+        for rec in read_index(dir, &text, "transcripts.tsv")? {
             if ASSISTANT_CLIPS.contains(&rec.name.as_str()) {
                 corpus.assistant.push(rec);
             } else {
@@ -60,7 +60,9 @@ impl Corpus {
             }
         }
         if let Ok(text) = std::fs::read_to_string(dir.join("assistant.tsv")) {
-            corpus.assistant.extend(read_index(dir, &text)?);
+            corpus
+                .assistant
+                .extend(read_index(dir, &text, "assistant.tsv")?);
         }
         if corpus.customer.is_empty() || corpus.assistant.is_empty() {
             bail!("{} needs clips for both sides", index.display());
@@ -69,10 +71,16 @@ impl Corpus {
     }
 }
 
-fn read_index(dir: &Path, text: &str) -> anyhow::Result<Vec<Recording>> {
-    text.lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(file, reference)| load_wav(&dir.join(file), reference))
+/// The recordings an index lists (the same format `--corpus` reads), or every problem in it.
+fn read_index(dir: &Path, text: &str, name: &str) -> anyhow::Result<Vec<Recording>> {
+    let mut problems = Vec::new();
+    let entries = crate::user_corpus::parse_index(text, &dir.join(name), &mut problems);
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    entries
+        .iter()
+        .map(|e| load_wav(&dir.join(&e.file), e.references.first().map_or("", |r| r)))
         .collect()
 }
 
@@ -193,6 +201,14 @@ impl Conversation {
             .iter()
             .map(convert)
             .collect::<Result<_, _>>()?;
+        if customer.is_empty() || assistant.is_empty() {
+            bail!("a conversation needs recordings for both sides");
+        }
+        if !(duration_secs.is_finite() && duration_secs > 0.0) {
+            bail!(
+                "a conversation's length must be a positive number of seconds, not {duration_secs}"
+            );
+        }
         let total = (duration_secs * f64::from(rate)) as usize;
         let mut conv = Self {
             rate,

@@ -309,7 +309,7 @@ pub fn ensure_clips(opts: &ClipsOptions) -> Result<PathBuf, ClipsError> {
     } else {
         tracing::warn!(
             "espeak-ng is not installed, so the clips have no synthesised assistant prompts \
-             (the assistant side plays jfk.wav and beckett.wav instead). To add them, install \
+             (the assistant side then speaks only jfk.wav and beckett.wav). To add them, install \
              it (`apt-get install espeak-ng`); the next run adds them to {}",
             root.display()
         );

@@ -54,6 +54,12 @@ pub enum TranscriptType {
     Final,
 }
 
+impl TranscriptType {
+    fn final_() -> Self {
+        Self::Final
+    }
+}
+
 /// What a transcriber server may send.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
@@ -61,13 +67,17 @@ pub enum ServerMessage {
     TranscriberResponse {
         transcription: String,
         channel: Channel,
-        #[serde(rename = "transcriptType")]
+        /// PROTOCOL.md: "Omitted means final".
+        #[serde(rename = "transcriptType", default = "TranscriptType::final_")]
         transcript_type: TranscriptType,
     },
     Error {
         error: String,
         message: String,
     },
+    /// Any other type: allowed by the contract, and ignored as the platform ignores it.
+    #[serde(other)]
+    Other,
 }
 
 /// The start frame, as the platform sends it before any audio.
@@ -110,6 +120,20 @@ mod tests {
         let e: ServerMessage =
             serde_json::from_str(r#"{"type":"error","error":"x","message":"y"}"#).unwrap();
         assert!(matches!(e, ServerMessage::Error { .. }));
+        let omitted: ServerMessage = serde_json::from_str(
+            r#"{"type":"transcriber-response","transcription":"Hi.","channel":"assistant"}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            omitted,
+            ServerMessage::TranscriberResponse {
+                transcript_type: TranscriptType::Final,
+                ..
+            }
+        ));
+        let other: ServerMessage =
+            serde_json::from_str(r#"{"type":"speech-started","channel":"customer"}"#).unwrap();
+        assert_eq!(other, ServerMessage::Other);
         assert_eq!(interleave(&[&[1, 2], &[3]], 0, 2), [1, 0, 3, 0, 2, 0, 0, 0]);
     }
 }

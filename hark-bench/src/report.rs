@@ -165,15 +165,14 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
             .iter()
             .filter(|(t, ..)| *t < first_onset)
             .count();
+        let bounds = windows(&own, &transcripts, secs);
         let mut previous_final: Option<String> = None;
         for (k, (index, u)) in own.iter().enumerate() {
             let start = secs(u.onset);
-            let end = own
-                .get(k + 1)
-                .map_or(f64::INFINITY, |(_, next)| secs(next.onset));
+            let (lo, hi) = (bounds[k], bounds[k + 1]);
             let window: Vec<&(f64, &str, TranscriptType)> = transcripts
                 .iter()
-                .filter(|(t, ..)| *t >= start && *t < end)
+                .filter(|(t, ..)| *t >= lo && *t < hi)
                 .collect();
             let first_partial_ms = window.first().map(|(t, ..)| (t - start) * 1000.0);
             let finals: Vec<(f64, String)> = window
@@ -329,6 +328,43 @@ fn add_whole_call(mut t: ChannelTotals, whole: &[WholeCallWer], channel: Channel
         t.word_errors as f64 / t.words as f64
     };
     t
+}
+
+/// Where each utterance's transcripts start and end in time (`own.len() + 1` bounds): from
+/// its onset to the next utterance's on the same channel, except that an utterance with no
+/// final there keeps the first final that comes while the next one is still being spoken: a
+/// late final of its own (a slow server, or a short gap inside a monologue or a real call),
+/// not the next utterance's, whose words have not ended.
+fn windows(
+    own: &[(usize, &Utterance)],
+    transcripts: &[(f64, &str, TranscriptType)],
+    secs: impl Fn(usize) -> f64,
+) -> Vec<f64> {
+    let mut bounds: Vec<f64> = own.iter().map(|(_, u)| secs(u.onset)).collect();
+    bounds.push(f64::INFINITY);
+    let is_final = |kind: &TranscriptType| *kind == TranscriptType::Final;
+    for k in 0..own.len().saturating_sub(1) {
+        let (lo, hi) = (bounds[k], bounds[k + 1]);
+        if transcripts
+            .iter()
+            .any(|(t, _, kind)| is_final(kind) && *t >= lo && *t < hi)
+        {
+            continue;
+        }
+        let next_offset = secs(own[k + 1].1.offset);
+        if let Some((t, ..)) = transcripts
+            .iter()
+            .find(|(t, _, kind)| is_final(kind) && *t >= hi && *t < next_offset)
+        {
+            bounds[k + 1] = next_after(*t);
+        }
+    }
+    bounds
+}
+
+/// The smallest time after `t` a window can start at, so that `t` stays in the one before.
+fn next_after(t: f64) -> f64 {
+    t + t.abs().max(1.0) * f64::EPSILON * 4.0
 }
 
 pub fn totals(utterances: &[UtteranceResult], channel: Channel) -> ChannelTotals {
@@ -566,5 +602,51 @@ mod tests {
         assert_eq!(a.leaked_words, 1); // "forward" from the customer's turn
         assert_eq!(a.word_errors, 1);
         assert!(!r.failed());
+    }
+
+    #[test]
+    fn a_late_final_belongs_to_the_words_it_follows() {
+        let utterance = |reference: &str, onset, offset| Utterance {
+            channel: Channel::Customer,
+            recording: reference.into(),
+            reference: reference.into(),
+            onset,
+            offset,
+        };
+        // A monologue: the second sentence starts 500 ms after the first ends.
+        let conv = Conversation {
+            rate: 1000,
+            customer: vec![0; 6000],
+            assistant: vec![0; 6000],
+            utterances: vec![
+                utterance("one two", 1000, 2000),
+                utterance("three four", 2500, 4000),
+            ],
+            call_references: None,
+        };
+        let t0 = Instant::now();
+        let fin = |ms: u64, text: &str| {
+            (
+                t0 + Duration::from_millis(ms),
+                ServerMessage::TranscriberResponse {
+                    transcription: text.into(),
+                    channel: Channel::Customer,
+                    transcript_type: TranscriptType::Final,
+                },
+            )
+        };
+        let log = Received {
+            messages: vec![fin(2700, "One two."), fin(4300, "Three four.")],
+            ..Received::default()
+        };
+        let r = analyze(0, &conv, &log, t0);
+        let ttf: Vec<_> = r
+            .utterances
+            .iter()
+            .map(|u| u.time_to_final_ms.map(f64::round))
+            .collect();
+        assert_eq!(ttf, [Some(700.0), Some(300.0)]);
+        assert_eq!(r.customer.missing_finals, 0);
+        assert_eq!(r.customer.word_errors, 0);
     }
 }

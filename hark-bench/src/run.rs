@@ -229,6 +229,10 @@ pub struct Settings {
     pub find_capacity: bool,
     pub max_p95_ms: f64,
     pub max_calls: usize,
+    /// `--corpus DIR`, or None for the built-in clips.
+    pub corpus: Option<String>,
+    pub phone_band: bool,
+    pub mu_law: bool,
 }
 
 /// Target B's figures divided by target A's.
@@ -272,8 +276,8 @@ pub struct Report {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CloseCount {
-    /// None: the close frame had no code, or no close frame came (also counted in
-    /// `transport_errors`). A normal end is 1000: the bench hangs up with it.
+    /// None: the close frame had no code, or no close frame came (that one also counted
+    /// in `transport_errors`). A normal end is 1000: the bench hangs up with it.
     pub code: Option<u16>,
     pub reason: String,
     pub count: usize,
@@ -355,11 +359,12 @@ pub async fn measure_run(
     let shape = args.shape();
     let density = args.density();
     let starts = shape::schedule(shape, calls, targets.len(), args.seed, args.duration);
-    // One conversation per call, shared by the targets; a burst's calls share one.
-    let mut built: HashMap<(u64, u64), Arc<Conversation>> = HashMap::new();
+    // One conversation per call, shared by the targets; a burst's calls share one (each
+    // real call still plays its own recording).
+    let mut built: HashMap<(u64, u64, usize), Arc<Conversation>> = HashMap::new();
     let mut conversations = Vec::with_capacity(calls);
     for s in starts.iter().filter(|s| s.target == 0) {
-        let key = (s.seed, s.duration_s.to_bits());
+        let key = (s.seed, s.duration_s.to_bits(), s.call % corpus.variants());
         let conv = match built.get(&key) {
             Some(c) => c.clone(),
             None => {
@@ -413,12 +418,13 @@ pub async fn measure_run(
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(due0 + Duration::from_secs_f64(offset_ms / 1000.0)).await;
             let dialed_ms = ms_since(t0, Instant::now());
-            let (log, from) = play(&target, &conv, frame_ms).await;
+            let (log, from, started) = play(&target, &conv, frame_ms).await;
             let timing = CallTiming {
                 call,
                 dialed_ms,
                 audio_from_ms: ms_since(t0, from),
-                audio_s: conv.duration_secs(),
+                // A call that never started was never open.
+                audio_s: if started { conv.duration_secs() } else { 0.0 },
             };
             (which, timing, report::analyze(call, &conv, &log, from))
         }));
@@ -469,6 +475,9 @@ pub async fn measure_run(
             find_capacity: args.find_capacity,
             max_p95_ms: args.max_p95_ms,
             max_calls: args.max_calls,
+            corpus: args.corpus.as_ref().map(|d| d.display().to_string()),
+            phone_band: args.phone_band,
+            mu_law: args.mu_law,
         },
         targets: reports,
         ratios,
@@ -528,15 +537,15 @@ fn target_report(
 /// How long to keep listening after the last frame, for the last finals.
 const GRACE: Duration = Duration::from_millis(1500);
 
-/// Plays one conversation as a call; returns what came back and when the first audio frame
-/// went out.
-async fn play(target: &Target, conv: &Conversation, frame_ms: u32) -> (Received, Instant) {
+/// Plays one conversation as a call; returns what came back, when the first audio frame
+/// went out, and whether it did.
+async fn play(target: &Target, conv: &Conversation, frame_ms: u32) -> (Received, Instant, bool) {
     let failed = |e: String| {
         let got = Received {
             transport_error: Some(e),
             ..Received::default()
         };
-        (got, Instant::now())
+        (got, Instant::now(), false)
     };
     let mut call = match Call::dial(target).await {
         Ok(call) => call,
@@ -549,9 +558,9 @@ async fn play(target: &Target, conv: &Conversation, frame_ms: u32) -> (Received,
     let planes = [conv.customer.as_slice(), conv.assistant.as_slice()];
     if call.play(&planes, conv.rate, frame_ms, true).await {
         tokio::time::sleep(GRACE).await;
-        return (call.hang_up().await, t0);
+        return (call.hang_up().await, t0, true);
     }
-    (call.finish(Duration::from_secs(5)).await, t0)
+    (call.finish(Duration::from_secs(5)).await, t0, true)
 }
 
 /// `--report`, `--plot` (and its capacity plot) and `--markdown`.
@@ -720,6 +729,12 @@ async fn ramp_capacity(
     args: &BenchArgs,
     corpus: &(impl Conversations + ?Sized),
 ) -> anyhow::Result<RunReport> {
+    if corpus.recorded() {
+        anyhow::bail!(
+            "--ramp keeps every call open until the last one has played, and real calls last as \
+             recorded: use --find-capacity without --ramp for a corpus of calls"
+        );
+    }
     let mut run = measure_run(args, corpus, args.max_calls).await?;
     for t in &mut run.targets {
         let spans: Vec<(f64, f64)> = t

@@ -42,12 +42,14 @@ pub fn figures(r: &Report) -> Vec<Figure> {
         ("first_partial_ms", "first partial", &r.first_partial_ms),
     ];
     for (key, label, s) in latency {
+        // No sample is no figure: a server that never sent a final must not read as 0 ms.
+        let v = |x: f64| if s.count == 0 { f64::NAN } else { x };
         for (p, v) in [
-            ("p50", s.p50),
-            ("p95", s.p95),
-            ("p99", s.p99),
-            ("max", s.max),
-            ("mean", s.mean),
+            ("p50", v(s.p50)),
+            ("p95", v(s.p95)),
+            ("p99", v(s.p99)),
+            ("max", v(s.max)),
+            ("mean", v(s.mean)),
         ] {
             push(
                 format!("{key}.{p}"),
@@ -70,7 +72,11 @@ pub fn figures(r: &Report) -> Vec<Figure> {
         push(
             format!("{ch}.wer"),
             format!("{ch}: WER (%)"),
-            t.wer * 100.0,
+            if t.words == 0 {
+                f64::NAN
+            } else {
+                t.wer * 100.0
+            },
             Unit::Percent,
         );
         for (key, label, v) in [
@@ -123,6 +129,9 @@ pub fn ratio(a: f64, b: f64) -> Option<f64> {
 }
 
 fn cell(value: f64, unit: Unit) -> String {
+    if !value.is_finite() {
+        return "–".into();
+    }
     match unit {
         Unit::Ms => format!("{value:.0}"),
         Unit::Percent => format!("{value:.1}"),
@@ -414,10 +423,20 @@ fn settings_line(run: &RunReport) -> String {
     } else {
         format!("{}–{}", d.turn_utterances.0, d.turn_utterances.1)
     };
+    let speech = match &s.corpus {
+        Some(dir) => format!("corpus `{dir}`"),
+        None => "built-in clips".into(),
+    };
+    let line = match (s.phone_band, s.mu_law) {
+        (true, true) => ", phone band + μ-law",
+        (true, false) => ", phone band",
+        _ => "",
+    };
     format!(
-        "{}; {} calls × {:.0} s, {}, {} Hz, {} ms frames, pauses {:.1}–{:.1} s, {per_turn} utterance(s) per turn, seed {}; {} cores; hark-bench {}",
+        "{}; {} call{} × {:.0} s of {speech}{line}, {}, {} Hz, {} ms frames, pauses {:.1}–{:.1} s, {per_turn} utterance(s) per turn, seed {}; {} cores; hark-bench {}",
         servers.join(", "),
         s.calls,
+        if s.calls == 1 { "" } else { "s" },
         s.duration_s,
         s.shape.describe(),
         s.rate,
@@ -534,6 +553,9 @@ mod tests {
                 find_capacity: false,
                 max_p95_ms: 800.0,
                 max_calls: 2,
+                corpus: None,
+                phone_band: false,
+                mu_law: false,
             },
             targets,
             ratios: None,

@@ -37,6 +37,16 @@ pub trait Conversations {
         call: usize,
         density: &Density,
     ) -> anyhow::Result<Conversation>;
+
+    /// How many different conversations one seed gives: real calls are one per recording.
+    fn variants(&self) -> usize {
+        1
+    }
+
+    /// Whether conversations last as recorded, whatever the schedule asks.
+    fn recorded(&self) -> bool {
+        false
+    }
 }
 
 impl Conversations for Corpus {
@@ -121,6 +131,17 @@ impl Conversations for Speech {
             Self::Calls(real) if real.is_empty() => bail!("no real calls to play"),
             Self::Calls(real) => real[call % real.len()].conversation(rate),
         }
+    }
+
+    fn variants(&self) -> usize {
+        match self {
+            Self::Turns(_) => 1,
+            Self::Calls(real) => real.len().max(1),
+        }
+    }
+
+    fn recorded(&self) -> bool {
+        matches!(self, Self::Calls(_))
     }
 }
 

