@@ -9,6 +9,7 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -19,6 +20,13 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async_with_conf
 use crate::protocol::{ServerMessage, TranscriptType, interleave, start_frame};
 
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// How long the TCP connect and websocket upgrade may take: a server that accepts and never
+/// answers must not hold a run forever.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one send may wait: a server that stops reading fills the socket's buffers, and
+/// then every send would wait forever.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where and how to connect: the URL and the credentials the platform would send.
 #[derive(Debug, Clone, Default)]
@@ -110,7 +118,17 @@ enum Incoming {
 pub struct Call {
     tx: SplitSink<Ws, Message>,
     rx: mpsc::UnboundedReceiver<Incoming>,
+    /// The reader task, which holds the socket's read half: aborted when the call is
+    /// dropped, so the socket is released even if the server never closed it.
+    reader: JoinHandle<()>,
+    send_limit: Duration,
     pub got: Received,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
 }
 
 impl Call {
@@ -126,8 +144,18 @@ impl Call {
             .map_err(|e| format!("connect: {e}"))
     }
 
-    /// Opens the websocket with extra headers, without sending anything.
+    /// Opens the websocket with extra headers, without sending anything, within
+    /// [`CONNECT_TIMEOUT`].
     pub async fn connect(url: &str, headers: &[(&str, &str)]) -> Result<Self, tungstenite::Error> {
+        Self::connect_within(url, headers, CONNECT_TIMEOUT).await
+    }
+
+    /// [`Call::connect`] with its own time limit.
+    pub async fn connect_within(
+        url: &str,
+        headers: &[(&str, &str)],
+        limit: Duration,
+    ) -> Result<Self, tungstenite::Error> {
         let mut req = url.into_client_request()?;
         for (k, v) in headers {
             let name = HeaderName::from_bytes(k.as_bytes())
@@ -137,7 +165,14 @@ impl Call {
             req.headers_mut().insert(name, value);
         }
         // Nagle's delay on our side would be measured as the server's latency.
-        let (ws, _) = connect_async_with_config(req, None, true).await?;
+        let (ws, _) = tokio::time::timeout(limit, connect_async_with_config(req, None, true))
+            .await
+            .map_err(|_| {
+                tungstenite::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no websocket upgrade within {limit:?}"),
+                ))
+            })??;
         Ok(Self::from_ws(ws))
     }
 
@@ -145,10 +180,12 @@ impl Call {
     pub fn from_ws(ws: Ws) -> Self {
         let (tx, rx) = ws.split();
         let (in_tx, in_rx) = mpsc::unbounded_channel();
-        tokio::spawn(read_all(rx, in_tx));
+        let reader = tokio::spawn(read_all(rx, in_tx));
         Self {
             tx,
             rx: in_rx,
+            reader,
+            send_limit: SEND_TIMEOUT,
             got: Received::default(),
         }
     }
@@ -164,18 +201,35 @@ impl Call {
 
     /// Sends the start frame.
     pub async fn start(&mut self, sample_rate: u32, channels: usize) -> Result<(), String> {
-        self.tx
-            .send(Message::text(start_frame(sample_rate, channels)))
+        self.send(Message::text(start_frame(sample_rate, channels)))
             .await
             .map_err(|e| format!("send start: {e}"))
     }
 
     pub async fn text(&mut self, text: &str) {
-        let _ = self.tx.send(Message::text(text)).await;
+        let _ = self.send(Message::text(text)).await;
     }
 
     pub async fn bytes(&mut self, bytes: Vec<u8>) {
-        let _ = self.tx.send(Message::binary(bytes)).await;
+        let _ = self.send(Message::binary(bytes)).await;
+    }
+
+    /// Sets how long one send may wait (default [`SEND_TIMEOUT`]).
+    pub fn set_send_limit(&mut self, limit: Duration) {
+        self.send_limit = limit;
+    }
+
+    /// Sends one message within the send limit; a server that stopped reading is recorded as
+    /// a transport error.
+    async fn send(&mut self, message: Message) -> Result<(), String> {
+        match tokio::time::timeout(self.send_limit, self.tx.send(message)).await {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(_) => {
+                let e = format!("send: the server stopped reading for {:?}", self.send_limit);
+                self.got.transport_error.get_or_insert_with(|| e.clone());
+                Err(e)
+            }
+        }
     }
 
     /// Streams per-channel samples as interleaved s16le frames of `frame_ms`, paced in
@@ -192,7 +246,6 @@ impl Call {
             }
             let n = per_frame.min(len - sent);
             if self
-                .tx
                 .send(Message::binary(interleave(planes, sent, n)))
                 .await
                 .is_err()
@@ -250,7 +303,7 @@ impl Call {
             code: CloseCode::Normal,
             reason: "".into(),
         };
-        let _ = self.tx.send(Message::Close(Some(normal))).await;
+        let _ = self.send(Message::Close(Some(normal))).await;
         self.finish(Duration::from_secs(10)).await
     }
 
@@ -270,7 +323,7 @@ impl Call {
                 }
             }
         }
-        self.got
+        std::mem::take(&mut self.got)
     }
 
     fn record(&mut self, item: Incoming) {
@@ -279,7 +332,9 @@ impl Call {
             Incoming::Unparseable(text) => self.got.unparseable.push(text),
             Incoming::Closed(close, error) => {
                 self.got.close = close;
-                self.got.transport_error = error;
+                if let Some(e) = error {
+                    self.got.transport_error.get_or_insert(e);
+                }
                 self.got.closed_at = Some(Instant::now());
             }
         }
