@@ -142,21 +142,7 @@ pub fn capacity(levels: &[Level]) -> Option<usize> {
 
 /// `MIN-MAX` or a single value, for the density flags.
 pub fn parse_range_f64(s: &str) -> Result<(f64, f64), String> {
-    let parse = |v: &str| {
-        v.trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| format!("`{v}` is not a number of seconds (0 or more)"))
-    };
-    let (lo, hi) = match s.split_once('-') {
-        Some((a, b)) => (parse(a)?, parse(b)?),
-        None => (parse(s)?, parse(s)?),
-    };
-    if lo > hi {
-        return Err(format!("`{s}`: the minimum is above the maximum"));
-    }
-    Ok((lo, hi))
+    parse_range(s, parse_secs)
 }
 
 /// Seconds, 0 or more: `--stagger`, `--ramp`.
@@ -170,13 +156,20 @@ pub fn parse_secs(s: &str) -> Result<f64, String> {
 
 /// `N` or `MIN-MAX` utterances, at least 1.
 pub fn parse_range_usize(s: &str) -> Result<(usize, usize), String> {
-    let parse = |v: &str| {
+    parse_range(s, |v| {
         v.trim()
             .parse::<usize>()
             .ok()
             .filter(|x| *x >= 1)
             .ok_or_else(|| format!("`{v}` is not a count of 1 or more"))
-    };
+    })
+}
+
+/// `MIN-MAX` or one value for both, each side read by `parse`.
+fn parse_range<T: PartialOrd + Copy>(
+    s: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<(T, T), String> {
     let (lo, hi) = match s.split_once('-') {
         Some((a, b)) => (parse(a)?, parse(b)?),
         None => (parse(s)?, parse(s)?),

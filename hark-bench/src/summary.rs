@@ -451,43 +451,38 @@ fn settings_line(run: &RunReport) -> String {
 
 /// What the terminal shows after the per-call tables.
 pub fn text(run: &RunReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "\n{}\n", settings_line(run));
-    if run.targets.len() == 2 {
-        let _ = writeln!(
-            out,
-            "B/A = {} ÷ {} (below 1: B is lower)",
-            run.targets[1].label, run.targets[0].label
-        );
-    }
-    out.push_str(&figures_table(run));
-    out.push('\n');
-    out.push_str(&endings(run, ""));
-    let cap = capacity(run, "");
-    if !cap.is_empty() {
-        out.push('\n');
-        out.push_str(&cap);
-    }
-    out
+    render(run, false)
 }
 
 /// The summary to paste into an issue.
 pub fn markdown(run: &RunReport) -> String {
-    let mut out = String::from("### hark bench\n\n");
+    render(run, true)
+}
+
+/// The same summary for the terminal or as Markdown (headings and bullets).
+fn render(run: &RunReport, md: bool) -> String {
+    let mut out = String::from(if md { "### hark bench\n\n" } else { "\n" });
     let _ = writeln!(out, "{}\n", settings_line(run));
     if run.targets.len() == 2 {
         let _ = writeln!(
             out,
-            "B/A = {} ÷ {} (below 1: B is lower).\n",
-            run.targets[1].label, run.targets[0].label
+            "B/A = {} ÷ {} (below 1: B is lower){}",
+            run.targets[1].label,
+            run.targets[0].label,
+            if md { ".\n" } else { "" }
         );
     }
     out.push_str(&figures_table(run));
-    out.push_str("\n**Close codes and failures**\n\n");
-    out.push_str(&endings(run, "- "));
-    let cap = capacity(run, "- ");
+    let bullet = if md { "- " } else { "" };
+    out.push_str(if md {
+        "\n**Close codes and failures**\n\n"
+    } else {
+        "\n"
+    });
+    out.push_str(&endings(run, bullet));
+    let cap = capacity(run, bullet);
     if !cap.is_empty() {
-        out.push_str("\n**Capacity**\n\n");
+        out.push_str(if md { "\n**Capacity**\n\n" } else { "\n" });
         out.push_str(&cap);
     }
     out
