@@ -18,3 +18,4 @@ pub mod supervisor;
 pub mod tls;
 pub mod transcribe;
 pub mod turn;
+pub mod untrusted;
