@@ -110,7 +110,7 @@ fn nginx_binary() -> PathBuf {
         .into_iter()
         .map(PathBuf::from)
         .find(|p| p.exists())
-        .expect("nginx is not installed: apt-get install nginx-light (.ci/run does)")
+        .expect("nginx is not installed: the README's test command, scripts/test, installs it (Debian: apt-get install nginx-light)")
 }
 
 /// nginx in the foreground, one process, everything it writes in `dir`.
