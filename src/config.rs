@@ -10,8 +10,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::backend::Options;
 use crate::backend::assemblyai::AssemblyAiConfig;
 use crate::backend::deepgram::DeepgramConfig;
+use crate::backend::moonshine::{self, MoonshineConfig};
 use crate::protocol::Channel;
 
 /// Name of the profile served at `/api/custom-transcriber` (no profile in the path).
@@ -147,64 +149,6 @@ impl TlsConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MoonshineConfig {
-    /// Where the engine and model are kept once fetched.
-    pub cache_dir: Option<PathBuf>,
-    /// Where to fetch the pinned wheel from: a URL, or a local path for offline installs.
-    pub wheel: Option<String>,
-    /// Recognizer handles shared by all calls (each holds the model, ~150 MB). On 2 cores
-    /// one handle already keeps both busy (onnxruntime runs 2 threads); more add no
-    /// throughput there (BENCHMARKS.md).
-    pub pool_size: usize,
-    /// How often an utterance still being spoken is re-decoded to produce a partial.
-    pub partial_interval_ms: u64,
-    /// Silence that ends an utterance and brings its final. Shorter answers sooner but
-    /// splits sentences at their pauses (BENCHMARKS.md).
-    pub endpoint_ms: u64,
-    /// The same for calls below 16 kHz (phone band). Cut into short pieces, narrowband
-    /// speech loses the sentence context the model leans on: 300 ms made 2.4 points fewer
-    /// word errors than 200 ms on the 3,322-word study set, for 25–70 ms more median time
-    /// to final (BENCHMARKS.md).
-    pub narrowband_endpoint_ms: u64,
-    /// Admission: a new call is refused (503) when the recognizer's essential load
-    /// (finals and speculative decodes, share of decoder time), grown by the new call at
-    /// the present calls' average, would pass this; so calls are refused before admitted
-    /// ones fall behind (BENCHMARKS.md, "overload").
-    pub max_load: f64,
-    /// Let an end-of-turn model (smart-turn v3.2, fetched once like the engine) decide how
-    /// each customer final ends: with . ? ! when the customer has finished, without when
-    /// they are about to go on; the platform answers sooner after the first and waits
-    /// after the second. Off by default: on the bench's customers it took the terminal
-    /// punctuation off turns that were over and lengthened the reply wait (BENCHMARKS.md,
-    /// "turn model"). Profiles can turn it on.
-    pub turn_model: bool,
-    /// How long a decode that may become a final can be made by putting the turn's earlier
-    /// utterances before it (0: no left context). Longer is more accurate on sentences cut
-    /// at pauses and slower: decode time grows with it (BENCHMARKS.md, "left context").
-    pub context_span_ms: u64,
-    /// Options passed to the library as they are (e.g. `vad_threshold`).
-    pub options: BTreeMap<String, String>,
-}
-
-impl Default for MoonshineConfig {
-    fn default() -> Self {
-        Self {
-            cache_dir: None,
-            wheel: None,
-            pool_size: 1,
-            partial_interval_ms: 500,
-            endpoint_ms: 200,
-            narrowband_endpoint_ms: 300,
-            max_load: 0.8,
-            turn_model: false,
-            context_span_ms: crate::segmenter::CONTEXT_SPAN_MS,
-            options: BTreeMap::new(),
-        }
-    }
-}
-
 /// A network recognizer: one variant, and one module under `backend/`, per type.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -239,7 +183,7 @@ pub struct Profile {
 impl Default for Profile {
     fn default() -> Self {
         Self {
-            backend: crate::registry::MOONSHINE.into(),
+            backend: moonshine::NAME.into(),
             fallback: Vec::new(),
             channels: vec![Channel::Customer, Channel::Assistant],
             options: Options::default(),
@@ -252,143 +196,6 @@ impl Profile {
     pub fn chain(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.backend.as_str()).chain(self.fallback.iter().map(String::as_str))
     }
-}
-
-/// A profile's recognition settings. Each backend reads those that mean something to it;
-/// a key none of them knows is refused when the config is read.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Options {
-    /// Embedded recognizer: overrides `moonshine.endpoint_ms`.
-    pub endpoint_ms: Option<u64>,
-    /// Embedded recognizer: overrides `moonshine.narrowband_endpoint_ms`.
-    pub narrowband_endpoint_ms: Option<u64>,
-    /// Embedded recognizer: overrides `moonshine.partial_interval_ms`.
-    pub partial_interval_ms: Option<u64>,
-    /// Embedded recognizer: overrides `moonshine.turn_model` (customer channel only; the
-    /// model is loaded only if `moonshine.turn_model` is on or some profile turns it on).
-    pub turn_model: Option<bool>,
-    /// Network recognizers: the language spoken (BCP 47, e.g. `es`, `en-US`).
-    pub language: Option<String>,
-    /// Network recognizers: words and phrases to listen for (product names, jargon).
-    pub keyterms: Option<Vec<String>>,
-    /// Deepgram: silence in ms that ends an utterance (`endpointing`; 0 turns it off).
-    pub endpointing_ms: Option<u64>,
-    /// AssemblyAI: confidence above which a turn ends (`end_of_turn_confidence_threshold`).
-    pub end_of_turn_confidence_threshold: Option<f64>,
-    /// AssemblyAI: silence before a confident turn end (`min_turn_silence`).
-    pub min_turn_silence_ms: Option<u64>,
-    /// AssemblyAI: silence that ends a turn whatever the confidence (`max_turn_silence`).
-    pub max_turn_silence_ms: Option<u64>,
-}
-
-/// Query parameters a call's URL may carry to override its profile's options.
-pub const QUERY_OVERRIDES: &[&str] = &["language", "keyterms", "endpointing_ms", "endpoint_ms"];
-
-impl Options {
-    /// Applies a call URL's query overrides (`?language=es&keyterms=Acme,refund`),
-    /// refusing anything else with a message for the client.
-    pub fn with_query(&self, query: &str) -> Result<Self, String> {
-        let mut out = self.clone();
-        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
-            match key.as_ref() {
-                "language" => {
-                    check_language(&value)?;
-                    out.language = Some(value.into_owned());
-                }
-                "keyterms" => {
-                    let terms: Vec<String> = value
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|t| !t.is_empty())
-                        .map(String::from)
-                        .collect();
-                    check_keyterms(&terms)?;
-                    out.keyterms = Some(terms);
-                }
-                "endpointing_ms" => out.endpointing_ms = Some(query_ms(&key, &value, 0, 10_000)?),
-                "endpoint_ms" => out.endpoint_ms = Some(query_ms(&key, &value, 50, 5_000)?),
-                other => {
-                    return Err(format!(
-                        "unknown query parameter {other:?} (known: {})",
-                        QUERY_OVERRIDES.join(", ")
-                    ));
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Every bad setting, each with its reason.
-    fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(language) = &self.language
-            && let Err(e) = check_language(language)
-        {
-            out.push(e);
-        }
-        if let Some(terms) = &self.keyterms
-            && let Err(e) = check_keyterms(terms)
-        {
-            out.push(e);
-        }
-        if let Some(t) = self.end_of_turn_confidence_threshold
-            && !(0.0..=1.0).contains(&t)
-        {
-            out.push(format!(
-                "end_of_turn_confidence_threshold must be within 0–1 (got {t})"
-            ));
-        }
-        out
-    }
-}
-
-/// Longest keyterm list and term accepted (AssemblyAI's limits, the stricter provider's).
-const MAX_KEYTERMS: usize = 100;
-const MAX_KEYTERM_CHARS: usize = 50;
-
-fn check_language(value: &str) -> Result<(), String> {
-    let mut parts = value.split('-');
-    let primary = parts.next().unwrap_or_default();
-    let primary_ok =
-        (2..=3).contains(&primary.len()) && primary.chars().all(|c| c.is_ascii_alphabetic());
-    let rest_ok =
-        parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()));
-    if primary_ok && rest_ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "language {value:?} is not a language tag like \"es\" or \"en-US\""
-        ))
-    }
-}
-
-fn check_keyterms(terms: &[String]) -> Result<(), String> {
-    if terms.len() > MAX_KEYTERMS {
-        return Err(format!(
-            "at most {MAX_KEYTERMS} keyterms (got {})",
-            terms.len()
-        ));
-    }
-    match terms
-        .iter()
-        .find(|t| t.chars().count() > MAX_KEYTERM_CHARS || t.chars().any(char::is_control))
-    {
-        Some(t) => Err(format!(
-            "keyterm {t:?} is longer than {MAX_KEYTERM_CHARS} characters or has control characters"
-        )),
-        None => Ok(()),
-    }
-}
-
-fn query_ms(key: &str, value: &str, min: u64, max: u64) -> Result<u64, String> {
-    value
-        .parse::<u64>()
-        .ok()
-        .filter(|v| (min..=max).contains(v))
-        .ok_or_else(|| {
-            format!("{key} must be a whole number of ms from {min} to {max} (got {value:?})")
-        })
 }
 
 impl Config {
@@ -522,7 +329,7 @@ impl Config {
                 out.push(format!("profile {name:?}: {e}"));
             }
         }
-        if self.backends.contains_key(crate::registry::MOONSHINE) {
+        if self.backends.contains_key(moonshine::NAME) {
             out.push(
                 "[backends.moonshine]: \"moonshine\" is the built-in embedded recognizer; choose another name".into(),
             );

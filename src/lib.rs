@@ -1,7 +1,6 @@
 //! hark: a custom-transcriber streaming server for voice-assistant platforms.
 //!
 //! See ARCHITECTURE.md for the module map and the path of one audio frame.
-pub mod assistant_config;
 pub mod audio;
 pub mod auth;
 pub mod backend;
@@ -19,3 +18,4 @@ pub mod tls;
 pub mod transcribe;
 pub mod turn;
 pub mod untrusted;
+pub mod wheel;

@@ -1,6 +1,8 @@
 //! The `hark` command: `serve` runs the transcriber server, `transcribe` runs the same
 //! recognizer over files; `fetch` and `healthcheck` serve container images.
 
+mod assistant_config;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,7 +39,7 @@ enum Command {
     #[command(disable_help_flag = true)]
     Bench(BenchForward),
     /// Print (or apply) the platform's transcriber config that points an assistant at hark.
-    AssistantConfig(hark::assistant_config::Args),
+    AssistantConfig(assistant_config::Args),
     /// Fetch and verify everything the config needs into the cache dir, then exit (to bake
     /// the engine into an image, so that `serve` downloads nothing at start).
     Fetch(FetchArgs),
@@ -274,7 +276,7 @@ fn main() -> ExitCode {
         Command::CheckConfig(args) => check_config(args),
         Command::Transcribe(args) => run_transcribe(args),
         Command::Bench(args) => run_bench(args),
-        Command::AssistantConfig(args) => hark::assistant_config::run(args),
+        Command::AssistantConfig(args) => assistant_config::run(args),
         Command::Fetch(args) => run_fetch(args),
         Command::Healthcheck(args) => run_healthcheck(args),
     };
@@ -398,7 +400,7 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
             .moonshine
             .cache_dir
             .clone()
-            .unwrap_or_else(hark::backend::moonshine::fetch::default_cache_dir);
+            .unwrap_or_else(hark::wheel::default_cache_dir);
         let model = hark::turn::ensure_model(&hark::turn::fetch_options(cache))?;
         println!("turn-model\t{}", model.display());
     }

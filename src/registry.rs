@@ -6,12 +6,9 @@ use anyhow::anyhow;
 
 use crate::backend::assemblyai::AssemblyAi;
 use crate::backend::deepgram::Deepgram;
-use crate::backend::moonshine::Moonshine;
+use crate::backend::moonshine::{self, Moonshine};
 use crate::backend::{ApiKey, Registry};
 use crate::config::{BackendConfig, Config};
-
-/// The name of the embedded default backend; it needs no `[backends]` section.
-pub const MOONSHINE: &str = "moonshine";
 
 /// Creates the embedded backend and every `[backends.NAME]`. Backends that load models
 /// start loading now, in the background, so the server can answer health checks meanwhile.
@@ -19,7 +16,7 @@ pub const MOONSHINE: &str = "moonshine";
 pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
     let mut registry = Registry::default();
     let moonshine = Moonshine::spawn(&config.moonshine, config.wants_turn_model());
-    registry.insert(MOONSHINE, moonshine);
+    registry.insert(moonshine::NAME, moonshine);
     for (name, backend) in &config.backends {
         let key = ApiKey::from_env(backend.api_key_env())
             .map_err(|e| anyhow!("backend {name:?}: {e}"))?;
@@ -30,7 +27,7 @@ pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
 
 /// The backend names a config's profiles may use: the embedded one and each `[backends]`.
 pub fn names(config: &Config) -> Vec<&str> {
-    std::iter::once(MOONSHINE)
+    std::iter::once(moonshine::NAME)
         .chain(config.backends.keys().map(String::as_str))
         .collect()
 }

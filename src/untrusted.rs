@@ -84,7 +84,9 @@ impl LogBudget {
         let now = Instant::now();
         // A poisoned lock only means a panic elsewhere held it: the counts are still usable.
         let mut w = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if w.started.is_none_or(|s| now.duration_since(s) >= self.window) {
+        if w.started
+            .is_none_or(|s| now.duration_since(s) >= self.window)
+        {
             w.started = Some(now);
             w.logged = 0;
         }
@@ -108,7 +110,10 @@ mod tests {
         let shown = quote(forged).to_string();
         assert!(!shown.contains('\n'), "{shown}");
         assert!(shown.starts_with("\"x\\n2026"), "{shown}");
-        assert_eq!(quote("a\r\u{1b}[31m\"b").to_string(), r#""a\r\u{1b}[31m\"b""#);
+        assert_eq!(
+            quote("a\r\u{1b}[31m\"b").to_string(),
+            r#""a\r\u{1b}[31m\"b""#
+        );
         let long = "é".repeat(100_000);
         let shown = quoted(&long);
         assert!(shown.len() < 200, "{}", shown.len());
@@ -117,7 +122,10 @@ mod tests {
             "{shown}"
         );
         assert_eq!(quoted(""), "\"\"");
-        assert_eq!(quoted(&"a".repeat(MAX_CHARS)), format!("\"{}\"", "a".repeat(MAX_CHARS)));
+        assert_eq!(
+            quoted(&"a".repeat(MAX_CHARS)),
+            format!("\"{}\"", "a".repeat(MAX_CHARS))
+        );
     }
 
     #[test]

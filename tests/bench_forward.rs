@@ -51,7 +51,8 @@ fn runs_the_tool_beside_it_with_every_argument() {
     write_executable(&tool, |to| {
         std::fs::write(to, "#!/bin/sh\nprintf '%s|' \"$@\"\nexit 7\n")
     });
-    let out = run(Command::new(&hark).args(["bench", "--help", "--url", "ws://x/y", "--calls", "2"]));
+    let out =
+        run(Command::new(&hark).args(["bench", "--help", "--url", "ws://x/y", "--calls", "2"]));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "--help|--url|ws://x/y|--calls|2|"

@@ -246,11 +246,11 @@ fn dockerfile_steps() {
 /// The dev cache, completed first if this machine has not fetched the engine yet.
 fn complete_cache() -> PathBuf {
     let cache = dirs::cache_dir();
-    let opts = hark::backend::moonshine::fetch::FetchOptions {
+    let opts = hark::wheel::FetchOptions {
         cache_dir: cache.clone(),
         ..Default::default()
     };
-    hark::backend::moonshine::fetch::ensure_engine(&opts).expect("engine in the dev cache");
+    hark::wheel::ensure_engine(&opts).expect("engine in the dev cache");
     hark::turn::ensure_model(&hark::turn::fetch_options(cache.clone()))
         .expect("turn model in the dev cache");
     cache

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dirs::{cache_dir, read_clip};
-use hark::backend::moonshine::fetch::{self, FetchOptions};
 use hark::backend::moonshine::ffi::{self, Library, Line, Transcriber};
+use hark::wheel::{self, FetchOptions};
 
 /// The key line of the recording. tiny-en hears its first word as "As" in one-shot mode
 /// ("As not. What your country can do for you?"), so it is left out of the match.
@@ -60,7 +60,7 @@ fn load_engine() -> (Arc<Library>, Transcriber) {
         ..FetchOptions::default()
     };
     let t = Instant::now();
-    let paths = fetch::ensure_engine(&opts).expect("Moonshine engine");
+    let paths = wheel::ensure_engine(&opts).expect("Moonshine engine");
     eprintln!(
         "ensure_engine: {:.1} ms ({})",
         ms(t.elapsed()),

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
 use common::{Call, Received, TestServer, test_config, words};
+use hark::backend::Options;
 use hark::backend::{ApiKey, Registry};
-use hark::config::{BackendConfig, Config, Options, Profile};
+use hark::config::{BackendConfig, Config, Profile};
 use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 
 const KEY: &str = "test-key-7f3a";

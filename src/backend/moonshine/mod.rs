@@ -7,7 +7,7 @@
 //! audio and one decoder per recognizer handle (a handle holds the model, ~150 MB, and
 //! takes one call at a time).
 
-pub mod fetch;
+mod config;
 pub mod ffi;
 mod pool;
 
@@ -18,14 +18,15 @@ use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
 
+pub use self::config::{MoonshineConfig, NAME};
 use self::ffi::{Library, Transcriber};
 use self::pool::{Job, Pool};
 use crate::audio::AudioSource;
 use crate::backend::{Backend, BackendError, ChannelSpec, EventSink};
-use crate::config::MoonshineConfig;
 use crate::protocol::Channel;
 use crate::segmenter::SegmenterConfig;
 use crate::turn::{TurnModel, TurnPaths};
+use crate::wheel;
 
 /// The rate the model works at; other rates are converted with rubato first.
 pub const MODEL_RATE: u32 = 16_000;
@@ -224,11 +225,11 @@ fn load_pool(config: &MoonshineConfig, turn_model: bool) -> Result<Running, Stri
 
 /// Fetches (first run only) and loads the end-of-turn model onto its own thread. Finals
 /// are still right without it, only less well ended: a failure is a warning.
-fn load_judge(config: &MoonshineConfig, engine: &fetch::EnginePaths, pool: &Arc<Pool>) -> bool {
+fn load_judge(config: &MoonshineConfig, engine: &wheel::EnginePaths, pool: &Arc<Pool>) -> bool {
     let cache = config
         .cache_dir
         .clone()
-        .unwrap_or_else(fetch::default_cache_dir);
+        .unwrap_or_else(wheel::default_cache_dir);
     let loaded = crate::turn::ensure_model(&crate::turn::fetch_options(cache))
         .map_err(|e| e.to_string())
         .and_then(|model| {
@@ -272,15 +273,15 @@ fn run_in_background() {
 }
 
 /// Fetches the pinned engine on first use (with a progress bar) and returns where it is.
-pub fn engine_paths(config: &MoonshineConfig) -> Result<fetch::EnginePaths, String> {
-    let mut opts = fetch::FetchOptions::default();
+pub fn engine_paths(config: &MoonshineConfig) -> Result<wheel::EnginePaths, String> {
+    let mut opts = wheel::FetchOptions::default();
     if let Some(dir) = &config.cache_dir {
         opts.cache_dir = dir.clone();
     }
     if let Some(wheel) = &config.wheel {
         opts.url = wheel.clone();
     }
-    fetch::ensure_engine(&opts).map_err(|e| e.to_string())
+    wheel::ensure_engine(&opts).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -288,7 +289,7 @@ mod tests {
     use super::*;
 
     fn spec(sample_rate: u32, options: &[(&str, u64)]) -> ChannelSpec {
-        let mut o = crate::config::Options::default();
+        let mut o = crate::backend::Options::default();
         for (k, v) in options {
             match *k {
                 "endpoint_ms" => o.endpoint_ms = Some(*v),
@@ -337,7 +338,7 @@ mod tests {
         assistant.channel = Channel::Assistant;
         assert!(!backend.cuts(&assistant, true).judge_turns);
         let off = ChannelSpec {
-            options: Arc::new(crate::config::Options {
+            options: Arc::new(crate::backend::Options {
                 turn_model: Some(false),
                 ..Default::default()
             }),

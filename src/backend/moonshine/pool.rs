@@ -613,7 +613,7 @@ impl ChannelState {
             match emit {
                 Emit::Partial(text) => events.partial(&text),
                 Emit::Final(text, waited) => {
-                    metrics::histogram!(m::TIME_TO_FINAL, "backend" => crate::registry::MOONSHINE)
+                    metrics::histogram!(m::TIME_TO_FINAL, "backend" => super::NAME)
                         .record(waited.as_secs_f64());
                     events.final_text(&text);
                 }

@@ -1,0 +1,69 @@
+//! The embedded recognizer's name and its config section (`[moonshine]`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The embedded recognizer's backend name: always registered, never configured under
+/// `[backends]`.
+pub const NAME: &str = "moonshine";
+
+/// `[moonshine]`: the embedded recognizer.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MoonshineConfig {
+    /// Where the engine and model are kept once fetched.
+    pub cache_dir: Option<PathBuf>,
+    /// Where to fetch the pinned wheel from: a URL, or a local path for offline installs.
+    pub wheel: Option<String>,
+    /// Recognizer handles shared by all calls (each holds the model, ~150 MB). On 2 cores
+    /// one handle already keeps both busy (onnxruntime runs 2 threads); more add no
+    /// throughput there (BENCHMARKS.md).
+    pub pool_size: usize,
+    /// How often an utterance still being spoken is re-decoded to produce a partial.
+    pub partial_interval_ms: u64,
+    /// Silence that ends an utterance and brings its final. Shorter answers sooner but
+    /// splits sentences at their pauses (BENCHMARKS.md).
+    pub endpoint_ms: u64,
+    /// The same for calls below 16 kHz (phone band). Cut into short pieces, narrowband
+    /// speech loses the sentence context the model leans on: 300 ms made 2.4 points fewer
+    /// word errors than 200 ms on the 3,322-word study set, for 25–70 ms more median time
+    /// to final (BENCHMARKS.md).
+    pub narrowband_endpoint_ms: u64,
+    /// Admission: a new call is refused (503) when the recognizer's essential load
+    /// (finals and speculative decodes, share of decoder time), grown by the new call at
+    /// the present calls' average, would pass this; so calls are refused before admitted
+    /// ones fall behind (BENCHMARKS.md, "overload").
+    pub max_load: f64,
+    /// Let an end-of-turn model (smart-turn v3.2, fetched once like the engine) decide how
+    /// each customer final ends: with . ? ! when the customer has finished, without when
+    /// they are about to go on; the platform answers sooner after the first and waits
+    /// after the second. Off by default: on the bench's customers it took the terminal
+    /// punctuation off turns that were over and lengthened the reply wait (BENCHMARKS.md,
+    /// "turn model"). Profiles can turn it on.
+    pub turn_model: bool,
+    /// How long a decode that may become a final can be made by putting the turn's earlier
+    /// utterances before it (0: no left context). Longer is more accurate on sentences cut
+    /// at pauses and slower: decode time grows with it (BENCHMARKS.md, "left context").
+    pub context_span_ms: u64,
+    /// Options passed to the library as they are (e.g. `vad_threshold`).
+    pub options: BTreeMap<String, String>,
+}
+
+impl Default for MoonshineConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            wheel: None,
+            pool_size: 1,
+            partial_interval_ms: 500,
+            endpoint_ms: 200,
+            narrowband_endpoint_ms: 300,
+            max_load: 0.8,
+            turn_model: false,
+            context_span_ms: crate::segmenter::CONTEXT_SPAN_MS,
+            options: BTreeMap::new(),
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! A profile's recognition settings, and the query overrides a call's URL may carry. They
+//! live with the backends, which read them; the config only holds them per profile.
+
+use serde::{Deserialize, Serialize};
+
+/// A profile's recognition settings. Each backend reads those that mean something to it;
+/// a key none of them knows is refused when the config is read.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// Embedded recognizer: overrides `moonshine.endpoint_ms`.
+    pub endpoint_ms: Option<u64>,
+    /// Embedded recognizer: overrides `moonshine.narrowband_endpoint_ms`.
+    pub narrowband_endpoint_ms: Option<u64>,
+    /// Embedded recognizer: overrides `moonshine.partial_interval_ms`.
+    pub partial_interval_ms: Option<u64>,
+    /// Embedded recognizer: overrides `moonshine.turn_model` (customer channel only; the
+    /// model is loaded only if `moonshine.turn_model` is on or some profile turns it on).
+    pub turn_model: Option<bool>,
+    /// Network recognizers: the language spoken (BCP 47, e.g. `es`, `en-US`).
+    pub language: Option<String>,
+    /// Network recognizers: words and phrases to listen for (product names, jargon).
+    pub keyterms: Option<Vec<String>>,
+    /// Deepgram: silence in ms that ends an utterance (`endpointing`; 0 turns it off).
+    pub endpointing_ms: Option<u64>,
+    /// AssemblyAI: confidence above which a turn ends (`end_of_turn_confidence_threshold`).
+    pub end_of_turn_confidence_threshold: Option<f64>,
+    /// AssemblyAI: silence before a confident turn end (`min_turn_silence`).
+    pub min_turn_silence_ms: Option<u64>,
+    /// AssemblyAI: silence that ends a turn whatever the confidence (`max_turn_silence`).
+    pub max_turn_silence_ms: Option<u64>,
+}
+
+/// Query parameters a call's URL may carry to override its profile's options.
+pub const QUERY_OVERRIDES: &[&str] = &["language", "keyterms", "endpointing_ms", "endpoint_ms"];
+
+impl Options {
+    /// Applies a call URL's query overrides (`?language=es&keyterms=Acme,refund`),
+    /// refusing anything else with a message for the client.
+    pub fn with_query(&self, query: &str) -> Result<Self, String> {
+        let mut out = self.clone();
+        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            match key.as_ref() {
+                "language" => {
+                    check_language(&value)?;
+                    out.language = Some(value.into_owned());
+                }
+                "keyterms" => {
+                    let terms: Vec<String> = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(String::from)
+                        .collect();
+                    check_keyterms(&terms)?;
+                    out.keyterms = Some(terms);
+                }
+                "endpointing_ms" => out.endpointing_ms = Some(query_ms(&key, &value, 0, 10_000)?),
+                "endpoint_ms" => out.endpoint_ms = Some(query_ms(&key, &value, 50, 5_000)?),
+                other => {
+                    return Err(format!(
+                        "unknown query parameter {other:?} (known: {})",
+                        QUERY_OVERRIDES.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every bad setting, each with its reason.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(language) = &self.language
+            && let Err(e) = check_language(language)
+        {
+            out.push(e);
+        }
+        if let Some(terms) = &self.keyterms
+            && let Err(e) = check_keyterms(terms)
+        {
+            out.push(e);
+        }
+        if let Some(t) = self.end_of_turn_confidence_threshold
+            && !(0.0..=1.0).contains(&t)
+        {
+            out.push(format!(
+                "end_of_turn_confidence_threshold must be within 0–1 (got {t})"
+            ));
+        }
+        out
+    }
+}
+
+/// Longest keyterm list and term accepted (AssemblyAI's limits, the stricter provider's).
+const MAX_KEYTERMS: usize = 100;
+const MAX_KEYTERM_CHARS: usize = 50;
+
+fn check_language(value: &str) -> Result<(), String> {
+    let mut parts = value.split('-');
+    let primary = parts.next().unwrap_or_default();
+    let primary_ok =
+        (2..=3).contains(&primary.len()) && primary.chars().all(|c| c.is_ascii_alphabetic());
+    let rest_ok =
+        parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()));
+    if primary_ok && rest_ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "language {value:?} is not a language tag like \"es\" or \"en-US\""
+        ))
+    }
+}
+
+fn check_keyterms(terms: &[String]) -> Result<(), String> {
+    if terms.len() > MAX_KEYTERMS {
+        return Err(format!(
+            "at most {MAX_KEYTERMS} keyterms (got {})",
+            terms.len()
+        ));
+    }
+    match terms
+        .iter()
+        .find(|t| t.chars().count() > MAX_KEYTERM_CHARS || t.chars().any(char::is_control))
+    {
+        Some(t) => Err(format!(
+            "keyterm {t:?} is longer than {MAX_KEYTERM_CHARS} characters or has control characters"
+        )),
+        None => Ok(()),
+    }
+}
+
+fn query_ms(key: &str, value: &str, min: u64, max: u64) -> Result<u64, String> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| {
+            format!("{key} must be a whole number of ms from {min} to {max} (got {value:?})")
+        })
+}
