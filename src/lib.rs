@@ -10,7 +10,6 @@ pub mod metrics;
 pub mod protocol;
 pub mod registry;
 pub mod resample;
-pub mod segmenter;
 pub mod server;
 pub mod session;
 pub mod supervisor;

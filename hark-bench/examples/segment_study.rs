@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use hark::backend::moonshine::ffi::{ARCH_TINY, Library, Transcriber, joined_text};
-use hark::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
+use hark::backend::moonshine::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
 use hark::wheel::{self, FetchOptions};
 use hark_bench::wer;
 

@@ -1,6 +1,6 @@
 //! The embedded default backend: Moonshine tiny-en through libmoonshine.so.
 //!
-//! hark finds the utterances itself ([`crate::segmenter`]) and decodes each with one batch
+//! hark finds the utterances itself ([`segmenter`]) and decodes each with one batch
 //! call, instead of the library's streams: the library only ends a line on a decode, which
 //! put a floor of ~320–390 ms plus a decode under every final, and re-decoded every line
 //! of the call on each update. [`pool`] has the threads: one listener for all channels'
@@ -10,6 +10,7 @@
 mod config;
 pub mod ffi;
 mod pool;
+pub mod segmenter;
 
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, OnceLock};
@@ -21,10 +22,10 @@ use tracing::{error, info, warn};
 pub use self::config::{MoonshineConfig, NAME};
 use self::ffi::{Library, Transcriber};
 use self::pool::{Job, Pool};
+use self::segmenter::SegmenterConfig;
 use crate::audio::AudioSource;
 use crate::backend::{Backend, BackendError, ChannelSpec, EventSink};
 use crate::protocol::Channel;
-use crate::segmenter::SegmenterConfig;
 use crate::turn::{TurnModel, TurnPaths};
 use crate::wheel;
 

@@ -13,7 +13,7 @@
 //!
 //! The **judge** (when the end-of-turn model is on) owns that model and, at each pause of
 //! a customer's channel that is nearly an endpoint, decides whether the turn is over, so
-//! the final it closes ends accordingly ([`crate::segmenter::end_turn`]). It runs beside
+//! the final it closes ends accordingly ([`super::segmenter::end_turn`]). It runs beside
 //! the decoders, so its verdict is ready about when the final is.
 //!
 //! Locks: a channel's state is one mutex, held for microseconds by either side; the channel
@@ -31,11 +31,11 @@ use tracing::warn;
 
 use super::MODEL_RATE;
 use super::ffi::{self, Transcriber};
+use super::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig, Want};
 use crate::audio::AudioSource;
 use crate::backend::EventSink;
 use crate::metrics as m;
 use crate::resample::StreamResampler;
-use crate::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig, Want};
 use crate::turn::TurnModel;
 
 /// Over how long the recognizer's essential load is averaged (see [`Pool::load`]).

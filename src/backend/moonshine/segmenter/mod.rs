@@ -16,8 +16,16 @@
 //! load partials wait and finals do not. Everything here is plain computation; the decoding
 //! itself is the caller's.
 
+mod context;
+mod verdict;
+
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+use context::Said;
+pub use context::strip_context;
+use verdict::TURN_WAIT;
+pub use verdict::{TURN_WINDOW, TurnTicket, end_turn};
 
 /// Samples per detector frame, at 16 kHz.
 pub const FRAME: usize = 256;
@@ -69,16 +77,6 @@ pub const DECODE_PAD_MS: u64 = 400;
 pub const CONTEXT_SPAN_MS: u64 = 6_000;
 /// See [`SegmenterConfig::turn_gap`].
 pub const TURN_GAP_MS: u64 = 1_500;
-/// How long before the endpoint the end-of-turn model is asked, so that its verdict (about
-/// 50 ms, BENCHMARKS.md "turn model") is there when the final is.
-const TURN_LEAD: usize = 100 * RATE / 1000;
-/// Audio the end-of-turn model hears after the last voiced frame (zeros where the pause is
-/// shorter so far): what it was measured with.
-const TURN_TAIL: usize = 200 * RATE / 1000;
-/// The most audio the end-of-turn model reads.
-pub const TURN_WINDOW: usize = 8 * RATE;
-/// How long a final whose text is ready waits for a late verdict before it goes as it is.
-const TURN_WAIT: Duration = Duration::from_millis(150);
 
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
@@ -182,13 +180,6 @@ struct Open {
     since: Instant,
 }
 
-/// Which audio the end-of-turn model heard: utterance `utterance` up to `len`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TurnTicket {
-    utterance: u64,
-    len: usize,
-}
-
 /// An utterance whose endpoint has passed, waiting for its final.
 struct Ended {
     id: u64,
@@ -215,17 +206,6 @@ struct Utterance<'a> {
     preroll: usize,
     audio: &'a [f32],
     voiced_end: usize,
-}
-
-/// A final already sent, with its audio: left context for the turn's next utterances.
-struct Said {
-    id: u64,
-    start: u64,
-    audio: Vec<f32>,
-    text: String,
-    /// Positions of its first and after its last voiced frame.
-    onset: u64,
-    voice_end: u64,
 }
 
 pub struct Segmenter {
@@ -434,53 +414,6 @@ impl Segmenter {
         len.max(voiced_end + self.config.pad)
     }
 
-    /// Lowers the context span to `scale` (0 to 1) of the configured one while the decoders
-    /// are short of time, or raises it back.
-    pub fn scale_context(&mut self, scale: f64) {
-        self.context_span = (self.config.context_span as f64 * scale.clamp(0.0, 1.0)) as usize;
-    }
-
-    /// The first sent final to decode before utterance `id` (0 for none): the latest ones of the same turn that fit in the context span with it, and
-    /// only once every earlier final is out, so that the words to take off are known.
-    fn context_for(&self, id: u64) -> u64 {
-        let Some(u) = self.utterance(id) else {
-            return 0;
-        };
-        let room = self
-            .context_span
-            .saturating_sub(self.whole_len(u.audio.len(), u.voiced_end));
-        if id == self.plain || room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
-            return 0;
-        }
-        self.turn_context(u.start + u.preroll as u64, room)
-    }
-
-    /// The sent finals from `from` on, each with its audio up to where the next piece
-    /// starts (an utterance's pre-roll may repeat the end of the one before).
-    fn context(&self, from: u64, start: u64) -> impl Iterator<Item = (&[f32], &str)> {
-        let first = match from {
-            0 => self.said.len(),
-            _ => self
-                .said
-                .iter()
-                .position(|s| s.id == from)
-                .unwrap_or(self.said.len()),
-        };
-        let nexts = self
-            .said
-            .iter()
-            .skip(first + 1)
-            .map(|s| s.start)
-            .chain(std::iter::once(start));
-        self.said.iter().skip(first).zip(nexts).map(|(said, next)| {
-            let len = said
-                .audio
-                .len()
-                .min(next.saturating_sub(said.start) as usize);
-            (&said.audio[..len], said.text.as_str())
-        })
-    }
-
     /// Takes the text of a ticket's decode, emitting what it means: a final if it covers
     /// the last word of an utterance that has ended, else a partial of the open one.
     pub fn decoded(&mut self, ticket: Ticket, text: String, now: Instant, out: &mut Vec<Emit>) {
@@ -534,94 +467,9 @@ impl Segmenter {
         open.decoded_text = Some(text);
     }
 
-    /// Whether the end-of-turn model should hear this channel now: the pause is nearly the
-    /// endpoint. If so, marks it asked and copies what it is to hear into `out`: up to
-    /// `TURN_WINDOW` of the turn so far, and silence up to `TURN_TAIL` after the voice.
-    pub fn claim_turn(&mut self, out: &mut Vec<f32>) -> Option<TurnTicket> {
-        if !self.wants_turn() {
-            return None;
-        }
-        let open = self.open.as_ref()?;
-        let ticket = TurnTicket {
-            utterance: open.id,
-            len: open.audio.len(),
-        };
-        let own = open.audio.len().max(open.voiced_end + TURN_TAIL);
-        out.clear();
-        let from = self.turn_context(
-            open.start + open.preroll as u64,
-            TURN_WINDOW - own.min(TURN_WINDOW),
-        );
-        for (audio, _) in self.context(from, open.start) {
-            out.extend_from_slice(audio);
-        }
-        let audio = &open.audio[open.audio.len().saturating_sub(TURN_WINDOW)..];
-        out.extend_from_slice(audio);
-        out.resize(out.len() + own - open.audio.len(), 0.0);
-        if let Some(open) = &mut self.open {
-            open.judged = Some((ticket.len, None));
-        }
-        Some(ticket)
-    }
-
-    /// See [`Segmenter::claim_turn`].
-    pub fn wants_turn(&self) -> bool {
-        let judge_at = self
-            .config
-            .endpoint
-            .saturating_sub(TURN_LEAD)
-            .max(2 * FRAME);
-        self.config.judge_turns
-            && self
-                .open
-                .as_ref()
-                .is_some_and(|open| open.silence >= judge_at && open.judged.is_none())
-    }
-
-    /// Takes the end-of-turn model's verdict on what a ticket covered (`None` if it could
-    /// not say), and emits a final it was holding.
-    pub fn judged(&mut self, ticket: TurnTicket, complete: Option<bool>, out: &mut Vec<Emit>) {
-        if let Some(ended) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
-            if ended.judging && ticket.len >= ended.voiced_end {
-                ended.turn = complete;
-                ended.judging = false;
-                self.drain_ready(out);
-            }
-            return;
-        }
-        if let Some(open) = &mut self.open
-            && open.id == ticket.utterance
-            && ticket.len >= open.voiced_end
-            && let Some(complete) = complete
-        {
-            open.judged = Some((ticket.len, Some(complete)));
-        }
-    }
-
     /// Emits finals held for a verdict that is late (see `TURN_WAIT`).
     pub fn poll(&mut self, out: &mut Vec<Emit>) {
         self.drain_ready(out);
-    }
-
-    /// The first sent final of the same turn before `onset` whose audio, with the rest,
-    /// fits in `room`; 0 for none.
-    fn turn_context(&self, onset: u64, room: usize) -> u64 {
-        let (mut next_onset, mut total, mut from) = (onset, 0, 0);
-        for said in self.said.iter().rev() {
-            if next_onset.saturating_sub(said.voice_end) > self.config.turn_gap as u64 {
-                break;
-            }
-            // Its audio up to where the next one's starts: at most up to that one's onset.
-            let len = said
-                .audio
-                .len()
-                .min(next_onset.saturating_sub(said.start) as usize);
-            if total + len > room {
-                break;
-            }
-            (total, from, next_onset) = (total + len, said.id, said.onset);
-        }
-        from
     }
 
     /// Input position of the endpoint of the oldest utterance still without its final:
@@ -782,65 +630,9 @@ impl Segmenter {
     }
 }
 
-/// How a final ends once the end-of-turn model has judged: a finished turn ends in . ? !
-/// (the platform answers 0.1 s after such a final, 1.5 s after any other: STT-SERVICES.md
-/// §3); one the speaker is about to go on with does not, so the assistant does not cut in.
-pub fn end_turn(text: &str, complete: bool) -> String {
-    let text = text.trim_end();
-    let terminal = text.ends_with(['.', '?', '!']);
-    if text.is_empty() || terminal == complete {
-        text.to_string()
-    } else if complete {
-        format!("{}.", text.trim_end_matches([',', ';', ':', '-', '—']))
-    } else {
-        text.trim_end_matches(['.', '?', '!']).to_string()
-    }
-}
-
-/// What a decode of the turn's earlier audio and a new piece says about the piece: the
-/// words after those that match `context`, the finals already sent for that audio.
-///
-/// The decode is aligned with the context by word edit distance over every prefix; the
-/// cheapest prefix is the context. On a tie the shorter prefix wins: a word the model merged
-/// across the cut is sent twice rather than lost.
-pub fn strip_context(context: &str, decoded: &str) -> String {
-    let key = |w: &str| -> String {
-        w.chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
-    let said: Vec<String> = context
-        .split_whitespace()
-        .map(key)
-        .filter(|k| !k.is_empty())
-        .collect();
-    let words: Vec<&str> = decoded.split_whitespace().collect();
-    let keys: Vec<String> = words.iter().map(|w| key(w)).collect();
-    // cost[j]: edit distance between the context so far and the first j decoded words.
-    let insert = |k: &String| usize::from(!k.is_empty());
-    let mut cost: Vec<usize> = std::iter::once(0)
-        .chain(keys.iter().scan(0, |c, k| {
-            *c += insert(k);
-            Some(*c)
-        }))
-        .collect();
-    let mut next = vec![0; cost.len()];
-    for (i, s) in said.iter().enumerate() {
-        next[0] = i + 1;
-        for (j, k) in keys.iter().enumerate() {
-            next[j + 1] = (cost[j] + usize::from(s != k))
-                .min(cost[j + 1] + 1)
-                .min(next[j] + insert(k));
-        }
-        std::mem::swap(&mut cost, &mut next);
-    }
-    let split = (0..cost.len()).min_by_key(|&j| (cost[j], j)).unwrap_or(0);
-    words[split..].join(" ")
-}
-
 #[cfg(test)]
 mod tests {
+    use super::verdict::TURN_TAIL;
     use super::*;
 
     fn config() -> SegmenterConfig {

@@ -1,0 +1,128 @@
+//! Left context: the turn's finals already sent, read before a final's own audio so a
+//! sentence cut at a pause keeps its beginning, and the context's words aligned off the
+//! decoded text (ARCHITECTURE.md, "Left context").
+
+use super::*;
+
+/// What a decode of the turn's earlier audio and a new piece says about the piece: the
+/// words after those that match `context`, the finals already sent for that audio.
+///
+/// The decode is aligned with the context by word edit distance over every prefix; the
+/// cheapest prefix is the context. On a tie the shorter prefix wins: a word the model merged
+/// across the cut is sent twice rather than lost.
+pub fn strip_context(context: &str, decoded: &str) -> String {
+    let key = |w: &str| -> String {
+        w.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let said: Vec<String> = context
+        .split_whitespace()
+        .map(key)
+        .filter(|k| !k.is_empty())
+        .collect();
+    let words: Vec<&str> = decoded.split_whitespace().collect();
+    let keys: Vec<String> = words.iter().map(|w| key(w)).collect();
+    // cost[j]: edit distance between the context so far and the first j decoded words.
+    let insert = |k: &String| usize::from(!k.is_empty());
+    let mut cost: Vec<usize> = std::iter::once(0)
+        .chain(keys.iter().scan(0, |c, k| {
+            *c += insert(k);
+            Some(*c)
+        }))
+        .collect();
+    let mut next = vec![0; cost.len()];
+    for (i, s) in said.iter().enumerate() {
+        next[0] = i + 1;
+        for (j, k) in keys.iter().enumerate() {
+            next[j + 1] = (cost[j] + usize::from(s != k))
+                .min(cost[j + 1] + 1)
+                .min(next[j] + insert(k));
+        }
+        std::mem::swap(&mut cost, &mut next);
+    }
+    let split = (0..cost.len()).min_by_key(|&j| (cost[j], j)).unwrap_or(0);
+    words[split..].join(" ")
+}
+
+/// A final already sent, with its audio: left context for the turn's next utterances.
+pub(super) struct Said {
+    pub(super) id: u64,
+    pub(super) start: u64,
+    pub(super) audio: Vec<f32>,
+    pub(super) text: String,
+    /// Positions of its first and after its last voiced frame.
+    pub(super) onset: u64,
+    pub(super) voice_end: u64,
+}
+
+impl Segmenter {
+    /// Lowers the context span to `scale` (0 to 1) of the configured one while the decoders
+    /// are short of time, or raises it back.
+    pub fn scale_context(&mut self, scale: f64) {
+        self.context_span = (self.config.context_span as f64 * scale.clamp(0.0, 1.0)) as usize;
+    }
+
+    /// The first sent final to decode before utterance `id` (0 for none): the latest ones of the same turn that fit in the context span with it, and
+    /// only once every earlier final is out, so that the words to take off are known.
+    pub(super) fn context_for(&self, id: u64) -> u64 {
+        let Some(u) = self.utterance(id) else {
+            return 0;
+        };
+        let room = self
+            .context_span
+            .saturating_sub(self.whole_len(u.audio.len(), u.voiced_end));
+        if id == self.plain || room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
+            return 0;
+        }
+        self.turn_context(u.start + u.preroll as u64, room)
+    }
+
+    /// The sent finals from `from` on, each with its audio up to where the next piece
+    /// starts (an utterance's pre-roll may repeat the end of the one before).
+    pub(super) fn context(&self, from: u64, start: u64) -> impl Iterator<Item = (&[f32], &str)> {
+        let first = match from {
+            0 => self.said.len(),
+            _ => self
+                .said
+                .iter()
+                .position(|s| s.id == from)
+                .unwrap_or(self.said.len()),
+        };
+        let nexts = self
+            .said
+            .iter()
+            .skip(first + 1)
+            .map(|s| s.start)
+            .chain(std::iter::once(start));
+        self.said.iter().skip(first).zip(nexts).map(|(said, next)| {
+            let len = said
+                .audio
+                .len()
+                .min(next.saturating_sub(said.start) as usize);
+            (&said.audio[..len], said.text.as_str())
+        })
+    }
+
+    /// The first sent final of the same turn before `onset` whose audio, with the rest,
+    /// fits in `room`; 0 for none.
+    pub(super) fn turn_context(&self, onset: u64, room: usize) -> u64 {
+        let (mut next_onset, mut total, mut from) = (onset, 0, 0);
+        for said in self.said.iter().rev() {
+            if next_onset.saturating_sub(said.voice_end) > self.config.turn_gap as u64 {
+                break;
+            }
+            // Its audio up to where the next one's starts: at most up to that one's onset.
+            let len = said
+                .audio
+                .len()
+                .min(next_onset.saturating_sub(said.start) as usize);
+            if total + len > room {
+                break;
+            }
+            (total, from, next_onset) = (total + len, said.id, said.onset);
+        }
+        from
+    }
+}
