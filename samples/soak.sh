@@ -5,8 +5,8 @@
 #   samples/soak.sh [OUT_DIR]      # env: MINUTES=60 CALLS=18 RELAY_CALLS=4 ROUND_S=180
 #
 # Runs the release binary (build it first: cargo build --release). The relayed calls go to
-# the Deepgram mock of tests/common/provider_mock.rs, served by the ignored test
-# tests/soak_provider.rs (built and started here). Nothing else should run on the machine:
+# the Deepgram mock of the test kit (hark-testkit/src/provider_mock.rs), served by its
+# provider-mock binary (built and started here). Nothing else should run on the machine:
 # the embedded recognizer decodes at idle priority, so other load fails calls by lag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +27,7 @@ trap cleanup EXIT
 # The provider mock, for as long as the soak and a margin.
 rm -f "$out/mock-url"
 HARK_SOAK_MOCK_URL_FILE="$out/mock-url" HARK_SOAK_MOCK_SECS=$((minutes * 60 + 1200)) \
-  cargo test --release --test soak_provider -- --ignored --nocapture >"$out/mock.log" 2>&1 &
+  cargo run --release -p hark-testkit --bin provider-mock >"$out/mock.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 600); do [ -s "$out/mock-url" ] && break; sleep 1; done
 mock_url=$(cat "$out/mock-url")

@@ -54,15 +54,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-// The test-side mocks; the mock's `super::words` is this crate's `words`.
-#[allow(dead_code)]
-#[path = "../../tests/common/provider_mock.rs"]
-mod provider_mock;
-#[allow(dead_code)]
-#[path = "../../tests/common/words.rs"]
-mod words;
-
-use provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
+use hark_testkit::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
+use hark_testkit::words;
 
 const KEY: &str = "relay-load-key-5d1e";
 const DG_KEY_ENV: &str = "RELAY_LOAD_DG_KEY";

@@ -1,15 +1,12 @@
 //! `hark bench` against real servers on loopback: it measures a healthy call with the real
 //! recognizer, and it reports a failing transcriber as failed.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
-use common::{
-    TestServer, backends, clips, config_with_default_backend, moonshine_registry, test_config,
-};
 use hark_bench::conversation::{Corpus, default_clips_dir};
 use hark_bench::protocol::Channel;
 use hark_bench::{BenchArgs, measure};
+use hark_testkit::{
+    TestServer, backends, clips, config_with_default_backend, moonshine_registry, test_config,
+};
 
 fn args(url: String, duration: f64) -> BenchArgs {
     BenchArgs {

@@ -2,16 +2,13 @@
 //! rates and formats, a stereo real call split into its utterances per channel, the same
 //! call through a phone line, and a broken folder reported in one error.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Clip, TestServer, clips, moonshine_registry, resample, test_config};
 use hark_bench::conversation::Corpus;
 use hark_bench::protocol::Channel;
 use hark_bench::user_corpus::Speech;
 use hark_bench::{BenchArgs, measure};
+use hark_testkit::{Clip, TestServer, clips, moonshine_registry, resample, test_config};
 
 fn args(url: String, duration: f64) -> BenchArgs {
     BenchArgs {

@@ -2,19 +2,16 @@
 //! two servers side by side with their ratios and interleaved starts, a failing second
 //! server, a capacity ramp, and the JSON, Markdown and SVG outputs.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
 use std::path::Path;
 
-use common::{
-    TestServer, backends, clips, config_with_default_backend, moonshine_registry, test_config,
-};
 use hark_bench::conversation::{Corpus, default_clips_dir};
 use hark_bench::run::{capacity_plot_path, find_capacity, write_outputs};
 use hark_bench::shape::{self, Shape};
 use hark_bench::summary;
 use hark_bench::{BenchArgs, measure_run};
+use hark_testkit::{
+    TestServer, backends, clips, config_with_default_backend, moonshine_registry, test_config,
+};
 use serde_json::Value;
 
 /// The real-recognizer tests take turns: on a small machine, two at once would measure each

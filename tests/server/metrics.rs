@@ -5,17 +5,15 @@
 //!
 //! The recorder is process-wide, so this binary runs one server and one test of the calls.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Call, TestServer, backends, http_get, start_frame, test_config};
 use hark::config::Profile;
 use hark::metrics::{ALL, Kind};
 use hark::protocol::PIPELINE_FAILED;
 use hark_bench::protocol::{ServerMessage, TranscriptType};
+use hark_testkit::{Call, TestServer, backends, http_get, start_frame, test_config};
 
 const RATE: u32 = 16_000;
 /// Generous: the machine is shared and noisy.
@@ -232,7 +230,7 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
 
     // A served call; while it holds the only place, another is refused at capacity.
     let mut call =
-        common::connect_admitted(&server.ws_url("/api/custom-transcriber"), PROMPT).await;
+        hark_testkit::connect_admitted(&server.ws_url("/api/custom-transcriber"), PROMPT).await;
     call.text(&start_frame(RATE, 2)).await;
     recorded_call(&mut call, 2.0).await;
     assert_eq!(refused(&url("flaky")).await, 503);
@@ -242,20 +240,20 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
     assert_eq!(refused(&url(PROBED)).await, 404);
 
     // The first backend fails after 0.5 s of audio; the fallback hears the call again.
-    let mut call = common::connect_admitted(&url("flaky"), PROMPT).await;
+    let mut call = hark_testkit::connect_admitted(&url("flaky"), PROMPT).await;
     call.text(&start_frame(RATE, 2)).await;
     recorded_call(&mut call, 2.0).await;
     call.hang_up().await;
 
     // No backend of the chain starts.
-    let mut call = common::connect_admitted(&url("broken"), PROMPT).await;
+    let mut call = hark_testkit::connect_admitted(&url("broken"), PROMPT).await;
     call.text(&start_frame(RATE, 2)).await;
     let got = call.finish(PROMPT).await;
     assert_eq!(got.error().map(|e| e.0).as_deref(), Some(PIPELINE_FAILED));
 
     // A start frame that is not JSON.
     let mut call =
-        common::connect_admitted(&server.ws_url("/api/custom-transcriber"), PROMPT).await;
+        hark_testkit::connect_admitted(&server.ws_url("/api/custom-transcriber"), PROMPT).await;
     call.text("{not json").await;
     let got = call.finish(PROMPT).await;
     assert_eq!(

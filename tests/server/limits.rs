@@ -3,17 +3,15 @@
 //! reason; a call that drops its connection mid-frame frees its slot at once. Calls beside
 //! them carry on.
 
-mod common;
-
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 
-use common::raw::{BINARY, FIN, PING, RawWs, TEXT, frame};
-use common::{Call, Received, TestServer, backends, config_with_default_backend, http_get};
 use hark::config::Config;
 use hark::protocol::CLOSE_POLICY;
 use hark_bench::protocol::ServerMessage;
+use hark_testkit::raw::{BINARY, FIN, PING, RawWs, TEXT, frame};
+use hark_testkit::{Call, Received, TestServer, backends, config_with_default_backend, http_get};
 
 const PATH: &str = "/api/custom-transcriber";
 const WAIT: Duration = Duration::from_secs(30);
@@ -77,7 +75,7 @@ async fn a_call_that_sends_nothing_is_ended_and_pings_keep_it_alive() {
     // A peer that is gone: it sends nothing more and answers no ping.
     let silent = async {
         let mut ws = RawWs::connect(server.addr, PATH).await;
-        ws.send(TEXT, common::start_frame(16000, 2).as_bytes())
+        ws.send(TEXT, hark_testkit::start_frame(16000, 2).as_bytes())
             .await;
         ws.send(BINARY, &frame_20ms()).await;
         ws.read_until_close(WAIT).await
@@ -97,7 +95,7 @@ async fn a_call_that_sends_nothing_is_ended_and_pings_keep_it_alive() {
     // sent after them is still answered.
     let pinging = async {
         let mut ws = RawWs::connect(server.addr, PATH).await;
-        ws.send(TEXT, common::start_frame(16000, 2).as_bytes())
+        ws.send(TEXT, hark_testkit::start_frame(16000, 2).as_bytes())
             .await;
         for _ in 0..30 {
             ws.send(PING, b"alive").await;
@@ -161,7 +159,7 @@ async fn a_flood_of_messages_is_ended_and_a_bunch_after_a_stall_is_not() {
     let server = TestServer::start(config, backends::registry()).await;
     let flood = async {
         let mut ws = RawWs::connect(server.addr, PATH).await;
-        ws.send(TEXT, common::start_frame(16000, 2).as_bytes())
+        ws.send(TEXT, hark_testkit::start_frame(16000, 2).as_bytes())
             .await;
         let tiny = frame(FIN | BINARY, &[0; 4], true);
         ws.send_raw(&tiny.repeat(2_000)).await;
@@ -207,7 +205,7 @@ async fn a_client_that_does_not_read_is_ended_at_the_memory_budget() {
         socket.set_recv_buffer_size(4096).unwrap();
         let stream = socket.connect(server.addr).await.unwrap();
         let mut ws = RawWs::upgrade(stream, server.addr, PATH).await.unwrap();
-        ws.send(TEXT, common::start_frame(16000, 2).as_bytes())
+        ws.send(TEXT, hark_testkit::start_frame(16000, 2).as_bytes())
             .await;
         let tiny = frame(FIN | BINARY, &[0; 4], true).repeat(10);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
@@ -299,7 +297,7 @@ async fn a_client_gone_mid_frame_frees_its_slot_and_the_other_call_goes_on() {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
-        ws.send(TEXT, common::start_frame(16000, 2).as_bytes())
+        ws.send(TEXT, hark_testkit::start_frame(16000, 2).as_bytes())
             .await;
         ws.send(BINARY, &frame_20ms()).await;
         // The header of a 1280-byte frame, its mask and 100 bytes of it; then gone.
@@ -311,7 +309,7 @@ async fn a_client_gone_mid_frame_frees_its_slot_and_the_other_call_goes_on() {
         drop(ws);
 
         let mut next = admitted(&server).await;
-        next.text(&common::start_frame(16000, 2)).await;
+        next.text(&hark_testkit::start_frame(16000, 2)).await;
         next.bytes(frame_20ms()).await;
         assert!(next.wait_for(WAIT, is_transcript).await);
         assert!(next.hang_up().await.error().is_none());

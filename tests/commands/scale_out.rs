@@ -10,15 +10,13 @@
 //!
 //! Needs nginx (`apt-get install nginx-light`; .ci/run installs it).
 
-mod common;
-
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{Call, Clip, Received, clips, resample};
 use hark_bench::wer;
+use hark_testkit::{Call, Clip, Received, clips, resample};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, sleep, timeout};

@@ -2,14 +2,12 @@
 //! that never send the start frame, and too many connections. Each is cut off in bounded
 //! time while a real call on the same server goes on and ends normally.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{Call, TestServer, backends};
 use hark::config::Config;
 use hark_bench::protocol::{ServerMessage, TranscriptType};
+use hark_testkit::{Call, TestServer, backends};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -17,7 +15,7 @@ use tokio::net::TcpStream;
 const GENEROUS: Duration = Duration::from_secs(30);
 
 fn recorder_config() -> Config {
-    common::config_with_default_backend("recorder")
+    hark_testkit::config_with_default_backend("recorder")
 }
 
 /// A real call that has started and been answered once.
@@ -250,7 +248,7 @@ async fn waiting_calls_past_max_pending_starts_get_503() {
             if let Ok(mut call) =
                 Call::connect(&server.ws_url("/api/custom-transcriber"), &[]).await
             {
-                call.text(&common::start_frame(16_000, 2)).await;
+                call.text(&hark_testkit::start_frame(16_000, 2)).await;
                 return call;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -317,7 +315,7 @@ async fn an_upgrade_past_max_sessions_gets_503_before_any_start_frame() {
         }
         other => panic!("expected 503, got {:?}", other.map(|_| "an open call")),
     }
-    first.text(&common::start_frame(16_000, 2)).await;
+    first.text(&hark_testkit::start_frame(16_000, 2)).await;
     assert!(first.silence(2, 16_000, 0.1).await);
     assert!(
         first

@@ -2,15 +2,13 @@
 //! handle SIGHUP calls, SIGHUP on the real binary) while a call goes on, a broken pair kept
 //! out, and handshakes that never finish cut off.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Call, TestServer, backends};
 use hark_bench::protocol::{ServerMessage, TranscriptType};
+use hark_testkit::{Call, TestServer, backends};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, Issuer, KeyPair,
     SerialNumber,
@@ -130,7 +128,7 @@ fn is_final(m: &ServerMessage) -> bool {
 }
 
 async fn tls_server(files: &Files, watch_interval_ms: u64) -> TestServer {
-    let mut config = common::config_with_default_backend("recorder");
+    let mut config = hark_testkit::config_with_default_backend("recorder");
     config.tls.cert = Some(files.cert.clone());
     config.tls.key = Some(files.key.clone());
     config.tls.watch_interval_ms = watch_interval_ms;
@@ -148,7 +146,7 @@ async fn a_call_over_wss_goes_on_while_a_changed_certificate_is_picked_up() {
 
     let (mut call, cert) = connect(&ca, server.addr).await;
     assert_eq!(cert, first.0);
-    call.text(&common::start_frame(16_000, 2)).await;
+    call.text(&hark_testkit::start_frame(16_000, 2)).await;
     assert!(call.silence(2, 16_000, 0.2).await);
     assert!(
         call.wait_for(GENEROUS, is_final).await,
@@ -246,7 +244,7 @@ async fn a_tls_handshake_that_never_finishes_is_cut_off() {
     }
     // The server still serves.
     let (mut call, _) = connect(&ca, server.addr).await;
-    call.text(&common::start_frame(16_000, 2)).await;
+    call.text(&hark_testkit::start_frame(16_000, 2)).await;
     assert!(call.silence(2, 16_000, 0.2).await);
     assert!(call.wait_for(GENEROUS, is_final).await);
 }

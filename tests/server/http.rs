@@ -1,19 +1,17 @@
 //! Everything around the websocket: authentication and admission before the upgrade, the
 //! health, readiness and metrics endpoints, and graceful shutdown.
 
-mod common;
-
 use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::backends::{self, FNV_OFFSET, fnv1a};
-use common::{Call, TestServer, http_get, test_config};
 use hark::audio::AudioSource;
 use hark::backend::{Backend, BackendError, ChannelSpec, EventSink, Registry};
 use hark::config::{Config, Profile};
 use hark::protocol::CLOSE_GOING_AWAY;
 use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
+use hark_testkit::backends::{self, FNV_OFFSET, fnv1a};
+use hark_testkit::{Call, TestServer, http_get, test_config};
 use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::error::ProtocolError;
 
@@ -21,7 +19,7 @@ const PATH: &str = "/api/custom-transcriber";
 
 /// Test config whose default profile uses the recorder backend.
 fn recorder_config() -> Config {
-    common::config_with_default_backend("recorder")
+    hark_testkit::config_with_default_backend("recorder")
 }
 
 /// The HTTP status an upgrade attempt was refused with; panics if it was not an HTTP refusal.
@@ -38,7 +36,7 @@ async fn served(url: &str, headers: &[(&str, &str)]) {
     let mut call = Call::connect(url, headers)
         .await
         .unwrap_or_else(|e| panic!("upgrade with {headers:?} works: {e}"));
-    call.text(&common::start_frame(16000, 1)).await;
+    call.text(&hark_testkit::start_frame(16000, 1)).await;
     call.bytes(vec![1, 0, 2, 0]).await;
     let want = format!("n=2 h={:016x}", hash(&[1, 2]));
     assert!(
@@ -403,7 +401,7 @@ async fn shutdown_lets_opened_calls_start_and_closes_those_that_never_do() {
         .expect("websocket opens");
     server.begin_shutdown();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    late.text(&common::start_frame(16_000, 2)).await;
+    late.text(&hark_testkit::start_frame(16_000, 2)).await;
     assert!(late.silence(2, 16_000, 0.5).await);
     let late = late.finish(Duration::from_secs(30)).await;
     assert!(late.error().is_none(), "{:?}", late.error());

@@ -3,8 +3,7 @@
 //! Downloads the engine into the cache dir on the first run (~58 MB) and reuses it after.
 //! Fetches the dev clips once too (`hark_bench::fetch`).
 
-#[path = "common/dirs.rs"]
-mod dirs;
+use hark_testkit::dirs;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

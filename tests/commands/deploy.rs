@@ -4,8 +4,7 @@
 //! that matter are checked against each other, the image and the server's routes.
 
 #[allow(dead_code)]
-#[path = "common/dirs.rs"]
-mod dirs;
+use hark_testkit::dirs;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

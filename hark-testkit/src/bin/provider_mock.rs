@@ -1,17 +1,17 @@
-//! Not a test: the Deepgram mock of `tests/common/provider_mock.rs`, served for as long as
-//! `samples/soak.sh` relays calls to it. Ignored, so `cargo test` never runs it; it lives here
-//! because the mock is a test double and stays among the tests.
-
-mod common;
+//! The Deepgram mock of `hark_testkit::provider_mock`, served on loopback for as long as
+//! `samples/soak.sh` relays calls to it: a test double, so it lives in the test kit.
+//!
+//! `HARK_SOAK_MOCK_URL_FILE` receives the mock's URL; it serves for `HARK_SOAK_MOCK_SECS`
+//! (default two hours) and then prints how many connections it served and how many
+//! documented rules they broke. The key it expects is `DEEPGRAM_API_KEY` (default
+//! `soak-key`).
 
 use std::time::Duration;
 
-use common::provider_mock::{MockOptions, MockProvider, Provider};
+use hark_testkit::provider_mock::{MockOptions, MockProvider, Provider};
 
-/// `HARK_SOAK_MOCK_URL_FILE` receives the mock's URL; it serves for `HARK_SOAK_MOCK_SECS`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-#[ignore = "serves a provider mock for samples/soak.sh"]
-async fn serve_deepgram_mock() {
+#[tokio::main(flavor = "multi_thread", worker_threads = 1)]
+async fn main() {
     let key = std::env::var("DEEPGRAM_API_KEY").unwrap_or_else(|_| "soak-key".into());
     let mock = MockProvider::start(MockOptions {
         provider: Provider::Deepgram,

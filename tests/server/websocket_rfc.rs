@@ -3,14 +3,12 @@
 //! never a close frame without a code, before or after the start frame. Each case is sent
 //! by hand over a raw TCP socket, and the server goes on serving other calls.
 
-mod common;
-
 use std::time::Duration;
 
-use common::raw::{BINARY, CONTINUATION, FIN, PING, RSV1, RawWs, TEXT, frame};
-use common::{Call, TestServer, backends, config_with_default_backend, start_frame};
 use hark::protocol::{CLOSE_INVALID_DATA, CLOSE_PROTOCOL, CLOSE_TOO_BIG};
 use hark_bench::protocol::ServerMessage;
+use hark_testkit::raw::{BINARY, CONTINUATION, FIN, PING, RSV1, RawWs, TEXT, frame};
+use hark_testkit::{Call, TestServer, backends, config_with_default_backend, start_frame};
 
 const PATH: &str = "/api/custom-transcriber";
 const LIMIT: usize = 4096;

@@ -8,8 +8,7 @@
 //! same audio (`samples/turn-compare.py`); hark's features match it to the bit, so they
 //! differ only if onnxruntime's kernels round differently on another CPU.
 
-#[path = "common/dirs.rs"]
-mod dirs;
+use hark_testkit::dirs;
 
 use std::sync::OnceLock;
 use std::time::Instant;

@@ -3,21 +3,19 @@
 //! falls back to its own transcriber) and every call it admitted runs to its end with no
 //! failure. The calls are dense: speech on both channels nearly all the time.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Call, TestServer, clips, moonshine_registry, test_config};
+use hark_testkit::{Call, TestServer, clips, moonshine_registry, test_config};
 use tokio_tungstenite::tungstenite;
 
 /// Dense speech: every dev clip back to back, 300 ms apart, starting at clip `first`,
 /// repeated to at least `secs`.
-fn dense(all: &[common::Clip], first: usize, secs: f64) -> Vec<i16> {
+fn dense(all: &[hark_testkit::Clip], first: usize, secs: f64) -> Vec<i16> {
     let mut out = Vec::new();
     let mut i = first;
     while (out.len() as f64) < secs * 16_000.0 {
         let clip = &all[i % all.len()];
-        out.extend(common::resample(&clip.samples, clip.rate, 16_000));
+        out.extend(hark_testkit::resample(&clip.samples, clip.rate, 16_000));
         out.extend(std::iter::repeat_n(0i16, 4_800));
         i += 1;
     }
@@ -57,7 +55,7 @@ async fn offered_twice_the_capacity_no_admitted_call_fails() {
                 }
                 Err(e) => return Outcome::Failed(format!("upgrade failed: {e}")),
             };
-            call.text(&common::start_frame(16_000, 2)).await;
+            call.text(&hark_testkit::start_frame(16_000, 2)).await;
             let len = customer.len().min(assistant.len());
             let played = call
                 .play(&[&customer[..len], &assistant[..len]], 16_000, 20, true)

@@ -11,16 +11,14 @@
 //! bounds that follow from causality (a backend cannot fail after N samples before N samples
 //! were sent), never "it took about X ms".
 
-mod common;
-
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use common::backends::{self, FNV_OFFSET, fnv1a};
-use common::{Call, Received, TestServer, http_get, start_frame, test_config};
 use hark::config::Profile;
 use hark::protocol::PIPELINE_FAILED;
 use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
+use hark_testkit::backends::{self, FNV_OFFSET, fnv1a};
+use hark_testkit::{Call, Received, TestServer, http_get, start_frame, test_config};
 
 const RATE: u32 = 16_000;
 /// 20 ms at 16 kHz.
@@ -66,7 +64,7 @@ fn hash_of(ch: usize, count: usize) -> u64 {
 
 /// Opens a call and sends the start frame (16 kHz stereo).
 async fn open(url: &str) -> Call {
-    let mut call = common::connect_admitted(url, PROMPT).await;
+    let mut call = hark_testkit::connect_admitted(url, PROMPT).await;
     call.text(&start_frame(RATE, 2)).await;
     call
 }
@@ -187,7 +185,7 @@ const SLOW: Case = Case {
 /// failed as the contract says. Returns what the client received.
 async fn failing_call(server: &TestServer, case: &Case) -> Received {
     let name = case.profile;
-    let mut call = common::connect_admitted(&url(server, name), PROMPT).await;
+    let mut call = hark_testkit::connect_admitted(&url(server, name), PROMPT).await;
     let opened = Instant::now();
     call.text(&start_frame(RATE, 2)).await;
     let limit = case.due + MAX_LAG + SLACK;

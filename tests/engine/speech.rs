@@ -9,13 +9,13 @@
 //! when audio arrives in real time: 12 % at 16 kHz, 20 % at 8 kHz (phone band; MOONSHINE.md
 //! measured 15.2 % on a wider set).
 
-mod common;
-
 use std::time::Instant;
 
-use common::{Call, Clip, Received, TestServer, clips, moonshine_registry, resample, test_config};
 use hark_bench::protocol::ServerMessage;
 use hark_bench::wer;
+use hark_testkit::{
+    Call, Clip, Received, TestServer, clips, moonshine_registry, resample, test_config,
+};
 
 const GAP_SECS: f64 = 1.2;
 const TAIL_SECS: f64 = 2.5;

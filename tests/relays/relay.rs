@@ -2,17 +2,15 @@
 //! websocket client to provider mocks that follow STT-SERVICES.md, and the transcripts the
 //! client gets are checked word for word (the mocks answer known text for known audio).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
-use common::{Call, Received, TestServer, test_config, words};
 use hark::backend::Options;
 use hark::backend::{ApiKey, Registry};
 use hark::config::{BackendConfig, Config, Profile};
 use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
+use hark_testkit::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
+use hark_testkit::{Call, Received, TestServer, test_config, words};
 
 const KEY: &str = "test-key-7f3a";
 
@@ -48,7 +46,7 @@ async fn server(
 ) -> TestServer {
     let mut registry = Registry::default();
     if moonshine {
-        registry.insert("moonshine", common::moonshine());
+        registry.insert("moonshine", hark_testkit::moonshine());
     }
     for (name, config) in net {
         registry.insert(
@@ -405,8 +403,11 @@ async fn a_refused_reconnect_fails_over_to_the_embedded_recognizer_mid_call() {
     // drops after 1.5 s and the reconnect is refused (401): the embedded recognizer takes the
     // channel with the replay, so it transcribes the clip from its first word.
     dg.script(vec![Fault::DropAfter(1.5), Fault::Refuse(401)]);
-    let clip = common::clips().into_iter().next().expect("a dev clip");
-    let samples = common::resample(&clip.samples, clip.rate, 16_000);
+    let clip = hark_testkit::clips()
+        .into_iter()
+        .next()
+        .expect("a dev clip");
+    let samples = hark_testkit::resample(&clip.samples, clip.rate, 16_000);
     let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16_000, 1)
         .await
         .expect("call opens");
@@ -489,7 +490,7 @@ async fn profiles_choose_channels_and_the_url_overrides_options() {
     assert_eq!(query(&conns[0], "keyterm"), ["Acme", "refund"]);
     // A bad override is refused before the upgrade, with the reason.
     for bad in ["?language=es%20ES", "?keyterm=Acme", "?endpointing_ms=soon"] {
-        let (status, body) = common::http_get(
+        let (status, body) = hark_testkit::http_get(
             server.addr,
             &format!("/api/custom-transcriber/p{bad}"),
             &[
@@ -532,7 +533,7 @@ async fn a_refused_first_connection_fails_over_at_once_and_is_counted() {
     assert_eq!(final_words(&got, Channel::Customer), spoken(said));
     assert_eq!(dg.connections().len(), 1, "no retry after a 4xx");
     assert_eq!(aai.connections().len(), 1);
-    let (_, metrics) = common::http_get(server.addr, "/metrics", &[]).await;
+    let (_, metrics) = hark_testkit::http_get(server.addr, "/metrics", &[]).await;
     for series in [
         r#"hark_provider_errors_total{backend="dg429",code="http-429"} 1"#,
         r#"hark_backend_failovers_total{from="dg429",to="aai429"} 1"#,

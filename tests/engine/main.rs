@@ -1,0 +1,10 @@
+//! The embedded recognizer: the engine itself, real speech through the server, the
+//! end-of-turn model, admission under overload.
+//!
+//! One test binary per area, so the shared test kit (hark-testkit) and each area's
+//! helpers compile once.
+
+mod moonshine_engine;
+mod overload;
+mod speech;
+mod turn_model;
