@@ -12,6 +12,7 @@ COPY Cargo.toml Cargo.lock ./
 # Every workspace member, for cargo to resolve the workspace; only the server is built.
 COPY hark-fetch ./hark-fetch
 COPY hark-bench ./hark-bench
+COPY hark-testkit ./hark-testkit
 COPY src ./src
 COPY benches ./benches
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
