@@ -17,7 +17,10 @@ pub fn check(auth: &AuthConfig, headers: &HeaderMap) -> bool {
         return true;
     }
     let secret_ok = match (&auth.secret, headers.get(SECRET_HEADER)) {
-        (Some(expected), Some(got)) => equal(expected.as_bytes(), got.as_bytes()),
+        // An empty credential never matches, whatever was configured.
+        (Some(expected), Some(got)) if !got.is_empty() => {
+            equal(expected.as_bytes(), got.as_bytes())
+        }
         _ => false,
     };
     let bearer = headers
@@ -28,7 +31,7 @@ pub fn check(auth: &AuthConfig, headers: &HeaderMap) -> bool {
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
         });
     // Every configured token is compared, so timing does not reveal which one matched.
-    let bearer_ok = bearer.is_some_and(|token| {
+    let bearer_ok = bearer.filter(|t| !t.is_empty()).is_some_and(|token| {
         auth.bearer_tokens
             .iter()
             .fold(false, |ok, t| ok | equal(t.as_bytes(), token.as_bytes()))
@@ -70,5 +73,12 @@ mod tests {
         ));
         assert!(!check(&auth, &headers(&[("authorization", "Basic tok-a")])));
         assert!(check(&AuthConfig::default(), &headers(&[])));
+        // An empty secret (refused at start-up) still lets nothing in.
+        let empty = AuthConfig {
+            secret: Some(String::new()),
+            bearer_tokens: vec![String::new()],
+        };
+        assert!(!check(&empty, &headers(&[("x-vapi-secret", "")])));
+        assert!(!check(&empty, &headers(&[("authorization", "Bearer ")])));
     }
 }

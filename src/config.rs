@@ -24,12 +24,22 @@ pub const DEFAULT_PROFILE: &str = "default";
 pub struct Config {
     /// Address to listen on.
     pub listen: SocketAddr,
+    /// A second address for `/metrics`, `/readyz` and `/healthz` (Prometheus and the
+    /// orchestrator's probes). When set, the call port serves only calls and `/healthz`:
+    /// metrics and readiness name backends and profiles and count refused logins, which is
+    /// no business of whoever can reach the call port.
+    pub admin_listen: Option<SocketAddr>,
     /// A channel's recognizer more than this far behind real time fails the call.
     pub max_lag_ms: u64,
     /// Time a client has after the upgrade to send the start frame.
     pub start_timeout_ms: u64,
     /// Largest audio frame accepted, in bytes.
     pub max_frame_bytes: usize,
+    /// Longest audio frame accepted, in ms of the call's audio. A channel's ring holds
+    /// `max_lag_ms` + 1 s, so one frame longer than that would overflow it and fail the call
+    /// as the server's lag; a frame over this bound is the client's error (`frame-too-long`,
+    /// 1009). The platform sends 20 ms frames.
+    pub max_frame_ms: u64,
     /// A started call with no frame at all (audio, ping, pong, anything) for this long is
     /// ended. A call quiet for a third of it is pinged and a live websocket answers by
     /// itself, so this finds peers that are gone, never a muted caller.
@@ -53,8 +63,10 @@ pub struct Config {
     /// Time a new connection has to finish its TLS handshake, and then to send each
     /// request's headers; slower clients are cut off (slow-loris).
     pub header_timeout_ms: u64,
-    /// Open TCP connections at once (calls, health checks, upgrades under way); more are
-    /// closed as soon as they are accepted.
+    /// Open TCP connections that are not calls (requests, probes, upgrades under way; calls
+    /// count against `max_sessions`). When all are held, the oldest is closed for a new one,
+    /// so slow or idle clients never keep a call out. Each buffers at most 16 KiB of a
+    /// request head (ARCHITECTURE.md, "Every connection is bounded").
     pub max_connections: usize,
     /// Upgraded calls still waiting for their start frame (each also holds a `max_sessions`
     /// slot); past this many, upgrades get 503. The platform sends the start frame at once,
@@ -74,9 +86,11 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            admin_listen: None,
             max_lag_ms: 4_000,
             start_timeout_ms: 10_000,
             max_frame_bytes: 256 * 1024,
+            max_frame_ms: 1_000,
             idle_timeout_ms: 30_000,
             max_call_secs: 43_200,
             max_messages_per_sec: 200,
@@ -85,7 +99,7 @@ impl Default for Config {
             max_sessions: 64,
             drain_timeout_ms: 30_000,
             header_timeout_ms: 10_000,
-            max_connections: 4_096,
+            max_connections: 1_024,
             max_pending_starts: 32,
             log_format: LogFormat::Text,
             auth: AuthConfig::default(),
@@ -114,7 +128,36 @@ pub struct AuthConfig {
     pub bearer_tokens: Vec<String>,
 }
 
+/// Shortest secret or bearer token accepted. A shared secret guessed online is a key to
+/// paid recognizers and live calls: 16 characters of `openssl rand -hex 16` carry 64 bits
+/// and 32 (the advice printed) 128, while an empty one, which an empty Kubernetes Secret
+/// gives, would turn auth on with an empty password.
+pub const MIN_SECRET_CHARS: usize = 16;
+
 impl AuthConfig {
+    /// Every secret or token too short to be one, by the key it came from, never the value.
+    pub fn problems(&self) -> Vec<String> {
+        let advice = "make one with `openssl rand -hex 32`";
+        let mut out = Vec::new();
+        if let Some(secret) = &self.secret
+            && secret.trim().chars().count() < MIN_SECRET_CHARS
+        {
+            out.push(format!(
+                "auth.secret (HARK_SECRET) is {}: at least {MIN_SECRET_CHARS} characters are needed; {advice}",
+                if secret.trim().is_empty() { "empty" } else { "too short" }
+            ));
+        }
+        for (i, token) in self.bearer_tokens.iter().enumerate() {
+            if token.trim().chars().count() < MIN_SECRET_CHARS {
+                out.push(format!(
+                    "auth.bearer_tokens[{i}] (HARK_BEARER_TOKENS) is {}: at least {MIN_SECRET_CHARS} characters are needed; {advice}",
+                    if token.trim().is_empty() { "empty" } else { "too short" }
+                ));
+            }
+        }
+        out
+    }
+
     pub fn is_enabled(&self) -> bool {
         self.secret.is_some() || !self.bearer_tokens.is_empty()
     }
@@ -158,6 +201,14 @@ pub enum BackendConfig {
 }
 
 impl BackendConfig {
+    /// What its own section says is wrong.
+    pub fn problems(&self) -> Vec<String> {
+        match self {
+            Self::Deepgram(c) => c.problems(),
+            Self::Assemblyai(c) => c.problems(),
+        }
+    }
+
     /// The environment variable holding the backend's API key.
     pub fn api_key_env(&self) -> &str {
         match self {
@@ -215,7 +266,13 @@ impl Config {
         };
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))
+        toml::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "invalid config file {}: {}",
+                path.display(),
+                parse_error(&text, &e)
+            )
+        })
     }
 
     /// The profile for a URL, with the default profile always present.
@@ -243,9 +300,22 @@ impl Config {
                 self.max_lag_ms
             ));
         }
+        if let Some(admin) = self.admin_listen
+            && admin.port() != 0
+            && admin.port() == self.listen.port()
+            && (admin.ip() == self.listen.ip()
+                || admin.ip().is_unspecified()
+                || self.listen.ip().is_unspecified())
+        {
+            out.push(format!(
+                "admin_listen ({admin}) must be another address than listen ({})",
+                self.listen
+            ));
+        }
         if self.max_sessions == 0 {
             out.push("max_sessions must be at least 1".into());
         }
+        out.extend(self.auth.problems());
         if self.tls.cert.is_some() != self.tls.key.is_some() {
             out.push("tls.cert and tls.key go together: set both or neither".into());
         }
@@ -266,6 +336,13 @@ impl Config {
             out.push(format!(
                 "max_frame_bytes must be at least 1024 (got {})",
                 self.max_frame_bytes
+            ));
+        }
+        if self.max_frame_ms < 20 || (self.max_lag_ms >= 500 && self.max_frame_ms > self.max_lag_ms)
+        {
+            out.push(format!(
+                "max_frame_ms must be from 20 to max_lag_ms ({}), so that one frame always fits a channel's buffer (got {})",
+                self.max_lag_ms, self.max_frame_ms
             ));
         }
         if self.idle_timeout_ms < 100 {
@@ -327,6 +404,11 @@ impl Config {
             }
             for e in p.options.problems() {
                 out.push(format!("profile {name:?}: {e}"));
+            }
+        }
+        for (name, backend) in &self.backends {
+            for e in backend.problems() {
+                out.push(format!("[backends.{name}] {e}"));
             }
         }
         if self.backends.contains_key(moonshine::NAME) {
@@ -411,6 +493,32 @@ pub fn refuse_problems(problems: &[String]) -> anyhow::Result<()> {
 
 /// What secrets are shown as.
 pub const MASK: &str = "***";
+
+/// A TOML error without the file's text: where it is and what is wrong, every quoted value
+/// in the message masked. toml's own message quotes the offending line, and with a typo
+/// next to a secret (`[auth] secrt = "…"`) that line is the secret; a type error's message
+/// can hold the value itself (`bearer_tokens = "…"`).
+fn parse_error(text: &str, e: &toml::de::Error) -> String {
+    let place = e.span().map(|span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        format!("line {line}, column {column}: ")
+    });
+    let mut message = String::new();
+    let mut quoted = false;
+    for part in e.message().split('"') {
+        if quoted {
+            message.push('"');
+            message.push_str(MASK);
+            message.push('"');
+        } else {
+            message.push_str(part);
+        }
+        quoted = !quoted;
+    }
+    format!("{}{}", place.unwrap_or_default(), message.trim())
+}
 
 /// The dotted paths of the null (unset optional) values under `value`.
 fn unset_keys(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
@@ -597,6 +705,35 @@ mod tests {
         assert_eq!(back.listen, c.listen);
         assert_eq!(back.profiles.len(), c.profiles.len());
         assert_eq!(back.moonshine.endpoint_ms, c.moonshine.endpoint_ms);
+    }
+
+    #[test]
+    fn parse_errors_name_the_place_and_the_key_but_never_a_value() {
+        for (text, named) in [
+            ("[auth]\nsecrt = \"hunter2-very-secret-value\"\n", "secrt"),
+            (
+                "[auth]\nbearer_tokens = \"hunter2-very-secret-value\"\n",
+                "line 2",
+            ),
+            ("[auth]\nsecret = \"hunter2-very-secret-value\n", "line 2"),
+        ] {
+            let e = toml::from_str::<Config>(text).unwrap_err();
+            let shown = parse_error(text, &e);
+            assert!(!shown.contains("hunter2"), "{shown}");
+            assert!(shown.contains(named), "{named}: {shown}");
+        }
+    }
+
+    #[test]
+    fn empty_or_short_secrets_are_refused_by_their_key() {
+        let mut c = Config::default();
+        c.auth.secret = Some(String::new());
+        c.auth.bearer_tokens = vec!["short-token".into(), "a-long-enough-token-value".into()];
+        let problems = c.problems(&["moonshine"]);
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert!(problems[0].contains("auth.secret") && problems[0].contains("empty"));
+        assert!(problems[1].contains("bearer_tokens[0]") && problems[1].contains("too short"));
+        assert!(problems.iter().all(|p| !p.contains("short-token")));
     }
 
     #[test]

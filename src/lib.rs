@@ -5,6 +5,7 @@ pub mod audio;
 pub mod auth;
 pub mod backend;
 pub mod config;
+pub mod connections;
 pub mod memory;
 pub mod metrics;
 pub mod protocol;

@@ -112,6 +112,9 @@ struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long, env = "HARK_LISTEN")]
     listen: Option<SocketAddr>,
+    /// Serve /metrics, /readyz and /healthz here instead of on the call port.
+    #[arg(long, env = "HARK_ADMIN_LISTEN")]
+    admin_listen: Option<SocketAddr>,
     /// Fail a call whose recognizer falls this far behind real time [default: 4000].
     #[arg(long, env = "HARK_MAX_LAG_MS")]
     max_lag_ms: Option<u64>,
@@ -149,7 +152,7 @@ struct ServeArgs {
     /// Time for a TLS handshake, and for each request's headers [default: 10000].
     #[arg(long, env = "HARK_HEADER_TIMEOUT_MS")]
     header_timeout_ms: Option<u64>,
-    /// Open TCP connections at once; more are closed at accept [default: 4096].
+    /// Open connections that are not calls; the oldest gives way [default: 1024].
     #[arg(long, env = "HARK_MAX_CONNECTIONS")]
     max_connections: Option<usize>,
     /// Upgraded calls waiting for their start frame; more get HTTP 503 [default: 32].
@@ -208,6 +211,9 @@ impl ServeArgs {
         if let Some(v) = self.listen {
             c.listen = v;
         }
+        if let Some(v) = self.admin_listen {
+            c.admin_listen = Some(v);
+        }
         if let Some(v) = self.max_lag_ms {
             c.max_lag_ms = v;
         }
@@ -258,15 +264,27 @@ impl ServeArgs {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HARK_LOG")
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{Layer, filter};
+    let wanted = tracing_subscriber::EnvFilter::try_from_env("HARK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-    }
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = match format {
+        LogFormat::Text => fmt.boxed(),
+        LogFormat::Json => fmt.json().flatten_event(true).boxed(),
+    };
+    // Outside what HARK_LOG can turn on: tungstenite dumps each provider handshake request at
+    // trace level, `Authorization` header (the provider's API key) included.
+    let never = filter::filter_fn(|meta| !leaks_secrets(meta.target()));
+    tracing_subscriber::registry()
+        .with(fmt.with_filter(wanted).with_filter(never))
+        .init();
+}
+
+/// Log targets that print request headers, and so credentials, whatever their level.
+fn leaks_secrets(target: &str) -> bool {
+    target.starts_with("tungstenite::handshake")
 }
 
 fn main() -> ExitCode {

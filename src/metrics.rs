@@ -13,6 +13,7 @@ pub const SESSION_FAILURES: &str = "hark_session_failures_total";
 pub const CLIENT_ERRORS: &str = "hark_client_errors_total";
 pub const REJECTED_UPGRADES: &str = "hark_rejected_upgrades_total";
 pub const REFUSED_CONNECTIONS: &str = "hark_refused_connections_total";
+pub const EVICTED_CONNECTIONS: &str = "hark_evicted_connections_total";
 pub const AUDIO_SECONDS: &str = "hark_audio_seconds_total";
 pub const TRANSCRIPTS: &str = "hark_transcripts_total";
 pub const RECOGNIZER_LAG: &str = "hark_recognizer_lag_seconds";
@@ -68,7 +69,13 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         REFUSED_CONNECTIONS,
         Kind::Counter,
         &[],
-        "TCP connections closed at accept because max_connections were open.",
+        "TCP connections closed at accept because max_connections were all still being set up.",
+    ),
+    (
+        EVICTED_CONNECTIONS,
+        Kind::Counter,
+        &[],
+        "Connections that were not calls (slow or idle requests) closed, oldest first, to make room for a new one at max_connections.",
     ),
     (
         SESSIONS_MAX,
@@ -140,7 +147,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         PROVIDER_ERRORS,
         Kind::Counter,
         &["backend", "code"],
-        "Errors from network recognizers, by backend and code (HTTP status, close code, error).",
+        "Errors from network recognizers, by backend and code, from a fixed set: connect, connect-timeout, http-400/401/402/403/404/408/429/500/502/503/504, http-4xx, http-5xx, http-other, close-1000..close-1015, close-3xxx, close-4xxx, close-other, error (a provider's error message), stall, connection-lost.",
     ),
     (
         READY,

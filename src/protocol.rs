@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::untrusted::quoted;
+
 /// Close code and reason sent when recognition for a call can no longer work.
 pub const PIPELINE_FAILED: &str = "pipeline-error-custom-transcriber-failed";
 pub const CLOSE_NORMAL: u16 = 1000;
@@ -70,26 +72,32 @@ struct RawStart {
 impl Start {
     /// Parses and validates the first text frame of a session.
     pub fn parse(text: &str) -> Result<Self, ClientError> {
+        // The position and kind only: serde's message can quote the client's text.
         let raw: RawStart = serde_json::from_str(text).map_err(|e| {
-            ClientError::InvalidStart(format!("start frame is not valid JSON: {e}"))
+            ClientError::InvalidStart(format!(
+                "start frame is not a valid start message ({:?} error at line {} column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            ))
         })?;
         if raw.kind != "start" {
             return Err(ClientError::InvalidStart(format!(
-                "first message must have type \"start\", got {:?}",
-                raw.kind
+                "first message must have type \"start\", got {}",
+                quoted(&raw.kind)
             )));
         }
         let encoding = raw
             .encoding
             .ok_or_else(|| ClientError::InvalidStart("start frame has no encoding".into()))?;
         if encoding != "linear16" {
-            return Err(ClientError::UnsupportedEncoding(encoding));
+            return Err(ClientError::UnsupportedEncoding(quoted(&encoding)));
         }
         // The platform always sends a container; a missing one means raw PCM.
         if let Some(container) = raw.container
             && container != "raw"
         {
-            return Err(ClientError::UnsupportedContainer(container));
+            return Err(ClientError::UnsupportedContainer(quoted(&container)));
         }
         let sample_rate = positive_int(raw.sample_rate, "sampleRate")?;
         if !(u64::from(MIN_SAMPLE_RATE)..=u64::from(MAX_SAMPLE_RATE)).contains(&sample_rate) {
@@ -110,7 +118,10 @@ fn positive_int(value: Option<serde_json::Value>, field: &str) -> Result<u64, Cl
     let value =
         value.ok_or_else(|| ClientError::InvalidStart(format!("start frame has no {field}")))?;
     value.as_u64().ok_or_else(|| {
-        ClientError::InvalidStart(format!("{field} must be a positive integer, got {value}"))
+        ClientError::InvalidStart(format!(
+            "{field} must be a positive integer, got {}",
+            quoted(&value.to_string())
+        ))
     })
 }
 
@@ -123,9 +134,11 @@ pub enum ClientError {
     AudioBeforeStart,
     #[error("no start frame within {0} ms")]
     StartTimeout(u64),
-    #[error("unsupported encoding {0:?}: only \"linear16\" is supported")]
+    /// The client's value, already quoted and cut (`untrusted::quoted`).
+    #[error("unsupported encoding {0}: only \"linear16\" is supported")]
     UnsupportedEncoding(String),
-    #[error("unsupported container {0:?}: only \"raw\" is supported")]
+    /// The client's value, already quoted and cut (`untrusted::quoted`).
+    #[error("unsupported container {0}: only \"raw\" is supported")]
     UnsupportedContainer(String),
     #[error("unsupported channel count {0}: 1 or 2 are supported")]
     UnsupportedChannels(u64),
@@ -133,6 +146,8 @@ pub enum ClientError {
     UnsupportedSampleRate(u64),
     #[error("frame of {size} bytes exceeds the limit of {limit} bytes")]
     FrameTooLarge { size: usize, limit: usize },
+    #[error("frame of {ms} ms of audio exceeds the limit of {limit_ms} ms")]
+    FrameTooLong { ms: u64, limit_ms: u64 },
     #[error("text frame is not valid UTF-8")]
     InvalidUtf8,
     #[error("websocket protocol violation: {0}")]
@@ -159,6 +174,7 @@ impl ClientError {
             Self::UnsupportedChannels(_) => "unsupported-channels",
             Self::UnsupportedSampleRate(_) => "unsupported-sample-rate",
             Self::FrameTooLarge { .. } => "frame-too-large",
+            Self::FrameTooLong { .. } => "frame-too-long",
             Self::InvalidUtf8 => "invalid-utf8",
             Self::ProtocolViolation(_) => "protocol-violation",
             Self::IdleTimeout(_) => "idle-timeout",
@@ -174,7 +190,7 @@ impl ClientError {
             | Self::UnsupportedContainer(_)
             | Self::UnsupportedChannels(_)
             | Self::UnsupportedSampleRate(_) => CLOSE_UNSUPPORTED,
-            Self::FrameTooLarge { .. } => CLOSE_TOO_BIG,
+            Self::FrameTooLarge { .. } | Self::FrameTooLong { .. } => CLOSE_TOO_BIG,
             Self::InvalidUtf8 => CLOSE_INVALID_DATA,
             Self::ProtocolViolation(_) => CLOSE_PROTOCOL,
             _ => CLOSE_POLICY,

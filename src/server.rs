@@ -1,12 +1,13 @@
 //! HTTP routes: the websocket upgrade (with authentication, profile lookup and admission
 //! control before the upgrade), health, readiness and metrics; and graceful shutdown.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, RawQuery, State};
@@ -21,7 +22,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 use tokio_rustls::TlsAcceptor;
@@ -30,12 +31,27 @@ use tracing::{debug, info, warn};
 use crate::auth;
 use crate::backend::Registry;
 use crate::config::{Config, DEFAULT_PROFILE};
+use crate::connections::{Admitted, Connections, Handle, Slot};
 use crate::metrics as m;
 use crate::session::{self, SessionSettings};
 use crate::tls::CertStore;
+use crate::untrusted::{LogBudget, quote};
+
+/// Refused upgrades logged per window; the rest are counted in the next line (and always
+/// in `hark_rejected_upgrades_total`).
+static REFUSAL_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(10));
 
 /// A websocket's read buffer: a quarter second of 16 kHz stereo, several frames per read.
 const WS_READ_BUFFER: usize = 16 * 1024;
+
+/// What a connection may buffer of one request's head: hyper's default (~400 KB) let
+/// headers that never finish hold 400 KB each until the header timeout, 1.6 GB at 4096
+/// connections. The platform's upgrade request is well under 2 KB; 16 KiB is what nginx
+/// takes for a request head before it answers 431/400 (`large_client_header_buffers 4 8k`)
+/// and Envoy's default header limit is 60 KiB. hyper's smallest allowed is 8 KiB.
+pub const MAX_REQUEST_BUFFER: usize = 16 * 1024;
+/// Header fields a request may carry (hyper's default is 100).
+const MAX_HEADERS: usize = 64;
 
 /// Sent with 503 so the platform (or a load balancer) retries shortly.
 const RETRY_AFTER_SECS: &str = "2";
@@ -66,6 +82,8 @@ impl Drop for ActiveGuard {
 /// A bound server, ready to run.
 pub struct Server {
     listener: TcpListener,
+    /// `/metrics` and the probes, when they have an address of their own.
+    admin: Option<TcpListener>,
     state: Arc<AppState>,
     shutdown_tx: watch::Sender<bool>,
     tls: Option<Arc<CertStore>>,
@@ -82,6 +100,14 @@ impl Server {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let admin = match config.admin_listen {
+            Some(at) => Some(
+                TcpListener::bind(at)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot listen on {at} (admin_listen): {e}"))?,
+            ),
+            None => None,
+        };
         let addr = listener.local_addr()?;
         if !addr.ip().is_loopback() && !config.auth.is_enabled() {
             warn!(%addr, "serving a non-loopback address without authentication: set auth.secret or auth.bearer_tokens (HARK_SECRET / HARK_BEARER_TOKENS)");
@@ -98,6 +124,7 @@ impl Server {
         });
         Ok(Self {
             listener,
+            admin,
             state,
             shutdown_tx,
             tls,
@@ -110,6 +137,11 @@ impl Server {
             .unwrap_or(self.state.config.listen)
     }
 
+    /// Where `/metrics` and the probes are served apart from calls, if they are.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
     /// The certificate pair served, when TLS is on: `reload` it on SIGHUP.
     pub fn tls(&self) -> Option<Arc<CertStore>> {
         self.tls.clone()
@@ -118,11 +150,16 @@ impl Server {
     /// Serves until `signal` completes, then drains live calls (up to the drain timeout)
     /// and returns once every call has closed.
     pub async fn run(
-        self,
+        mut self,
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let state = self.state.clone();
-        let app = router(state.clone());
+        let app = router(state.clone(), self.admin.is_none());
+        // The admin port serves until the server stops; it is private, so plain axum.
+        let admin = self.admin.take().map(|listener| {
+            info!(addr = ?listener.local_addr().ok(), "metrics and probes listening");
+            tokio::spawn(axum::serve(listener, admin_router(state.clone())).into_future())
+        });
         let acceptor = self.tls.as_ref().map(|t| t.acceptor()).transpose()?;
         info!(addr = %self.local_addr(), tls = acceptor.is_some(), "hark listening");
         let watcher = match &self.tls {
@@ -132,7 +169,7 @@ impl Server {
             )),
             _ => None,
         };
-        let open = Arc::new(Semaphore::new(state.config.max_connections));
+        let open = Connections::new(state.config.max_connections);
         let header_timeout = state.config.header_timeout();
         let mut connections = JoinSet::new();
         let mut signal = std::pin::pin!(signal);
@@ -187,19 +224,28 @@ impl Server {
                             continue;
                         }
                     };
-                    let Ok(permit) = open.clone().try_acquire_owned() else {
-                        metrics::counter!(m::REFUSED_CONNECTIONS).increment(1);
-                        debug!("connection refused: max_connections reached");
-                        continue;
+                    let slot = match open.admit() {
+                        Admitted::Free(slot) => slot,
+                        Admitted::Evicted(slot) => {
+                            metrics::counter!(m::EVICTED_CONNECTIONS).increment(1);
+                            slot
+                        }
+                        Admitted::Full => {
+                            metrics::counter!(m::REFUSED_CONNECTIONS).increment(1);
+                            debug!("connection refused: max_connections are being set up");
+                            continue;
+                        }
                     };
-                    connections.spawn(serve_connection(
+                    let handle = slot.handle();
+                    let task = connections.spawn(serve_connection(
                         tcp,
-                        permit,
+                        slot,
                         acceptor.clone(),
                         app.clone(),
                         header_timeout,
                         state.shutdown.clone(),
                     ));
+                    open.spawned(&handle, task);
                 }
             }
         }
@@ -218,6 +264,9 @@ impl Server {
                 tokio::time::sleep(DRAIN_RECHECK).await;
             }
         }
+        if let Some(admin) = admin {
+            admin.abort();
+        }
         info!("hark stopped");
         Ok(())
     }
@@ -232,11 +281,11 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 const KEEPALIVE_RETRIES: u32 = 3;
 
 /// One accepted TCP connection: the TLS handshake (if any) and HTTP/1.1 on it, websocket
-/// upgrades included. The permit travels with the socket, so an upgraded call keeps
-/// counting against `max_connections` until it closes.
+/// upgrades included. The slot travels with the socket: it is freed when the connection
+/// closes, or when a request on it becomes a call (`connections::Handle::upgraded`).
 async fn serve_connection(
     tcp: TcpStream,
-    permit: OwnedSemaphorePermit,
+    slot: Slot,
     acceptor: Option<TlsAcceptor>,
     app: Router,
     header_timeout: Duration,
@@ -251,12 +300,14 @@ async fn serve_connection(
     if let Err(e) = SockRef::from(&tcp).set_tcp_keepalive(&keepalive) {
         debug!("cannot set TCP keepalive: {e}");
     }
+    // Each request can say its connection became a call.
+    let app = app.layer(axum::Extension(slot.handle()));
     match acceptor {
         None => {
             serve_http(
                 Counted {
                     io: tcp,
-                    _permit: permit,
+                    _slot: slot,
                 },
                 app,
                 header_timeout,
@@ -269,7 +320,7 @@ async fn serve_connection(
                 serve_http(
                     Counted {
                         io: tls,
-                        _permit: permit,
+                        _slot: slot,
                     },
                     app,
                     header_timeout,
@@ -296,6 +347,8 @@ async fn serve_http<S>(
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_REQUEST_BUFFER)
+        .max_headers(MAX_HEADERS)
         .keep_alive(!draining)
         .serve_connection(TokioIo::new(io), TowerToHyperService::new(app))
         .with_upgrades();
@@ -321,10 +374,10 @@ fn no_calls(state: &AppState) -> bool {
 /// While draining, how often the server looks whether the last call has gone.
 const DRAIN_RECHECK: Duration = Duration::from_millis(250);
 
-/// A connection's socket with its `max_connections` permit.
+/// A connection's socket with its `max_connections` slot.
 struct Counted<S> {
     io: S,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
@@ -367,10 +420,26 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     }
 }
 
-fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+/// The call port: upgrades and liveness, and the probes and metrics unless they have an
+/// address of their own.
+fn router(state: Arc<AppState>, with_admin: bool) -> Router {
+    let calls = Router::new()
         .route("/api/custom-transcriber", get(upgrade_default))
         .route("/api/custom-transcriber/{profile}", get(upgrade_profile))
+        .route("/healthz", get(|| async { "ok\n" }));
+    let calls = if with_admin {
+        calls
+            .route("/readyz", get(ready))
+            .route("/metrics", get(render_metrics))
+    } else {
+        calls
+    };
+    calls.with_state(state)
+}
+
+/// `admin_listen`: what Prometheus and the orchestrator ask.
+fn admin_router(state: Arc<AppState>) -> Router {
+    Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(render_metrics))
@@ -379,25 +448,29 @@ fn router(state: Arc<AppState>) -> Router {
 
 async fn upgrade_default(
     state: State<Arc<AppState>>,
+    connection: Option<Extension<Handle>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    upgrade(state, DEFAULT_PROFILE.to_string(), query, headers, ws)
+    let profile = DEFAULT_PROFILE.to_string();
+    upgrade(state, connection, profile, query, headers, ws)
 }
 
 async fn upgrade_profile(
     state: State<Arc<AppState>>,
+    connection: Option<Extension<Handle>>,
     Path(profile): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    upgrade(state, profile, query, headers, ws)
+    upgrade(state, connection, profile, query, headers, ws)
 }
 
 fn upgrade(
     State(state): State<Arc<AppState>>,
+    connection: Option<Extension<Handle>>,
     profile_name: String,
     query: Option<String>,
     headers: HeaderMap,
@@ -416,7 +489,14 @@ fn upgrade(
     };
     // Credentials first, so that unauthenticated clients cannot probe profile names.
     if !auth::check(&state.config.auth, &headers) {
-        warn!(profile = %profile_name, "upgrade refused: missing or wrong credentials");
+        // Anyone can send these: logged within a budget, the path only quoted and cut.
+        if let Some(left_out) = REFUSAL_LOG.allow() {
+            warn!(
+                profile = %quote(&profile_name),
+                left_out,
+                "upgrade refused: missing or wrong credentials"
+            );
+        }
         return reject(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -427,7 +507,7 @@ fn upgrade(
         return reject(
             StatusCode::NOT_FOUND,
             "unknown-profile",
-            format!("no profile named {profile_name:?}\n"),
+            format!("no profile named {}\n", quote(&profile_name)),
         );
     };
     let options = match profile
@@ -521,11 +601,16 @@ fn upgrade(
         max_lag: state.config.max_lag(),
         start_timeout: state.config.start_timeout(),
         max_frame_bytes: state.config.max_frame_bytes,
+        max_frame: Duration::from_millis(state.config.max_frame_ms),
         limits: state.config.call_limits(),
         drain_timeout: state.config.drain_timeout(),
     };
     let backends = state.backends.clone();
     let shutdown = state.shutdown.clone();
+    // A call now: bounded by `max_sessions`, no longer by the connection slots.
+    if let Some(Extension(connection)) = connection {
+        connection.upgraded();
+    }
     // Let oversized frames through to the session, which answers them with a clear error.
     // tungstenite zero-fills its whole read buffer (128 KiB by default) on the first read,
     // so every call, started or not, held that much; larger frames still grow it.

@@ -46,6 +46,7 @@ pub struct SessionSettings {
     pub max_lag: Duration,
     pub start_timeout: Duration,
     pub max_frame_bytes: usize,
+    pub max_frame: Duration,
     pub limits: CallLimits,
     pub drain_timeout: Duration,
 }
@@ -179,6 +180,8 @@ struct Session {
     /// One per transcribed channel; a channel the profile leaves out has none.
     supervisors: Vec<Supervisor>,
     sample_rate: u32,
+    /// Interleaved channels in each frame, from the start frame.
+    channels: usize,
     /// Audio received but not yet counted in the whole-second metric, per channel.
     uncounted_samples: [u64; 2],
     /// The `max_sessions` slot, from the start frame on.
@@ -215,6 +218,7 @@ impl Session {
             events_rx,
             supervisors: Vec::new(),
             sample_rate: 0,
+            channels: 1,
             uncounted_samples: [0; 2],
             slot: None,
         }
@@ -255,6 +259,7 @@ impl Session {
         span.record("channels", start.channels);
         info!("call started");
         self.sample_rate = start.sample_rate;
+        self.channels = start.channels;
         for index in 0..start.channels {
             let Some(channel) = Channel::from_index(index) else {
                 break;
@@ -369,6 +374,17 @@ impl Session {
             return Err(Outcome::ClientError(ClientError::FrameTooLarge {
                 size: bytes.len(),
                 limit,
+            }));
+        }
+        // Judged by its length in time too: a frame within the byte limit can still hold more
+        // audio (8 kHz stereo: 8 s in 256 KiB) than a channel's ring takes at once.
+        let bytes_per_sec = 2 * u64::from(self.sample_rate) * self.channels as u64;
+        let ms = bytes.len() as u64 * 1000 / bytes_per_sec.max(1);
+        let limit_ms = self.settings.max_frame.as_millis() as u64;
+        if ms > limit_ms {
+            return Err(Outcome::ClientError(ClientError::FrameTooLong {
+                ms,
+                limit_ms,
             }));
         }
         let planes = decoder.decode(bytes);

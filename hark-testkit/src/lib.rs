@@ -64,6 +64,8 @@ pub fn moonshine_registry() -> Registry {
 
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// `/metrics` and the probes, when the config gives them an address of their own.
+    pub admin: Option<SocketAddr>,
     /// The certificate pair, when the config turns TLS on.
     pub tls: Option<Arc<hark::tls::CertStore>>,
     stop: Option<oneshot::Sender<()>>,
@@ -74,6 +76,7 @@ impl TestServer {
     pub async fn start(config: Config, registry: Registry) -> Self {
         let server = Server::bind(config, registry).await.expect("server binds");
         let addr = server.local_addr();
+        let admin = server.admin_addr();
         let tls = server.tls();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
@@ -81,6 +84,7 @@ impl TestServer {
         }));
         Self {
             addr,
+            admin,
             tls,
             stop: Some(stop),
             task,

@@ -40,6 +40,19 @@ pub struct AssemblyAiConfig {
     pub stall_timeout_ms: u64,
     /// Reconnects in a row before the channel fails over.
     pub max_reconnects: u32,
+    /// Allow a `ws://` URL to a host other than this machine: the API key would cross the
+    /// network in clear, so it takes saying so (e.g. a provider's proxy on a private link).
+    pub allow_insecure: bool,
+}
+
+impl AssemblyAiConfig {
+    /// What `hark check-config` and `hark serve` refuse in this section.
+    pub fn problems(&self) -> Vec<String> {
+        super::relay::check_url(&self.url, self.allow_insecure)
+            .err()
+            .into_iter()
+            .collect()
+    }
 }
 
 impl Default for AssemblyAiConfig {
@@ -57,6 +70,7 @@ impl Default for AssemblyAiConfig {
             connect_timeout_ms: 3_000,
             stall_timeout_ms: 2_500,
             max_reconnects: 3,
+            allow_insecure: false,
         }
     }
 }

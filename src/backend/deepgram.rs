@@ -44,6 +44,19 @@ pub struct DeepgramConfig {
     pub keepalive_ms: u64,
     /// Reconnects in a row before the channel fails over.
     pub max_reconnects: u32,
+    /// Allow a `ws://` URL to a host other than this machine: the API key would cross the
+    /// network in clear, so it takes saying so (e.g. a provider's proxy on a private link).
+    pub allow_insecure: bool,
+}
+
+impl DeepgramConfig {
+    /// What `hark check-config` and `hark serve` refuse in this section.
+    pub fn problems(&self) -> Vec<String> {
+        super::relay::check_url(&self.url, self.allow_insecure)
+            .err()
+            .into_iter()
+            .collect()
+    }
 }
 
 impl Default for DeepgramConfig {
@@ -64,6 +77,7 @@ impl Default for DeepgramConfig {
             stall_timeout_ms: 2_500,
             keepalive_ms: 4_000,
             max_reconnects: 3,
+            allow_insecure: false,
         }
     }
 }
@@ -232,10 +246,10 @@ impl Provider for Stream {
         };
         let mut what = format!("HTTP {}", response.status());
         if let Some(reason) = header("dg-error") {
-            what.push_str(&format!(" ({reason})"));
+            what.push_str(&format!(" ({})", crate::untrusted::quote(&reason)));
         }
         if let Some(id) = header("dg-request-id") {
-            what.push_str(&format!(", request {id}"));
+            what.push_str(&format!(", request {}", crate::untrusted::quote(&id)));
         }
         what
     }

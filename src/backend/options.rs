@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::untrusted::quoted;
+
 /// A profile's recognition settings. Each backend reads those that mean something to it;
 /// a key none of them knows is refused when the config is read.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
@@ -59,7 +61,8 @@ impl Options {
                 "endpoint_ms" => out.endpoint_ms = Some(query_ms(&key, &value, 50, 5_000)?),
                 other => {
                     return Err(format!(
-                        "unknown query parameter {other:?} (known: {})",
+                        "unknown query parameter {} (known: {})",
+                        quoted(other),
                         QUERY_OVERRIDES.join(", ")
                     ));
                 }
@@ -107,7 +110,8 @@ fn check_language(value: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "language {value:?} is not a language tag like \"es\" or \"en-US\""
+            "language {} is not a language tag like \"es\" or \"en-US\"",
+            quoted(value)
         ))
     }
 }
@@ -124,7 +128,8 @@ fn check_keyterms(terms: &[String]) -> Result<(), String> {
         .find(|t| t.chars().count() > MAX_KEYTERM_CHARS || t.chars().any(char::is_control))
     {
         Some(t) => Err(format!(
-            "keyterm {t:?} is longer than {MAX_KEYTERM_CHARS} characters or has control characters"
+            "keyterm {} is longer than {MAX_KEYTERM_CHARS} characters or has control characters",
+            quoted(t)
         )),
         None => Ok(()),
     }
@@ -136,6 +141,9 @@ fn query_ms(key: &str, value: &str, min: u64, max: u64) -> Result<u64, String> {
         .ok()
         .filter(|v| (min..=max).contains(v))
         .ok_or_else(|| {
-            format!("{key} must be a whole number of ms from {min} to {max} (got {value:?})")
+            format!(
+                "{key} must be a whole number of ms from {min} to {max} (got {})",
+                quoted(value)
+            )
         })
 }

@@ -23,6 +23,7 @@ use tracing::{debug, warn};
 use crate::audio::AudioSource;
 use crate::backend::{ApiKey, BackendError, EventSink, query_value};
 use crate::metrics as m;
+use crate::untrusted::quote;
 
 /// How fast and in what pieces a provider takes audio.
 #[derive(Debug, Clone, Copy)]
@@ -154,7 +155,10 @@ struct Relay<P> {
 }
 
 impl<P: Provider> Relay<P> {
-    fn count_error(&self, code: String) {
+    /// Counted by a code from a fixed set (`close_code`, `http_code`, a few names): a
+    /// provider's own codes and words never become label values.
+    fn count_error(&self, code: impl Into<std::borrow::Cow<'static, str>>) {
+        let code: std::borrow::Cow<'static, str> = code.into();
         metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => code)
             .increment(1);
     }
@@ -163,7 +167,7 @@ impl<P: Provider> Relay<P> {
         let connect = tokio_tungstenite::connect_async_with_config(request, None, true);
         let ws = match timeout(self.settings.connect_timeout, connect).await {
             Err(_) => {
-                self.count_error("connect-timeout".into());
+                self.count_error("connect-timeout");
                 return Err(Failure::Transient(format!(
                     "no connection within {} ms",
                     self.settings.connect_timeout.as_millis()
@@ -171,7 +175,7 @@ impl<P: Provider> Relay<P> {
             }
             Ok(Err(tungstenite::Error::Http(response))) => {
                 let status = response.status();
-                self.count_error(format!("http-{}", status.as_u16()));
+                self.count_error(http_code(status.as_u16()));
                 let what = format!("refused: {}", self.provider.describe_refusal(&response));
                 // A 4xx is about the request (key, parameters, plan limits): asking again
                 // the same way will not help. A 5xx may pass.
@@ -182,7 +186,7 @@ impl<P: Provider> Relay<P> {
                 });
             }
             Ok(Err(e)) => {
-                self.count_error("connect".into());
+                self.count_error("connect");
                 return Err(Failure::Transient(format!("cannot connect: {e}")));
             }
             Ok(Ok((ws, _))) => ws,
@@ -308,7 +312,7 @@ impl<P: Provider> Relay<P> {
                     if let Some(since) = unanswered_since
                         && since.elapsed() > self.settings.stall_timeout
                     {
-                        self.count_error("stall".into());
+                        self.count_error("stall");
                         return Err(Failure::Transient(format!(
                             "no answer for {:.1} s while audio was flowing",
                             since.elapsed().as_secs_f64()
@@ -347,8 +351,14 @@ impl<P: Provider> Relay<P> {
                 }
                 Heard::Ended => ended = true,
                 Heard::Error { code, message } => {
-                    warn!(backend = %self.backend, %code, %message, "provider reported an error");
-                    metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => format!("error-{code}"))
+                    // The provider's words, quoted and cut: they may hold anything.
+                    warn!(
+                        backend = %self.backend,
+                        code = %quote(&code),
+                        message = %quote(&message),
+                        "provider reported an error"
+                    );
+                    metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => "error")
                         .increment(1);
                 }
             }
@@ -360,8 +370,11 @@ impl<P: Provider> Relay<P> {
         let (code, reason) = frame.map_or((1005, String::new()), |f| {
             (u16::from(f.code), f.reason.to_string())
         });
-        self.count_error(format!("close-{code}"));
-        let message = format!("the provider closed the connection ({code} {reason})");
+        self.count_error(close_code(code));
+        let message = format!(
+            "the provider closed the connection ({code} {})",
+            quote(&reason)
+        );
         Err(if self.provider.close_is_permanent(code) {
             Failure::Permanent(message)
         } else {
@@ -370,8 +383,54 @@ impl<P: Provider> Relay<P> {
     }
 
     fn lost(&self, what: &str) -> Result<(), Failure> {
-        self.count_error("connection-lost".into());
+        self.count_error("connection-lost");
         Err(Failure::Transient(what.into()))
+    }
+}
+
+/// A close code as a label: the codes RFC 6455 defines by name, the providers' ranges
+/// (3000–3999 registered, 4000–4999 private) as one label each.
+fn close_code(code: u16) -> &'static str {
+    match code {
+        1000 => "close-1000",
+        1001 => "close-1001",
+        1002 => "close-1002",
+        1003 => "close-1003",
+        1005 => "close-1005",
+        1006 => "close-1006",
+        1007 => "close-1007",
+        1008 => "close-1008",
+        1009 => "close-1009",
+        1010 => "close-1010",
+        1011 => "close-1011",
+        1012 => "close-1012",
+        1013 => "close-1013",
+        1014 => "close-1014",
+        1015 => "close-1015",
+        3000..=3999 => "close-3xxx",
+        4000..=4999 => "close-4xxx",
+        _ => "close-other",
+    }
+}
+
+/// A refused upgrade's status as a label: the ones that mean something different to an
+/// operator by name, the rest by class.
+fn http_code(status: u16) -> &'static str {
+    match status {
+        400 => "http-400",
+        401 => "http-401",
+        402 => "http-402",
+        403 => "http-403",
+        404 => "http-404",
+        408 => "http-408",
+        429 => "http-429",
+        500 => "http-500",
+        502 => "http-502",
+        503 => "http-503",
+        504 => "http-504",
+        400..=499 => "http-4xx",
+        500..=599 => "http-5xx",
+        _ => "http-other",
     }
 }
 
@@ -405,11 +464,75 @@ pub fn request(
 ) -> Result<Request, BackendError> {
     let mut request = with_query(url, query)
         .into_client_request()
-        .map_err(|e| BackendError::new(format!("bad url {url:?}: {e}")))?;
+        // Not the URL itself: it may carry a token, and the message reaches callers.
+        .map_err(|e| {
+            BackendError::new(format!(
+                "the backend's url is not usable ({e}): hark check-config names it"
+            ))
+        })?;
     request
         .headers_mut()
         .insert("authorization", key.header(scheme)?);
     Ok(request)
+}
+
+/// A backend URL hark can connect to: `ws://` or `wss://` with a host, and `ws://` only to
+/// this machine unless `allow_insecure` (the API key travels in its `Authorization`
+/// header). The error shows the URL without user info and query values, which may hold
+/// credentials.
+pub(crate) fn check_url(url: &str, allow_insecure: bool) -> Result<(), String> {
+    let shown = masked_url(url);
+    let uri: tungstenite::http::Uri = url
+        .parse()
+        // Not shown: where it does not parse, what holds a credential cannot be told.
+        .map_err(|e| format!("url is not a URL ({e})"))?;
+    let host = uri.host().unwrap_or_default();
+    if host.is_empty() {
+        return Err(format!("url {shown} has no host"));
+    }
+    match uri.scheme_str() {
+        Some("wss") => Ok(()),
+        Some("ws") if allow_insecure || is_loopback(host) => Ok(()),
+        Some("ws") => Err(format!(
+            "url {shown} sends the API key in clear (ws://) to another machine: use wss://, or set allow_insecure = true if the link is private"
+        )),
+        _ => Err(format!(
+            "url {shown} must start with wss:// (or ws:// on this machine)"
+        )),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A URL as it may be shown: user info and query values replaced by `***`, and quoted.
+pub(crate) fn masked_url(url: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let base = match base.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            let info = if authority.contains('@') { "***@" } else { "" };
+            format!("{scheme}://{info}{host}{path}")
+        }
+        None => base.to_string(),
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("{}=***", p.split('=').next().unwrap_or_default()))
+        .collect();
+    let shown = if query.is_empty() {
+        base
+    } else {
+        format!("{base}?{}", query.join("&"))
+    };
+    quote(&shown).to_string()
 }
 
 /// Adds a config's `query` table to `q`, each entry replacing what hark would send.
@@ -450,6 +573,36 @@ mod tests {
         assert_eq!(
             with_query("ws://h/x?tag=1", &p[..1]),
             "ws://h/x?tag=1&keyterm=Acme+Corp"
+        );
+    }
+
+    #[test]
+    fn urls_are_checked_and_shown_without_credentials() {
+        for ok in [
+            "wss://api.deepgram.com/v1/listen",
+            "ws://127.0.0.1:9/v1/listen",
+            "ws://localhost/v3/ws",
+            "ws://[::1]:8080/x",
+        ] {
+            assert_eq!(check_url(ok, false), Ok(()), "{ok}");
+        }
+        assert_eq!(check_url("ws://asr.internal/x", true), Ok(()));
+        for (bad, said) in [
+            ("ws://asr.internal/x?token=s3cr3t", "in clear"),
+            (
+                "https://api.deepgram.com/v1/listen",
+                "must start with wss://",
+            ),
+            ("wss://user:s3cr3t@/x", "not a URL"),
+            ("not a url s3cr3t", "is not a URL"),
+        ] {
+            let e = check_url(bad, false).unwrap_err();
+            assert!(e.contains(said), "{bad}: {e}");
+            assert!(!e.contains("s3cr3t"), "{bad}: {e}");
+        }
+        assert_eq!(
+            masked_url("wss://u:p@h:1/x?key=v&a=b"),
+            "\"wss://***@h:1/x?key=***&a=***\""
         );
     }
 

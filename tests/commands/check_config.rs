@@ -140,3 +140,52 @@ fn check_config_names_an_unreadable_or_misspelt_file() {
     assert!(!out.status.success());
     assert!(stderr.contains("max_lagg_ms"), "{stderr}");
 }
+
+/// An empty Kubernetes Secret mounted as HARK_SECRET, or a short one, is refused at start-up
+/// by the key it came from; neither command prints it.
+#[test]
+fn an_empty_or_short_secret_is_refused_at_start_up() {
+    for secret in ["", "short-secret"] {
+        for command in ["check-config", "serve"] {
+            let out = hark(
+                &[command, "--listen", "127.0.0.1:0"],
+                &[("HARK_SECRET", secret)],
+            );
+            let (stdout, stderr) = text(&out);
+            assert!(
+                !out.status.success(),
+                "{command} {secret:?}: {stdout}\n{stderr}"
+            );
+            let said = format!("{stdout}{stderr}");
+            assert!(said.contains("auth.secret"), "{said}");
+            assert!(said.contains("openssl rand"), "{said}");
+            if !secret.is_empty() {
+                assert!(!said.contains(secret), "{said}");
+            }
+        }
+    }
+}
+
+/// A typo next to a secret, or a secret of the wrong type: the error names the file, the
+/// line and the key, never the secret.
+#[test]
+fn a_config_typo_beside_a_secret_does_not_print_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for body in [
+        "[auth]\nsecrt = \"hunter2-0123456789abcdef\"\n",
+        "[auth]\nbearer_tokens = \"hunter2-0123456789abcdef\"\n",
+    ] {
+        let config = write(dir.path(), "typo.toml", body);
+        for command in ["check-config", "serve"] {
+            let out = hark(&[command, "--config", &config], &[]);
+            let (stdout, stderr) = text(&out);
+            assert!(!out.status.success());
+            let said = format!("{stdout}{stderr}");
+            assert!(!said.contains("hunter2"), "{said}");
+            assert!(
+                said.contains("typo.toml") && said.contains("line 2"),
+                "{said}"
+            );
+        }
+    }
+}

@@ -72,20 +72,24 @@ async fn without_auth_configured_no_credentials_are_needed() {
 #[tokio::test]
 async fn secret_or_bearer_token_is_required_before_the_upgrade() {
     let mut config = recorder_config();
-    config.auth.secret = Some("s3cret".into());
-    config.auth.bearer_tokens = vec!["tok".into()];
+    config.auth.secret = Some("s3cret-0123456789abcdef".into());
+    config.auth.bearer_tokens = vec!["tok-0123456789abcdef".into()];
     let server = TestServer::start(config, backends::registry()).await;
     let url = server.ws_url(PATH);
 
     for headers in [
         &[][..],
         &[("x-vapi-secret", "wrong")][..],
-        &[("x-vapi-secret", "s3cre")][..],
+        &[("x-vapi-secret", "s3cret-0123456789abcde")][..],
         &[("authorization", "Bearer wrong")][..],
         // The secret is not a bearer token, and a token is not the secret.
-        &[("authorization", "Bearer s3cret")][..],
-        &[("x-vapi-secret", "tok")][..],
-        &[("authorization", "Basic tok")][..],
+        &[("authorization", "Bearer s3cret-0123456789abcdef")][..],
+        &[("x-vapi-secret", "tok-0123456789abcdef")][..],
+        &[("authorization", "Basic tok-0123456789abcdef")][..],
+        // Empty credentials never match (an empty Secret mounted as HARK_SECRET is refused
+        // at start-up; this is the defence behind it).
+        &[("x-vapi-secret", "")][..],
+        &[("authorization", "Bearer ")][..],
     ] {
         assert_eq!(refused_status(&url, headers).await, 401, "{headers:?}");
     }
@@ -95,13 +99,16 @@ async fn secret_or_bearer_token_is_required_before_the_upgrade() {
         401
     );
 
-    served(&url, &[("x-vapi-secret", "s3cret")]).await;
-    served(&url, &[("authorization", "Bearer tok")]).await;
-    served(&url, &[("Authorization", "bearer tok")]).await;
+    served(&url, &[("x-vapi-secret", "s3cret-0123456789abcdef")]).await;
+    served(&url, &[("authorization", "Bearer tok-0123456789abcdef")]).await;
+    served(&url, &[("Authorization", "bearer tok-0123456789abcdef")]).await;
     // A wrong credential next to a right one does not spoil it.
     served(
         &url,
-        &[("x-vapi-secret", "wrong"), ("authorization", "Bearer tok")],
+        &[
+            ("x-vapi-secret", "wrong"),
+            ("authorization", "Bearer tok-0123456789abcdef"),
+        ],
     )
     .await;
 
@@ -416,5 +423,34 @@ async fn shutdown_lets_opened_calls_start_and_closes_those_that_never_do() {
         never.error().map(|(code, _)| code).as_deref(),
         Some("start-timeout")
     );
+    server.shutdown().await.unwrap();
+}
+
+/// With `admin_listen`, metrics and readiness (backend and profile names, refused logins)
+/// are served only there; the call port keeps calls and `/healthz`.
+#[tokio::test]
+async fn metrics_and_readiness_move_to_the_admin_address() {
+    let mut config = recorder_config();
+    config.admin_listen = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+    let server = TestServer::start(config, backends::registry()).await;
+    let admin = server.admin.expect("an admin address");
+    assert_ne!(admin, server.addr);
+    for path in ["/metrics", "/readyz"] {
+        assert_eq!(
+            http_get(server.addr, path, &[]).await.0,
+            404,
+            "{path} on the call port"
+        );
+        assert_eq!(
+            http_get(admin, path, &[]).await.0,
+            200,
+            "{path} on the admin port"
+        );
+    }
+    assert_eq!(http_get(server.addr, "/healthz", &[]).await.0, 200);
+    assert_eq!(http_get(admin, "/healthz", &[]).await.0, 200);
+    served(&server.ws_url(PATH), &[]).await;
+    let (_, metrics) = http_get(admin, "/metrics", &[]).await;
+    assert!(metrics.contains("hark_sessions_total"), "{metrics}");
     server.shutdown().await.unwrap();
 }

@@ -327,3 +327,48 @@ async fn a_client_gone_mid_frame_frees_its_slot_and_the_other_call_goes_on() {
     assert!(got.error().is_none(), "{:?}", got.error());
     server.shutdown().await.unwrap();
 }
+
+/// One frame within `max_frame_bytes` but longer in time than a channel's ring (8 kHz
+/// stereo: 262,144 bytes are 8.2 s) is the client's error, answered with 1009; it raises
+/// no lag failure (the operator's alert) and the call beside it goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_too_long_in_time_is_the_clients_error_not_lag() {
+    let mut config = config();
+    config.profiles.insert(
+        "frames".into(),
+        hark::config::Profile {
+            backend: "recorder".into(),
+            ..hark::config::Profile::default()
+        },
+    );
+    let server = TestServer::start(config, backends::registry()).await;
+    let before = client_errors(&server, "frame-too-long").await;
+    let offender = async {
+        let mut call = Call::open(&server.ws_url("/api/custom-transcriber/frames"), 8000, 2)
+            .await
+            .expect("call opens");
+        call.bytes(vec![0; 262_144]).await;
+        call.finish(WAIT).await
+    };
+    let (got, _) = tokio::join!(offender, normal_call(&server, 2.0));
+    assert_eq!(
+        got.error().map(|e| e.0).as_deref(),
+        Some("frame-too-long"),
+        "{:?}",
+        got.messages
+    );
+    assert_eq!(
+        got.close,
+        Some((hark::protocol::CLOSE_TOO_BIG, "frame-too-long".to_string()))
+    );
+    assert!(client_errors(&server, "frame-too-long").await >= before + 1.0);
+    let (_, text) = http_get(server.addr, "/metrics", &[]).await;
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("hark_session_failures_total{")
+                && l.contains("profile=\"frames\"")),
+        "no session failure is counted:\n{text}"
+    );
+    server.shutdown().await.unwrap();
+}

@@ -218,6 +218,13 @@ async fn expect_rejected(
         !message.trim().is_empty(),
         "{name}: error message says what went wrong"
     );
+    // Whatever the client sent, what comes back about it is short and one line.
+    assert!(
+        message.len() < 400 && !message.contains('\n'),
+        "{name}: error message of {} bytes: {:.200}",
+        message.len(),
+        message
+    );
     assert_eq!(
         got.close,
         Some((close_code, code.to_string())),
@@ -259,6 +266,39 @@ async fn bad_input_is_answered_and_closed_then_the_server_still_serves() {
             "mulaw",
             vec![start_json(r#""encoding":"mulaw","container":"raw","sampleRate":8000,"channels":1"#)],
             "unsupported-encoding",
+            CLOSE_UNSUPPORTED,
+        ),
+        (
+            "a 3 KB encoding",
+            vec![start_json(&format!(
+                r#""encoding":"{}\n2026-11-24 INFO call started profile=admin","container":"raw","sampleRate":8000,"channels":1"#,
+                "x".repeat(3_000)
+            ))],
+            "unsupported-encoding",
+            CLOSE_UNSUPPORTED,
+        ),
+        (
+            "a 3 KB type",
+            vec![Send::Text(format!(r#"{{"type":"{}"}}"#, "t".repeat(3_000)))],
+            "invalid-start-frame",
+            CLOSE_POLICY,
+        ),
+        (
+            "a 3 KB sample rate",
+            vec![start_json(&format!(
+                r#""encoding":"linear16","container":"raw","sampleRate":"{}","channels":1"#,
+                "9".repeat(3_000)
+            ))],
+            "invalid-start-frame",
+            CLOSE_POLICY,
+        ),
+        (
+            "a 3 KB container",
+            vec![start_json(&format!(
+                r#""encoding":"linear16","container":"{}","sampleRate":8000,"channels":1"#,
+                "c".repeat(3_000)
+            ))],
+            "unsupported-container",
             CLOSE_UNSUPPORTED,
         ),
         (
