@@ -428,8 +428,8 @@ fn http_code(status: u16) -> &'static str {
         502 => "http-502",
         503 => "http-503",
         504 => "http-504",
-        400..=499 => "http-4xx",
-        500..=599 => "http-5xx",
+        405..=499 => "http-4xx",
+        505..=599 => "http-5xx",
         _ => "http-other",
     }
 }
