@@ -430,6 +430,14 @@ impl Config {
         for token in &mut masked.auth.bearer_tokens {
             *token = MASK.into();
         }
+        // A URL may carry a token in its user info or query.
+        for backend in masked.backends.values_mut() {
+            let url = match backend {
+                BackendConfig::Deepgram(c) => &mut c.url,
+                BackendConfig::Assemblyai(c) => &mut c.url,
+            };
+            *url = crate::backend::masked_url(url);
+        }
         let mut unset = Vec::new();
         unset_keys(&serde_json::to_value(&masked)?, "", &mut unset);
         let mut out = String::new();

@@ -113,6 +113,21 @@ impl TestServer {
     }
 }
 
+/// A GET's status, or `None` while nothing answers (a server still starting).
+pub async fn http_get_opt(addr: SocketAddr, path: &str) -> Option<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = TcpStream::connect(addr).await.ok()?;
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await.ok()?;
+    String::from_utf8_lossy(&buf)
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 /// A plain HTTP/1.1 GET over loopback: returns (status, headers, body).
 pub async fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

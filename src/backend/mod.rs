@@ -27,6 +27,7 @@ pub mod options;
 mod relay;
 
 pub use options::Options;
+pub use relay::masked_url;
 
 /// What a backend is asked to recognise.
 #[derive(Debug, Clone)]

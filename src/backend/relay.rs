@@ -481,7 +481,7 @@ pub fn request(
 /// header). The error shows the URL without user info and query values, which may hold
 /// credentials.
 pub(crate) fn check_url(url: &str, allow_insecure: bool) -> Result<(), String> {
-    let shown = masked_url(url);
+    let shown = quote(&masked_url(url)).to_string();
     let uri: tungstenite::http::Uri = url
         .parse()
         // Not shown: where it does not parse, what holds a credential cannot be told.
@@ -510,8 +510,10 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// A URL as it may be shown: user info and query values replaced by `***`, and quoted.
-pub(crate) fn masked_url(url: &str) -> String {
+const MASK_ALL: &str = "***";
+
+/// A URL as it may be shown: user info and query values replaced by `***`.
+pub fn masked_url(url: &str) -> String {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let base = match base.split_once("://") {
         Some((scheme, rest)) => {
@@ -520,19 +522,19 @@ pub(crate) fn masked_url(url: &str) -> String {
             let info = if authority.contains('@') { "***@" } else { "" };
             format!("{scheme}://{info}{host}{path}")
         }
-        None => base.to_string(),
+        // Not a URL: nothing in it can be told apart from a credential.
+        None => return MASK_ALL.to_string(),
     };
     let query: Vec<String> = query
         .split('&')
         .filter(|p| !p.is_empty())
         .map(|p| format!("{}=***", p.split('=').next().unwrap_or_default()))
         .collect();
-    let shown = if query.is_empty() {
+    if query.is_empty() {
         base
     } else {
         format!("{base}?{}", query.join("&"))
-    };
-    quote(&shown).to_string()
+    }
 }
 
 /// Adds a config's `query` table to `q`, each entry replacing what hark would send.
@@ -602,7 +604,7 @@ mod tests {
         }
         assert_eq!(
             masked_url("wss://u:p@h:1/x?key=v&a=b"),
-            "\"wss://***@h:1/x?key=***&a=***\""
+            "wss://***@h:1/x?key=***&a=***"
         );
     }
 

@@ -189,3 +189,56 @@ fn a_config_typo_beside_a_secret_does_not_print_it() {
         }
     }
 }
+
+/// Backend URLs are parsed before anything starts: an unparseable one, a scheme that is not
+/// a websocket, and `ws://` to another machine (the key in clear) are refused, and the
+/// problem never shows a credential the URL carries.
+#[test]
+fn backend_urls_are_checked_and_shown_without_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "urls.toml",
+        r#"
+[backends.a]
+type = "deepgram"
+url = "not a url tok-s3cr3t"
+[backends.b]
+type = "deepgram"
+url = "ws://asr.example.com/v1/listen?token=tok-s3cr3t"
+[backends.c]
+type = "assemblyai"
+url = "https://user:tok-s3cr3t@streaming.example.com/v3/ws"
+[backends.d]
+type = "deepgram"
+url = "ws://asr.internal:8080/v1/listen"
+allow_insecure = true
+[backends.e]
+type = "deepgram"
+url = "ws://127.0.0.1:9/v1/listen"
+"#,
+    );
+    for command in ["check-config", "serve"] {
+        let out = hark(
+            &[command, "--config", &config, "--listen", "127.0.0.1:0"],
+            &[],
+        );
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success());
+        let said = format!("{stdout}{stderr}");
+        assert!(said.contains("[backends.a] url is not a URL"), "{said}");
+        assert!(
+            said.contains("[backends.b]") && said.contains("in clear"),
+            "{said}"
+        );
+        assert!(
+            said.contains("[backends.c]") && said.contains("wss://"),
+            "{said}"
+        );
+        assert!(
+            !said.contains("problem: [backends.d]") && !said.contains("problem: [backends.e]"),
+            "{said}"
+        );
+        assert!(!said.contains("tok-s3cr3t"), "{said}");
+    }
+}

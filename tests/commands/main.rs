@@ -8,5 +8,6 @@ mod assistant_config;
 mod bench_forward;
 mod check_config;
 mod deploy;
+mod logs;
 mod prerequisites;
 mod scale_out;

@@ -697,3 +697,60 @@ async fn a_replay_longer_than_max_lag_is_heard_again_not_failed() {
         server.shutdown().await.unwrap();
     }
 }
+
+/// A provider's codes and words are its own: 52 connections each closed with a close code
+/// of their own give a handful of metric series (`close-4xxx`), and a close reason that
+/// would forge a log line reaches the caller's error message escaped, on one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_codes_and_words_never_become_labels_or_raw_text() {
+    const FORGED: &str = "bye\n2026-11-24T00:00:00Z  INFO call started profile=admin";
+    let dg = mock(Provider::Deepgram).await;
+    let config = backend_config(&dg, Provider::Deepgram, "");
+    let server = server(&[("dgcodes", config)], &["dgcodes"], false, |p, _| {
+        p.channels = vec![hark::protocol::Channel::Customer];
+    })
+    .await;
+    // Each call: its first connection and three reconnects, every one closed mid-stream.
+    const CALLS: u16 = 13;
+    dg.script(
+        (0..CALLS * 4)
+            .map(|i| Fault::CloseAfter(0.2, 4000 + i, FORGED))
+            .collect(),
+    );
+    let url = server.ws_url("/api/custom-transcriber/p");
+    let calls = (0..CALLS).map(|_| async {
+        let mut call = Call::open(&url, 16_000, 1).await.expect("call opens");
+        call.silence(1, 16_000, 4.0).await;
+        call.finish(Duration::from_secs(20)).await
+    });
+    for got in futures_util::future::join_all(calls).await {
+        let (code, message) = got
+            .error()
+            .expect("the call fails: every connection closes");
+        assert_eq!(code, "pipeline-error-custom-transcriber-failed");
+        assert!(!message.contains('\n'), "{message}");
+        assert!(
+            message.contains("\\n2026"),
+            "the reason is shown escaped: {message}"
+        );
+    }
+    assert!(
+        dg.connections().len() >= 40,
+        "{} connections",
+        dg.connections().len()
+    );
+    let (_, metrics) = hark_testkit::http_get(server.addr, "/metrics", &[]).await;
+    let series: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with(r#"hark_provider_errors_total{backend="dgcodes""#))
+        .collect();
+    assert!(
+        series.iter().any(|l| l.contains(r#"code="close-4xxx""#)),
+        "{series:?}"
+    );
+    assert!(
+        series.len() <= 3,
+        "one series per kind, not per code: {series:?}"
+    );
+    server.shutdown().await.unwrap();
+}

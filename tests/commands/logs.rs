@@ -1,0 +1,164 @@
+//! The real `hark serve`'s log, where clients without credentials and providers try to
+//! write into it: what they send is bounded and escaped, and a provider's API key never
+//! appears, whatever `HARK_LOG` asks for.
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hark_testkit::Call;
+use hark_testkit::provider_mock::{MockOptions, MockProvider, Provider};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const SECRET: &str = "log-test-secret-0123456789";
+const DG_KEY: &str = "dg-key-that-must-never-be-logged-51c3";
+
+/// `hark serve` on a free loopback port, its stderr in a file.
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    fn start(config: &str, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port");
+        let config_path = dir.path().join("hark.toml");
+        std::fs::write(&config_path, config).expect("config");
+        let log = dir.path().join("stderr.log");
+        let child = Command::new(env!("CARGO_BIN_EXE_hark"))
+            .arg("serve")
+            .arg("--config")
+            .arg(&config_path)
+            .arg("--listen")
+            .arg(addr.to_string())
+            .env_clear()
+            .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).expect("log file"))
+            .spawn()
+            .expect("hark serve starts");
+        Self {
+            child,
+            addr,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// Waits until `/healthz` answers (the engine may still be loading).
+    async fn healthy(&self) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            if hark_testkit::http_get_opt(self.addr, "/healthz").await == Some(200) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("hark serve did not answer /healthz: {}", self.log_text());
+    }
+
+    /// The log so far, after stopping the server so everything is written.
+    fn stop(&mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.log_text()
+    }
+
+    fn log_text(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One websocket upgrade without credentials; returns the status line's code.
+async fn refused_upgrade(addr: SocketAddr, path: &str) -> u16 {
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    s.write_all(request.as_bytes()).await.expect("write");
+    let mut head = [0u8; 12];
+    let _ = s.read_exact(&mut head).await;
+    String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0)
+}
+
+/// 2,001 refused upgrades with 2 KB paths, one of them with `%0A` and a line that reads like
+/// a genuine log entry: the log grows by a few lines, none of them forged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_upgrades_neither_flood_nor_forge_the_log() {
+    let mut served = Served::start("", &[("HARK_SECRET", SECRET)]);
+    served.healthy().await;
+    let before = served.log_text().len();
+    let forged = "/api/custom-transcriber/x%0A2026-11-24T00:00:00.000000Z%20%20INFO%20session%7Bprofile%3Dadmin%7D%3A%20call%20started";
+    assert_eq!(refused_upgrade(served.addr, forged).await, 401);
+    let long = format!("/api/custom-transcriber/{}", "p".repeat(2_000));
+    for _ in 0..2_000 {
+        assert_eq!(refused_upgrade(served.addr, &long).await, 401);
+    }
+    let log = served.stop();
+    let grown = log.len() - before;
+    // Before: 2,001 lines of ~2 KB each (114 MB for the review's longer paths).
+    assert!(grown < 16 * 1024, "the log grew by {grown} bytes:\n{log}");
+    assert!(
+        !log.lines().any(|l| l.starts_with("2026-11-24T00:00:00")),
+        "a forged line:\n{log}"
+    );
+    assert!(log.contains("upgrade refused"), "{log}");
+}
+
+/// `HARK_LOG=trace` (and asking for tungstenite by name): the provider handshake's request,
+/// with its `Authorization: Token …`, is never written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_providers_key_never_reaches_the_log_at_trace_level() {
+    let mock = MockProvider::start(MockOptions {
+        provider: Provider::Deepgram,
+        api_key: DG_KEY.into(),
+        two_message_formatting: false,
+    })
+    .await;
+    let config = format!(
+        "[backends.dg]\ntype = \"deepgram\"\nurl = \"{}\"\napi_key_env = \"HARK_TEST_DG_KEY\"\n[profiles.dg]\nbackend = \"dg\"\nchannels = [\"customer\"]\n",
+        mock.url()
+    );
+    for filter in [
+        "trace",
+        "tungstenite=trace,tokio_tungstenite=trace,hark=trace",
+    ] {
+        let mut served = Served::start(
+            &config,
+            &[("HARK_LOG", filter), ("HARK_TEST_DG_KEY", DG_KEY)],
+        );
+        served.healthy().await;
+        let url = format!("ws://{}/api/custom-transcriber/dg", served.addr);
+        let mut call = Call::open(&url, 16_000, 1).await.expect("call opens");
+        call.silence(1, 16_000, 1.0).await;
+        let got = call.finish(Duration::from_secs(10)).await;
+        assert!(got.error().is_none(), "{:?}", got.error());
+        let log = served.stop();
+        assert!(
+            mock.connections().iter().any(|c| c
+                .headers
+                .iter()
+                .any(|(k, v)| k == "authorization" && v.contains(DG_KEY))),
+            "the key was sent to the provider"
+        );
+        assert!(log.contains("TRACE"), "{filter}: trace lines are written");
+        assert!(!log.contains(DG_KEY), "{filter}: the key is in the log");
+    }
+}
