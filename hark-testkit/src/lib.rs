@@ -4,6 +4,7 @@
 
 pub mod backends;
 pub mod dirs;
+pub mod layers;
 pub mod provider_mock;
 pub mod raw;
 pub mod words;

@@ -5,41 +5,31 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::RwLock;
 
-/// Executables these tests write, against the processes they start. A child forked by
-/// another test thread while a file is still open for writing inherits that descriptor
-/// until it execs, and executing a file someone holds open for writing fails with
-/// `ETXTBSY` ("Text file busy"). So a file is written, and closed, under the write lock,
-/// and every child is forked (and has exec'd, which `spawn` waits for) under the read lock.
-static EXEC: RwLock<()> = RwLock::new(());
-
-/// Writes an executable file at `path` with `write` (which must leave no descriptor open).
-fn write_executable(path: &Path, write: impl FnOnce(&Path) -> std::io::Result<()>) {
-    let _writing = EXEC.write().unwrap_or_else(|e| e.into_inner());
-    write(path).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
-
-/// Runs `cmd` to completion, forking only while no executable is being written.
-fn run(cmd: &mut Command) -> Output {
-    let child = {
-        let _forking = EXEC.read().unwrap_or_else(|e| e.into_inner());
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("hark runs")
-    };
-    child.wait_with_output().expect("hark runs")
+/// Puts an executable copy of `from` at `to` without this process ever holding it open for
+/// writing. Executing a file that some process holds open for writing fails with `ETXTBSY`
+/// ("Text file busy"), and any child another test thread forks inherits this process's
+/// descriptors until it execs: a file written here and run at once races every test that
+/// starts a process. `cp` writes it in a process of its own, which forks nothing.
+fn install(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
 /// A copy of the real `hark` binary in `dir`, so that what sits "beside" it is up to the test.
 fn hark_in(dir: &Path) -> PathBuf {
     let hark = dir.join("hark");
-    write_executable(&hark, |to| {
-        std::fs::copy(env!("CARGO_BIN_EXE_hark"), to).map(drop)
-    });
+    install(Path::new(env!("CARGO_BIN_EXE_hark")), &hark);
     hark
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("hark runs")
 }
 
 #[test]
@@ -48,9 +38,10 @@ fn runs_the_tool_beside_it_with_every_argument() {
     let hark = hark_in(dir.path());
     // Stands in for hark-bench: prints its arguments, exits with a status of its own.
     let tool = dir.path().join("hark-bench");
-    write_executable(&tool, |to| {
-        std::fs::write(to, "#!/bin/sh\nprintf '%s|' \"$@\"\nexit 7\n")
-    });
+    // Written as text (never executed), then installed as the tool.
+    let script = dir.path().join("hark-bench.sh");
+    std::fs::write(&script, "#!/bin/sh\nprintf '%s|' \"$@\"\nexit 7\n").unwrap();
+    install(&script, &tool);
     let out =
         run(Command::new(&hark).args(["bench", "--help", "--url", "ws://x/y", "--calls", "2"]));
     assert_eq!(

@@ -6,6 +6,7 @@
 
 mod hostile;
 mod http;
+mod layers;
 mod limits;
 mod metrics;
 mod properties;
