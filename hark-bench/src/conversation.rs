@@ -74,7 +74,7 @@ impl Corpus {
 /// The recordings an index lists (the same format `--corpus` reads), or every problem in it.
 fn read_index(dir: &Path, text: &str, name: &str) -> anyhow::Result<Vec<Recording>> {
     let mut problems = Vec::new();
-    let entries = crate::user_corpus::parse_index(text, &dir.join(name), &mut problems);
+    let entries = crate::corpus_index::parse_index(text, &dir.join(name), &mut problems);
     if !problems.is_empty() {
         bail!("{}", problems.join("\n"));
     }

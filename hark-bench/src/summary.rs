@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::report::Stats;
-use crate::run::{Report, RunReport};
+use crate::report_model::{Report, RunReport};
 
 /// How a figure reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -493,7 +493,7 @@ mod tests {
     use super::*;
     use crate::protocol::Channel;
     use crate::report::totals;
-    use crate::run::{CloseCount, Settings};
+    use crate::report_model::{CloseCount, Settings};
     use crate::shape::Shape;
 
     fn target(label: &str, ttf_p95: f64, failed: usize) -> Report {
@@ -531,7 +531,7 @@ mod tests {
 
     fn run(targets: Vec<Report>) -> RunReport {
         RunReport {
-            schema_version: crate::run::SCHEMA_VERSION,
+            schema_version: crate::report_model::SCHEMA_VERSION,
             tool_version: "0".into(),
             started_unix_s: 0,
             settings: Settings {

