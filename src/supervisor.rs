@@ -107,6 +107,8 @@ pub struct Supervisor {
     replay: Option<Replay>,
     /// Samples pushed since the call started.
     pushed: u64,
+    /// Pushed but not yet counted in `hark_audio_seconds_total` (whole seconds).
+    uncounted: u64,
     /// Channel position up to which the last attempt took audio (lag while none runs).
     taken: u64,
     last_transcript: Option<Instant>,
@@ -141,6 +143,7 @@ impl Supervisor {
                 limit,
             }),
             pushed: 0,
+            uncounted: 0,
             taken: 0,
             last_transcript: None,
             outage: None,
@@ -175,12 +178,30 @@ impl Supervisor {
         &self.chain[self.position].name
     }
 
+    /// Counts audio in whole seconds by the backend carrying the channel now; `last`: the
+    /// rest, rounded, as the call ends.
+    fn count_audio(&mut self, samples: u64, last: bool) {
+        self.uncounted += samples;
+        let rate = u64::from(self.spec.sample_rate.max(1));
+        let secs = if last {
+            (self.uncounted + rate / 2) / rate
+        } else {
+            self.uncounted / rate
+        };
+        if secs > 0 {
+            metrics::counter!(m::AUDIO_SECONDS, "backend" => self.backend().to_string(), "channel" => self.spec.channel.as_str())
+                .increment(secs);
+            self.uncounted -= (secs * rate).min(self.uncounted);
+        }
+    }
+
     /// Takes the channel's new samples. Never blocks.
     pub fn push(&mut self, samples: &[i16]) -> Result<(), Exhausted> {
         if samples.is_empty() {
             return Ok(());
         }
         self.pushed += samples.len() as u64;
+        self.count_audio(samples.len() as u64, false);
         if let Some(replay) = &mut self.replay {
             replay.extend(samples);
         }
@@ -443,6 +464,12 @@ fn backoff(retry: u32) -> Duration {
     match retry {
         0 | 1 => Duration::ZERO,
         n => (BACKOFF_FIRST * 2u32.saturating_pow(n - 2)).min(BACKOFF_CAP),
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.count_audio(0, true);
     }
 }
 

@@ -7,19 +7,26 @@
 //! cannot stall reading either.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use bytes::Bytes;
-use futures_util::stream::{SplitSink, SplitStream};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
+use futures_util::stream::SplitStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep_until, timeout};
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
+mod close;
+mod limits;
+mod writer;
+
+use self::close::{classify, read_failure};
+use self::limits::RateLimit;
+use self::writer::{Outgoing, WriteQueue, message_bytes, write_loop};
 use crate::audio::PcmDecoder;
-use crate::backend::{ChannelSpec, Event, Options, Registry};
+use crate::backend::{ChannelSpec, Event, Options};
 use crate::config::{CallLimits, Profile};
 use crate::metrics as m;
 use crate::protocol::{
@@ -41,6 +48,9 @@ pub struct SessionSettings {
     pub id: u64,
     pub profile_name: String,
     pub profile: Profile,
+    /// The profile's backends, in the order they are tried: the session starts them, it
+    /// does not look them up.
+    pub chain: Arc<[Link]>,
     /// The profile's options with the call URL's query overrides applied.
     pub options: Options,
     pub max_lag: Duration,
@@ -74,7 +84,6 @@ enum Outcome {
 pub async fn run(
     socket: WebSocket,
     settings: SessionSettings,
-    backends: Arc<Registry>,
     shutdown: watch::Receiver<bool>,
     mut admit: Box<dyn Admit>,
 ) {
@@ -91,7 +100,7 @@ pub async fn run(
         let queue = Arc::new(WriteQueue::default());
         let writer = tokio::spawn(write_loop(ws_tx, out_rx, queue.clone()));
         let stop_writer = writer.abort_handle();
-        let mut session = Session::new(settings, backends, out_tx, queue);
+        let mut session = Session::new(settings, out_tx, queue);
         let outcome = session.drive(&mut ws_rx, shutdown, admit.as_mut()).await;
         session.close(outcome);
         // The call keeps its slot until its closing frames are out.
@@ -120,55 +129,6 @@ pub async fn run(
     .await
 }
 
-/// A frame for the writer task; transcripts carry when and by which backend they were
-/// reported, to time the way to the socket.
-struct Outgoing {
-    message: Message,
-    event: Option<(std::time::Instant, Arc<str>)>,
-}
-
-/// What the writer has yet to send, shared by the session (which counts it against the
-/// call's memory budget) and the writer.
-#[derive(Default)]
-struct WriteQueue {
-    bytes: AtomicUsize,
-    /// Set when the call ends over its memory budget: transcripts still queued are dropped
-    /// so the error and close frame go out next.
-    discard_transcripts: AtomicBool,
-}
-
-fn message_bytes(message: &Message) -> usize {
-    match message {
-        Message::Text(t) => t.len(),
-        Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b.len(),
-        Message::Close(_) => 0,
-    }
-}
-
-async fn write_loop(
-    mut tx: SplitSink<WebSocket, Message>,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    queue: Arc<WriteQueue>,
-) {
-    while let Some(out) = rx.recv().await {
-        queue
-            .bytes
-            .fetch_sub(message_bytes(&out.message), Ordering::Relaxed);
-        if out.event.is_some() && queue.discard_transcripts.load(Ordering::Relaxed) {
-            continue;
-        }
-        let closing = matches!(out.message, Message::Close(_));
-        if tx.send(out.message).await.is_err() || closing {
-            break;
-        }
-        if let Some((at, backend)) = out.event {
-            metrics::histogram!(m::EVENT_TO_SOCKET, "backend" => backend.to_string())
-                .record(at.elapsed().as_secs_f64());
-        }
-    }
-    let _ = tx.close().await;
-}
-
 struct Session {
     settings: SessionSettings,
     chain: Arc<[Link]>,
@@ -182,8 +142,6 @@ struct Session {
     sample_rate: u32,
     /// Interleaved channels in each frame, from the start frame.
     channels: usize,
-    /// Audio received but not yet counted in the whole-second metric, per channel.
-    uncounted_samples: [u64; 2],
     /// The `max_sessions` slot, from the start frame on.
     slot: Option<Box<dyn Send>>,
 }
@@ -191,21 +149,10 @@ struct Session {
 impl Session {
     fn new(
         settings: SessionSettings,
-        backends: Arc<Registry>,
         out: mpsc::UnboundedSender<Outgoing>,
         queue: Arc<WriteQueue>,
     ) -> Self {
-        let chain: Arc<[Link]> = settings
-            .profile
-            .chain()
-            .filter_map(|name| {
-                let backend = backends.get(name)?.clone();
-                Some(Link {
-                    name: name.into(),
-                    backend,
-                })
-            })
-            .collect();
+        let chain = settings.chain.clone();
         let options = Arc::new(settings.options.clone());
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         Self {
@@ -219,7 +166,6 @@ impl Session {
             supervisors: Vec::new(),
             sample_rate: 0,
             channels: 1,
-            uncounted_samples: [0; 2],
             slot: None,
         }
     }
@@ -392,14 +338,6 @@ impl Session {
             let index = supervisor.channel().index();
             let samples = &planes[index];
             supervisor.push(samples)?;
-            let uncounted = &mut self.uncounted_samples[index];
-            *uncounted += samples.len() as u64;
-            let rate = u64::from(self.sample_rate);
-            if *uncounted >= rate {
-                metrics::counter!(m::AUDIO_SECONDS, "backend" => supervisor.backend().to_string(), "channel" => supervisor.channel().as_str())
-                    .increment(*uncounted / rate);
-                *uncounted %= rate;
-            }
         }
         Ok(())
     }
@@ -549,12 +487,6 @@ impl Session {
                 reason: Utf8Bytes::from(reason),
             })));
         }
-        for supervisor in &self.supervisors {
-            let samples = self.uncounted_samples[supervisor.channel().index()];
-            let secs = (samples as f64 / f64::from(self.sample_rate.max(1))).round();
-            metrics::counter!(m::AUDIO_SECONDS, "backend" => supervisor.backend().to_string(), "channel" => supervisor.channel().as_str())
-                .increment(secs as u64);
-        }
     }
 
     /// A call's outcome labels: its profile and the profile's first backend (both from the
@@ -575,73 +507,6 @@ impl From<Exhausted> for Outcome {
             message: e.message,
         }
     }
-}
-
-/// Average and burst message rate a call may send (a token bucket): one token per
-/// message, `burst` at most, refilled at `rate` a second.
-struct RateLimit {
-    tokens: f64,
-    rate: f64,
-    burst: f64,
-    at: Instant,
-}
-
-impl RateLimit {
-    fn new(rate: u32, burst: u32) -> Self {
-        Self {
-            tokens: f64::from(burst),
-            rate: f64::from(rate),
-            burst: f64::from(burst),
-            at: Instant::now(),
-        }
-    }
-
-    /// Takes a token for one message; false when the bucket is empty.
-    fn take(&mut self) -> bool {
-        let now = Instant::now();
-        let refill = now.saturating_duration_since(self.at).as_secs_f64() * self.rate;
-        self.at = now;
-        self.tokens = (self.tokens + refill).min(self.burst);
-        if self.tokens < 1.0 {
-            return false;
-        }
-        self.tokens -= 1.0;
-        true
-    }
-}
-
-/// What a failed read means, as RFC 6455 section 7.4.1 answers it: a message over the size
-/// limit (the websocket layer's hard cap) 1009, a text frame not UTF-8 1007, broken framing
-/// 1002. `None`: the connection itself is gone (dropped, reset, or cut mid-frame), and no
-/// answer can reach the client.
-fn classify(e: axum::Error, limit: usize) -> Option<ClientError> {
-    use tungstenite::error::{CapacityError, Error as WsError, ProtocolError};
-    let inner = e.into_inner();
-    let Some(e) = inner.downcast_ref::<WsError>() else {
-        debug!(error = %inner, "websocket read failed");
-        return None;
-    };
-    match e {
-        WsError::Capacity(CapacityError::MessageTooLong { size, .. }) => {
-            Some(ClientError::FrameTooLarge { size: *size, limit })
-        }
-        WsError::Utf8(_) => Some(ClientError::InvalidUtf8),
-        WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
-            debug!("client left mid-frame or without a close");
-            None
-        }
-        WsError::Protocol(p) => Some(ClientError::ProtocolViolation(p.to_string())),
-        WsError::Capacity(c) => Some(ClientError::ProtocolViolation(c.to_string())),
-        WsError::AttackAttempt => Some(ClientError::ProtocolViolation(e.to_string())),
-        other => {
-            debug!(error = %other, "websocket read failed");
-            None
-        }
-    }
-}
-
-fn read_failure(e: axum::Error, limit: usize) -> Outcome {
-    classify(e, limit).map_or(Outcome::ClientClosed, Outcome::ClientError)
 }
 
 /// Reads until the start frame. `None` if the client left first.

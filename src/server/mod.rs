@@ -14,26 +14,26 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
-use socket2::{SockRef, TcpKeepalive};
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
-use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+mod admission;
+mod connection;
+mod probes;
+
+use self::admission::{ActiveGuard, Admission, PendingGuard, take_slot};
+use self::connection::serve_connection;
+use self::probes::{ready, render_metrics};
 use crate::auth;
 use crate::backend::Registry;
 use crate::config::{Config, DEFAULT_PROFILE};
-use crate::connections::{Admitted, Connections, Handle, Slot};
+use crate::connections::{Admitted, Connections, Handle};
 use crate::metrics as m;
 use crate::session::{self, SessionSettings};
+use crate::supervisor::Link;
 use crate::tls::CertStore;
 use crate::untrusted::{LogBudget, quote};
 
@@ -43,15 +43,6 @@ static REFUSAL_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(10));
 
 /// A websocket's read buffer: a quarter second of 16 kHz stereo, several frames per read.
 const WS_READ_BUFFER: usize = 16 * 1024;
-
-/// What a connection may buffer of one request's head: hyper's default (~400 KB) let
-/// headers that never finish hold 400 KB each until the header timeout, 1.6 GB at 4096
-/// connections. The platform's upgrade request is well under 2 KB; 16 KiB is what nginx
-/// takes for a request head before it answers 431/400 (`large_client_header_buffers 4 8k`)
-/// and Envoy's default header limit is 60 KiB. hyper's smallest allowed is 8 KiB.
-pub const MAX_REQUEST_BUFFER: usize = 16 * 1024;
-/// Header fields a request may carry (hyper's default is 100).
-const MAX_HEADERS: usize = 64;
 
 /// Sent with 503 so the platform (or a load balancer) retries shortly.
 const RETRY_AFTER_SECS: &str = "2";
@@ -66,17 +57,6 @@ struct AppState {
     pending: AtomicUsize,
     next_id: AtomicU64,
     shutdown: watch::Receiver<bool>,
-}
-
-/// Counts a live session; the gauge is the session's labelled `hark_sessions_active`.
-struct ActiveGuard(Arc<AppState>, metrics::Gauge);
-
-impl Drop for ActiveGuard {
-    fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::AcqRel);
-        self.1.decrement(1.0);
-        crate::memory::call_ended();
-    }
 }
 
 /// A bound server, ready to run.
@@ -274,98 +254,6 @@ impl Server {
 
 /// Pause after a failed accept, so a lack of file descriptors is not a busy loop.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-/// Idle time before the kernel probes a silent peer, and between probes: a peer gone
-/// without a FIN is found in about a minute and a half.
-const KEEPALIVE_IDLE: Duration = Duration::from_secs(60);
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
-const KEEPALIVE_RETRIES: u32 = 3;
-
-/// One accepted TCP connection: the TLS handshake (if any) and HTTP/1.1 on it, websocket
-/// upgrades included. The slot travels with the socket: it is freed when the connection
-/// closes, or when a request on it becomes a call (`connections::Handle::upgraded`).
-async fn serve_connection(
-    tcp: TcpStream,
-    slot: Slot,
-    acceptor: Option<TlsAcceptor>,
-    app: Router,
-    header_timeout: Duration,
-    shutdown: watch::Receiver<bool>,
-) {
-    // Transcripts are small and latency-bound: send them without Nagle's delay.
-    let _ = tcp.set_nodelay(true);
-    let keepalive = TcpKeepalive::new()
-        .with_time(KEEPALIVE_IDLE)
-        .with_interval(KEEPALIVE_INTERVAL)
-        .with_retries(KEEPALIVE_RETRIES);
-    if let Err(e) = SockRef::from(&tcp).set_tcp_keepalive(&keepalive) {
-        debug!("cannot set TCP keepalive: {e}");
-    }
-    // Each request can say its connection became a call.
-    let app = app.layer(axum::Extension(slot.handle()));
-    match acceptor {
-        None => {
-            serve_http(
-                Counted {
-                    io: tcp,
-                    _slot: slot,
-                },
-                app,
-                header_timeout,
-                shutdown,
-            )
-            .await
-        }
-        Some(acceptor) => match tokio::time::timeout(header_timeout, acceptor.accept(tcp)).await {
-            Ok(Ok(tls)) => {
-                serve_http(
-                    Counted {
-                        io: tls,
-                        _slot: slot,
-                    },
-                    app,
-                    header_timeout,
-                    shutdown,
-                )
-                .await
-            }
-            Ok(Err(e)) => debug!("TLS handshake failed: {e}"),
-            Err(_) => debug!("TLS handshake not finished within the header timeout"),
-        },
-    }
-}
-
-async fn serve_http<S>(
-    io: S,
-    app: Router,
-    header_timeout: Duration,
-    mut shutdown: watch::Receiver<bool>,
-) where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    // A connection opened while draining gets its one answer (a probe's, a 503), then closes.
-    let draining = *shutdown.borrow();
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .max_buf_size(MAX_REQUEST_BUFFER)
-        .max_headers(MAX_HEADERS)
-        .keep_alive(!draining)
-        .serve_connection(TokioIo::new(io), TowerToHyperService::new(app))
-        .with_upgrades();
-    let mut conn = std::pin::pin!(conn);
-    tokio::select! {
-        done = conn.as_mut() => {
-            if let Err(e) = done {
-                debug!("connection ended: {e}");
-            }
-        }
-        _ = async { shutdown.wait_for(|stop| *stop).await.map(|_| ()) }, if !draining => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
-        }
-    }
-}
-
 /// No call holds a slot, started or not.
 fn no_calls(state: &AppState) -> bool {
     state.active.load(Ordering::Acquire) == 0 && state.pending.load(Ordering::Acquire) == 0
@@ -373,52 +261,6 @@ fn no_calls(state: &AppState) -> bool {
 
 /// While draining, how often the server looks whether the last call has gone.
 const DRAIN_RECHECK: Duration = Duration::from_millis(250);
-
-/// A connection's socket with its `max_connections` slot.
-struct Counted<S> {
-    io: S,
-    _slot: Slot,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-}
 
 /// The call port: upgrades and liveness, and the probes and metrics unless they have an
 /// address of their own.
@@ -593,9 +435,19 @@ fn upgrade(
         pending: Some(pending),
         total: metrics::counter!(m::SESSIONS_TOTAL, &labels),
     };
+    let chain = profile
+        .chain()
+        .filter_map(|name| {
+            Some(Link {
+                name: name.into(),
+                backend: state.backends.get(name)?.clone(),
+            })
+        })
+        .collect();
     let settings = SessionSettings {
         id: state.next_id.fetch_add(1, Ordering::Relaxed),
         profile_name,
+        chain,
         profile,
         options,
         max_lag: state.config.max_lag(),
@@ -605,7 +457,6 @@ fn upgrade(
         limits: state.config.call_limits(),
         drain_timeout: state.config.drain_timeout(),
     };
-    let backends = state.backends.clone();
     let shutdown = state.shutdown.clone();
     // A call now: bounded by `max_sessions`, no longer by the connection slots.
     if let Some(Extension(connection)) = connection {
@@ -618,99 +469,6 @@ fn upgrade(
         .max_message_size(state.config.max_frame_bytes * 4 + 1024)
         .max_frame_size(state.config.max_frame_bytes * 4 + 1024)
         .on_upgrade(move |socket| async move {
-            session::run(socket, settings, backends, shutdown, Box::new(admission)).await;
+            session::run(socket, settings, shutdown, Box::new(admission)).await;
         })
-}
-
-/// Takes one of `max` slots counted by `held`; false when all are taken.
-fn take_slot(held: &AtomicUsize, max: usize) -> bool {
-    held.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-        (n < max).then_some(n + 1)
-    })
-    .is_ok()
-}
-
-/// Counts a call waiting for its start frame.
-struct PendingGuard(Arc<AppState>);
-
-impl Drop for PendingGuard {
-    fn drop(&mut self) {
-        self.0.pending.fetch_sub(1, Ordering::AcqRel);
-        metrics::gauge!(m::SESSIONS_PENDING).decrement(1.0);
-    }
-}
-
-/// An upgraded call's slots: at its start frame the pending one goes and the call keeps its
-/// `max_sessions` slot until it ends.
-struct Admission {
-    active: Option<ActiveGuard>,
-    pending: Option<PendingGuard>,
-    /// Calls that started, by profile and backend.
-    total: metrics::Counter,
-}
-
-impl session::Admit for Admission {
-    fn admit(&mut self) -> Box<dyn Send> {
-        self.total.increment(1);
-        self.pending = None;
-        Box::new(self.active.take())
-    }
-}
-
-async fn ready(State(state): State<Arc<AppState>>) -> Response {
-    let default_backend = state
-        .config
-        .profile(DEFAULT_PROFILE)
-        .map(|p| p.backend)
-        .unwrap_or_default();
-    let ready = state
-        .backends
-        .get(&default_backend)
-        .is_some_and(|b| b.is_ready());
-    if *state.shutdown.borrow() {
-        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
-    } else if !ready {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("backend {default_backend:?} not ready\n"),
-        )
-            .into_response()
-    } else if state.active.load(Ordering::Acquire) >= state.config.max_sessions
-        || !state
-            .backends
-            .get(&default_backend)
-            .is_some_and(|b| b.has_headroom(2))
-    {
-        (StatusCode::SERVICE_UNAVAILABLE, "at capacity\n").into_response()
-    } else {
-        "ready\n".into_response()
-    }
-}
-
-async fn render_metrics(State(state): State<Arc<AppState>>) -> Response {
-    // States, not events: sampled at each scrape so an alert sees an instance that stays
-    // unready even if no probe asks. Capacity is left out: asking a backend for headroom
-    // books room for a call (see hark_sessions_active against hark_sessions_max instead).
-    let default_backend = state.config.profile(DEFAULT_PROFILE).map(|p| p.backend);
-    let mut ready = !*state.shutdown.borrow();
-    for name in state.backends.names() {
-        let up = state.backends.get(name).is_some_and(|b| b.is_ready());
-        metrics::gauge!(m::BACKEND_READY, "backend" => name.to_string())
-            .set(f64::from(u8::from(up)));
-        if default_backend.as_deref() == Some(name) {
-            ready &= up;
-        }
-    }
-    ready &= default_backend.is_some_and(|b| state.backends.get(&b).is_some());
-    metrics::gauge!(m::READY).set(f64::from(u8::from(ready)));
-    metrics::gauge!(m::SESSIONS_MAX).set(state.config.max_sessions as f64);
-    state.metrics.run_upkeep();
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/plain; version=0.0.4"),
-        )],
-        state.metrics.render(),
-    )
-        .into_response()
 }
