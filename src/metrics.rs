@@ -45,7 +45,7 @@ pub enum Kind {
 }
 
 /// Every metric hark exports: name, kind, labels and help. Alert rules and dashboards are
-/// checked against this list (tests/metrics.rs), so it is the one place names change.
+/// checked against this list (tests/server/metrics.rs), so it is the one place names change.
 pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
     (
         SESSIONS_ACTIVE,
