@@ -1,6 +1,8 @@
 //! Load study of relayed calls (issue 8): `target/release/hark serve` relays N concurrent
-//! platform calls to loopback mocks of Deepgram and AssemblyAI (tests/common/provider_mock.rs)
-//! that answer the word-code "speech" of tests/common/words.rs.
+//! platform calls to loopback mocks of Deepgram and AssemblyAI (`hark_testkit::provider_mock`)
+//! that answer the word-code "speech" of `hark_testkit::words`. The calls are hark-bench's
+//! client (`hark_bench::client::Call`, the platform's side of the wire) and the figures its
+//! nearest-rank `Stats`; what is this tool's own is the plan of faults and the analysis.
 //!
 //!     cargo build --release --examples --bin hark
 //!     nice -n 10 target/release/examples/relay_load --calls 100 --duration 60
@@ -48,11 +50,10 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use futures_util::{SinkExt, StreamExt};
+use hark_bench::client::{Call, Received as CallLog};
 use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use hark_bench::report::Stats;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use hark_testkit::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
 use hark_testkit::words;
@@ -292,10 +293,9 @@ impl Plan {
 // ---------------------------------------------------------------------------------------------
 // One call, as the platform makes it
 
+/// What direct mode's provider readers share with its sender.
 #[derive(Default)]
 struct CallState {
-    hung_up: AtomicBool,
-    server_closed: AtomicBool,
     final_words: [AtomicUsize; 2],
 }
 
@@ -316,103 +316,43 @@ struct Outcome {
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn read_all(
-    mut rx: futures_util::stream::SplitStream<Ws>,
-    state: Arc<CallState>,
-) -> (
-    Vec<(Instant, ServerMessage)>,
-    Option<(u16, String)>,
-    bool,
-    Option<String>,
-) {
-    let mut messages = Vec::new();
-    while let Some(msg) = rx.next().await {
-        let at = Instant::now();
-        match msg {
-            Ok(Message::Text(t)) => match serde_json::from_str::<ServerMessage>(&t) {
-                Ok(m) => {
-                    if let ServerMessage::TranscriberResponse {
-                        transcription,
-                        channel,
-                        transcript_type: TranscriptType::Final,
-                    } = &m
-                    {
-                        state.final_words[channel.index()].fetch_add(
-                            hark_bench::wer::normalize(transcription).len(),
-                            Ordering::Relaxed,
-                        );
-                    }
-                    messages.push((at, m));
-                }
-                Err(e) => {
-                    return (
-                        messages,
-                        None,
-                        false,
-                        Some(format!("unparseable {t:?}: {e}")),
-                    );
-                }
-            },
-            Ok(Message::Close(frame)) => {
-                let first = !state.hung_up.load(Ordering::Acquire);
-                state.server_closed.store(true, Ordering::Release);
-                let close = frame.map(|f| (u16::from(f.code), f.reason.to_string()));
-                return (messages, close, first, None);
-            }
-            Ok(_) => {}
-            Err(e) => {
-                state.server_closed.store(true, Ordering::Release);
-                let first = !state.hung_up.load(Ordering::Acquire);
-                return (messages, None, first, Some(e.to_string()));
-            }
-        }
-    }
-    state.server_closed.store(true, Ordering::Release);
-    let first = !state.hung_up.load(Ordering::Acquire);
-    (
-        messages,
-        None,
-        first,
-        Some("connection ended without a close frame".into()),
-    )
-}
-
+/// One call through hark, with hark-bench's client (the platform's side of the wire): the
+/// start frame, then 20 ms frames paced in real time until every spoken word arrived in a
+/// final or [`FINALS_WAIT`] passed after the last word, then the platform's hang-up.
 async fn run_call(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
     tokio::time::sleep_until(start.into()).await;
     let mut out = Outcome::default();
-    let ws = match tokio_tungstenite::connect_async_with_config(url.as_str(), None, true).await {
-        Ok((ws, _)) => ws,
+    let mut call = match Call::connect(&url, &[]).await {
+        Ok(call) => call,
         Err(e) => {
             out.connect_error = Some(e.to_string());
             return out;
         }
     };
-    let (mut tx, rx) = ws.split();
-    let state = Arc::new(CallState::default());
-    let reader = tokio::spawn(read_all(rx, state.clone()));
-    let start_frame = hark_bench::protocol::start_frame(plan.rate, 2);
-    let expected = [plan.words[0].len(), plan.words[1].len()];
-    if let Err(e) = tx.send(Message::text(start_frame)).await {
-        out.send_error = Some(e.to_string());
+    if let Err(e) = call.start(plan.rate, 2).await {
+        out.send_error = Some(e);
     }
+    let expected = [plan.words[0].len(), plan.words[1].len()];
     let per_frame = plan.frame_samples();
     let mut cursors = [0usize; 2];
     let mut bytes = Vec::new();
     let t0 = tokio::time::Instant::now();
     let mut sent = 0u64;
     let mut audio_end: Option<tokio::time::Instant> = None;
-    while out.send_error.is_none() && !state.server_closed.load(Ordering::Acquire) {
+    while out.send_error.is_none() && call.poll().closed_at.is_none() {
         if sent >= plan.total {
-            let done = (0..2).all(|c| state.final_words[c].load(Ordering::Relaxed) >= expected[c]);
+            let got = call.poll();
+            let done = [Channel::Customer, Channel::Assistant]
+                .iter()
+                .all(|c| final_words(got, *c) >= expected[c.index()]);
             let end = *audio_end.get_or_insert_with(tokio::time::Instant::now);
             if done || end.elapsed() >= FINALS_WAIT {
                 break;
             }
         }
         plan.fill(sent, per_frame, &mut cursors, &mut bytes);
-        let frame = Message::binary(std::mem::take(&mut bytes));
-        if let Err(e) = tx.send(frame).await {
-            out.send_error = Some(e.to_string());
+        if let Err(e) = call.audio(std::mem::take(&mut bytes)).await {
+            out.send_error = Some(e);
             break;
         }
         out.frames.push(Instant::now());
@@ -420,26 +360,24 @@ async fn run_call(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
         let due = t0 + Duration::from_secs_f64(sent as f64 / f64::from(plan.rate));
         tokio::time::sleep_until(due).await;
     }
-    state.hung_up.store(true, Ordering::Release);
-    if !state.server_closed.load(Ordering::Acquire) {
-        let _ = tx
-            .send(Message::Close(Some(CloseFrame {
-                code: CloseCode::Normal,
-                reason: "".into(),
-            })))
-            .await;
-    }
-    match tokio::time::timeout(Duration::from_secs(10), reader).await {
-        Ok(Ok((messages, close, first, error))) => {
-            out.messages = messages;
-            out.close = close;
-            out.server_closed_first = first;
-            out.read_error = error;
-        }
-        Ok(Err(e)) => out.read_error = Some(format!("reader panicked: {e}")),
-        Err(_) => out.read_error = Some("no close within 10 s of the hang-up".into()),
-    }
+    out.server_closed_first = call.poll().closed_at.is_some();
+    let got = if out.server_closed_first {
+        call.finish(Duration::from_secs(10)).await
+    } else {
+        call.hang_up().await
+    };
+    out.messages = got.messages;
+    out.close = got.close;
+    out.read_error = got.transport_error;
     out
+}
+
+/// Words in a channel's finals so far.
+fn final_words(got: &CallLog, channel: Channel) -> usize {
+    got.finals(channel.as_str())
+        .iter()
+        .map(|t| hark_bench::wer::normalize(t).len())
+        .sum()
 }
 
 /// Direct mode: what the Deepgram mock sent on one channel's connection, as hark would
@@ -552,7 +490,6 @@ async fn run_direct(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
         let due = t0 + Duration::from_secs_f64(sent as f64 / f64::from(plan.rate));
         tokio::time::sleep_until(due).await;
     }
-    state.hung_up.store(true, Ordering::Release);
     for tx in &mut txs {
         let _ = tx.send(Message::text(r#"{"type":"CloseStream"}"#)).await;
     }
@@ -765,19 +702,9 @@ fn start_hark(args: &Args, config: &Path, dir: &Path) -> Hark {
     Hark { child, addr, log }
 }
 
+/// A GET to hark's address: (status, body), or None while nothing answers.
 async fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
-    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.ok()?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await.ok()?;
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let status = text.split_whitespace().nth(1)?.parse().ok()?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    Some((status, body))
+    hark_testkit::http_fetch(addr.parse().ok()?, path).await
 }
 
 fn stop_hark(hark: &mut Hark) -> Option<std::process::ExitStatus> {
@@ -901,28 +828,19 @@ fn fmt_secs(s: f64) -> String {
     }
 }
 
-/// Nearest-rank percentile of sorted values.
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
+/// p50, p95, p99 and max, nearest rank (hark-bench's [`Stats`]).
 fn summary(values: &[f64]) -> String {
     if values.is_empty() {
         return "—".into();
     }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
+    let s = Stats::of(values.to_vec());
     format!(
         "p50 {}, p95 {}, p99 {}, max {} (n = {})",
-        fmt_secs(pct(&v, 50.0)),
-        fmt_secs(pct(&v, 95.0)),
-        fmt_secs(pct(&v, 99.0)),
-        fmt_secs(v[v.len() - 1]),
-        v.len()
+        fmt_secs(s.p50),
+        fmt_secs(s.p95),
+        fmt_secs(s.p99),
+        fmt_secs(s.max),
+        s.count
     )
 }
 
@@ -1052,6 +970,9 @@ struct GapSample {
     speaking: bool,
     after: Option<Backend>,
     ttf_after: Vec<f64>,
+    /// (seconds from the fault to the final's arrival, its time to final), for every final
+    /// after the fault: how late finals are, second by second, until they are on time again.
+    ttf_since: Vec<(f64, f64)>,
     /// Time to final of the channel's last final (does the delay last to the end?).
     ttf_last: Option<f64>,
 }
@@ -1247,6 +1168,13 @@ fn analyse(
                                 .map(|(_, v)| *v)
                                 .collect();
                             let ttf_last = ttf_after.last().copied();
+                            let ttf_since: Vec<(f64, f64)> = ttf_by_final
+                                .iter()
+                                .filter(|(i, _)| matched[**i].at > fault_at)
+                                .map(|(i, v)| {
+                                    (matched[*i].at.duration_since(fault_at).as_secs_f64(), *v)
+                                })
+                                .collect();
                             let to_open = conn_of
                                 .get(&(plan.index, c))
                                 .into_iter()
@@ -1262,6 +1190,7 @@ fn analyse(
                                 speaking: plan.speaking(c, pos),
                                 after: f.source.map(|k| mock[k].conn.0),
                                 ttf_after,
+                                ttf_since,
                                 ttf_last,
                             });
                         }
@@ -1769,6 +1698,47 @@ fn main() {
                 );
             }
         }
+        println!(
+            "\nTime to final of the finals after a fault, by when they arrived (seconds after the fault): p50 / p95 / max (n)\n"
+        );
+        let buckets: [(f64, f64); 9] = [
+            (0.0, 1.0),
+            (1.0, 2.0),
+            (2.0, 3.0),
+            (3.0, 4.0),
+            (4.0, 5.0),
+            (5.0, 7.5),
+            (7.5, 10.0),
+            (10.0, 20.0),
+            (20.0, f64::INFINITY),
+        ];
+        let head: Vec<String> = buckets
+            .iter()
+            .map(|(a, b)| {
+                if b.is_finite() {
+                    format!("{a}–{b} s")
+                } else {
+                    format!("{a} s on")
+                }
+            })
+            .collect();
+        println!("| fault | {} |", head.join(" | "));
+        println!("|---|{}", "---|".repeat(buckets.len()));
+        for (name, samples) in &tally.gaps {
+            let cells: Vec<String> = buckets
+                .iter()
+                .map(|(a, b)| {
+                    let v: Vec<f64> = samples
+                        .iter()
+                        .flat_map(|s| s.ttf_since.iter())
+                        .filter(|(t, _)| t >= a && t < b)
+                        .map(|(_, v)| *v)
+                        .collect();
+                    summary3(&v)
+                })
+                .collect();
+            println!("| {name} | {} |", cells.join(" | "));
+        }
         for b in ["aai", "dg"] {
             let key = format!("hark_failover_gap_seconds{{backend=\"{b}\"}}");
             if metrics.histograms.contains_key(&key) {
@@ -1790,13 +1760,12 @@ fn summary3(values: &[f64]) -> String {
     if values.is_empty() {
         return "—".into();
     }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
+    let s = Stats::of(values.to_vec());
     format!(
         "{} / {} / {} (n = {})",
-        fmt_secs(pct(&v, 50.0)),
-        fmt_secs(pct(&v, 95.0)),
-        fmt_secs(v[v.len() - 1]),
-        v.len()
+        fmt_secs(s.p50),
+        fmt_secs(s.p95),
+        fmt_secs(s.max),
+        s.count
     )
 }

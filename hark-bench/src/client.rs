@@ -214,6 +214,11 @@ impl Call {
         let _ = self.send(Message::binary(bytes)).await;
     }
 
+    /// Sends one audio frame, saying why if the server did not take it.
+    pub async fn audio(&mut self, frame: Vec<u8>) -> Result<(), String> {
+        self.send(Message::binary(frame)).await
+    }
+
     /// Sets how long one send may wait (default [`SEND_TIMEOUT`]).
     pub fn set_send_limit(&mut self, limit: Duration) {
         self.send_limit = limit;

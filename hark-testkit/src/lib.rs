@@ -116,17 +116,24 @@ impl TestServer {
 
 /// A GET's status, or `None` while nothing answers (a server still starting).
 pub async fn http_get_opt(addr: SocketAddr, path: &str) -> Option<u16> {
+    http_fetch(addr, path).await.map(|(status, _)| status)
+}
+
+/// A GET's status and body, or `None` while nothing answers.
+pub async fn http_fetch(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = TcpStream::connect(addr).await.ok()?;
     let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     s.write_all(req.as_bytes()).await.ok()?;
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await.ok()?;
-    String::from_utf8_lossy(&buf)
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    let text = String::from_utf8_lossy(&buf);
+    let status = text.split_whitespace().nth(1)?.parse().ok()?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    Some((status, body))
 }
 
 /// A plain HTTP/1.1 GET over loopback: returns (status, headers, body).
