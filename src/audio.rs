@@ -234,6 +234,11 @@ impl AudioSource {
         n
     }
 
+    /// Copies up to `out.len()` samples from the front without taking them.
+    pub fn peek(&self, out: &mut [i16]) -> usize {
+        self.cons.peek_slice(out)
+    }
+
     /// Samples taken so far: the position of the next sample `pop` returns.
     pub fn position(&self) -> u64 {
         self.consumed

@@ -29,6 +29,8 @@ pub const RECONNECTS: &str = "hark_backend_reconnects_total";
 pub const FAILOVERS: &str = "hark_backend_failovers_total";
 pub const PROVIDER_ERRORS: &str = "hark_provider_errors_total";
 pub const FAILOVER_GAP: &str = "hark_failover_gap_seconds";
+pub const REPLAY_SECONDS: &str = "hark_replay_seconds";
+pub const CATCH_UP_SKIPPED: &str = "hark_catch_up_skipped_seconds";
 pub const DECODER_LOAD: &str = "hark_decoder_load";
 pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
 pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
@@ -166,6 +168,18 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         Kind::Gauge,
         &[],
         "Share of the embedded recognizer's decoder time that finals and speculative decodes took lately (1 = all); admission refuses calls that would take it over moonshine.max_load.",
+    ),
+    (
+        REPLAY_SECONDS,
+        Kind::Histogram,
+        &["backend"],
+        "Audio a new attempt (reconnect or fallback) was handed again because no final covered it, per attempt, by the backend taking it; apart from lag.",
+    ),
+    (
+        CATCH_UP_SKIPPED,
+        Kind::Histogram,
+        &["backend"],
+        "Silence a network backend left out of a long pause while it caught up after a reconnect or failover, per pause cut, by backend.",
     ),
     (
         FAILOVER_GAP,

@@ -447,12 +447,18 @@ impl Supervisor {
             link.backend.start(self.spec.clone(), source, events)
         }));
         match started {
-            Ok(Ok(())) => Ok(Attempt {
-                sink,
-                base,
-                generation: self.generation,
-                allowance: samples_to_duration(backlog as u64, self.rate()),
-            }),
+            Ok(Ok(())) => {
+                if self.generation > 1 {
+                    metrics::histogram!(m::REPLAY_SECONDS, "backend" => link.name.to_string())
+                        .record(backlog as f64 / f64::from(self.rate().max(1)));
+                }
+                Ok(Attempt {
+                    sink,
+                    base,
+                    generation: self.generation,
+                    allowance: samples_to_duration(backlog as u64, self.rate()),
+                })
+            }
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err("panicked while starting".into()),
         }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::{self, Message};
 
+use super::catch_up::Pauses;
 use super::relay::{self, Heard, Pacing, Provider, RelaySettings};
 use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink};
 use crate::audio::AudioSource;
@@ -84,6 +85,8 @@ impl Default for DeepgramConfig {
 
 /// Deepgram ingests at most 1.25× real time (STT-SERVICES.md §1): a replay drains that fast.
 const MAX_SPEED: f64 = 1.25;
+/// The service's `endpointing` when the query leaves it out (STT-SERVICES.md §1).
+const DEFAULT_ENDPOINTING_MS: u64 = 10;
 
 pub struct Deepgram {
     name: Arc<str>,
@@ -152,7 +155,15 @@ impl Backend for Deepgram {
             self.config.stall_timeout_ms,
             self.config.keepalive_ms,
         );
-        let stream = Stream { open: false };
+        let endpointing = spec
+            .options
+            .endpointing_ms
+            .or(self.config.endpointing_ms)
+            .unwrap_or(DEFAULT_ENDPOINTING_MS);
+        let stream = Stream {
+            open: false,
+            endpointing: Duration::from_millis(endpointing),
+        };
         relay::spawn(self.name.clone(), stream, request, settings, audio, events);
         Ok(())
     }
@@ -162,6 +173,8 @@ impl Backend for Deepgram {
 /// last final).
 struct Stream {
     open: bool,
+    /// Silence that ends an utterance; zero: the service ends none itself.
+    endpointing: Duration,
 }
 
 impl Provider for Stream {
@@ -172,6 +185,21 @@ impl Provider for Stream {
             min_frame: Duration::ZERO,
             max_frame: Duration::from_millis(250),
         }
+    }
+
+    fn pauses(&self) -> Pauses {
+        // Keep what endpointing needs and more; with endpointing off, a long pause left out
+        // is ended with Finalize, as the open clients do when their voice detector says the
+        // speaker stopped.
+        let off = self.endpointing.is_zero();
+        Pauses {
+            keep: self.endpointing.max(Duration::from_millis(300)) + Duration::from_millis(200),
+            ends_turn: off.then_some(Duration::from_millis(1500)),
+        }
+    }
+
+    fn end_turn(&self) -> Option<Message> {
+        Some(Message::text(r#"{"type":"Finalize"}"#))
     }
 
     fn keepalive(&self) -> Option<Message> {
@@ -323,7 +351,10 @@ mod tests {
 
     #[test]
     fn results_become_partials_finals_and_settled_time() {
-        let mut s = Stream { open: false };
+        let mut s = Stream {
+            open: false,
+            endpointing: Duration::from_millis(10),
+        };
         let mut heard = Vec::new();
         s.read(
             r#"{"type":"Results","channel_index":[0,1],"start":1.0,"duration":0.5,"is_final":false,

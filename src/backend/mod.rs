@@ -21,6 +21,7 @@ use crate::audio::AudioSource;
 use crate::protocol::Channel;
 
 pub mod assemblyai;
+mod catch_up;
 pub mod deepgram;
 pub mod moonshine;
 pub mod options;
@@ -46,6 +47,30 @@ pub struct BackendError(pub String);
 impl BackendError {
     pub fn new(msg: impl Into<String>) -> Self {
         Self(msg.into())
+    }
+}
+
+/// Room a backend holds for an admitted call until the call's channels start or the call
+/// ends; dropping it gives the room back.
+pub struct Booking(Option<Box<dyn FnOnce() + Send + Sync>>);
+
+impl Booking {
+    /// A booking that holds nothing (a backend with no room to count).
+    pub fn nothing() -> Self {
+        Self(None)
+    }
+
+    /// A booking that runs `release` when dropped.
+    pub fn new(release: impl FnOnce() + Send + Sync + 'static) -> Self {
+        Self(Some(Box::new(release)))
+    }
+}
+
+impl Drop for Booking {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.take() {
+            release();
+        }
     }
 }
 

@@ -20,6 +20,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::{debug, warn};
 
+use super::catch_up::{CatchUp, Pauses, VOICED_RMS, rms};
 use crate::audio::AudioSource;
 use crate::backend::{ApiKey, BackendError, EventSink, query_value};
 use crate::metrics as m;
@@ -56,6 +57,13 @@ pub enum Heard {
 /// A provider's side of one connection.
 pub trait Provider: Send + 'static {
     fn pacing(&self) -> Pacing;
+    /// How much of a pause the provider must hear to end a turn, for catching up.
+    fn pauses(&self) -> Pauses;
+    /// Ends the open turn now (the provider's force-endpoint message), for a pause the
+    /// relay left out while catching up.
+    fn end_turn(&self) -> Option<Message> {
+        None
+    }
     /// Sent when no audio has gone out for a while, so the provider keeps the stream open.
     fn keepalive(&self) -> Option<Message>;
     /// Sent when the call's audio has ended: flush, then close.
@@ -100,13 +108,15 @@ impl RelaySettings {
     }
 }
 
-/// A frame whose RMS is above this (about −44 dBFS) counts as possibly voiced: a provider
-/// that stays silent while such audio flows is stalled. Phone-line noise sits well below.
-const VOICED_RMS: f64 = 200.0;
 /// Audio kept unsettled behind the send position while the provider is idle, for words it
 /// has heard but not yet answered.
 const IDLE_SETTLE_MARGIN: Duration = Duration::from_secs(1);
 const HOUSEKEEPING: Duration = Duration::from_millis(100);
+/// Shortest frame sent while the pace holds audio back (a provider that takes any size
+/// would otherwise get a message per sliver the clock allows).
+const PACED_FRAME: Duration = Duration::from_millis(20);
+/// Longest frame while catching up, so that a pause is judged before it is sent.
+const CATCH_UP_FRAME: Duration = Duration::from_millis(100);
 
 /// Starts relaying one channel to a provider on the runtime.
 pub fn spawn<P: Provider>(
@@ -118,10 +128,12 @@ pub fn spawn<P: Provider>(
     events: EventSink,
 ) {
     tokio::spawn(async move {
+        let catch_up = CatchUp::new(audio.sample_rate(), provider.pauses());
         let mut relay = Relay {
             backend,
             provider,
             settings,
+            catch_up,
             rate: audio.sample_rate(),
             audio,
             sent: 0,
@@ -149,8 +161,10 @@ struct Relay<P> {
     settings: RelaySettings,
     audio: AudioSource,
     rate: u32,
-    /// Samples sent on this connection: the stream position.
+    /// Samples sent on this connection: the provider's stream position.
     sent: u64,
+    /// Pauses left out while behind, and how the provider's positions map to the ring's.
+    catch_up: CatchUp,
     heard: Vec<Heard>,
 }
 
@@ -199,6 +213,9 @@ impl<P: Provider> Relay<P> {
         let per_sec = f64::from(self.rate);
         let min_frame = (pacing.min_frame.as_secs_f64() * per_sec).round() as usize;
         let max_frame = ((pacing.max_frame.as_secs_f64() * per_sec) as usize).max(min_frame.max(1));
+        let catch_up_frame =
+            ((CATCH_UP_FRAME.as_secs_f64() * per_sec) as usize).clamp(min_frame.max(1), max_frame);
+        let paced_frame = ((PACED_FRAME.as_secs_f64() * per_sec) as usize).clamp(1, max_frame);
         let mut buf = vec![0i16; max_frame];
         let connected = Instant::now();
         let mut last_audio = connected;
@@ -214,21 +231,41 @@ impl<P: Provider> Relay<P> {
             let budget =
                 ((elapsed * pacing.max_speed + pacing.burst.as_secs_f64()) * per_sec) as u64;
             let allowed = budget.saturating_sub(self.sent) as usize;
-            let available = self.audio.available();
+            let mut available = self.audio.available();
+            let behind = finish_by.is_none() && self.catch_up.is_behind(available);
+            if behind {
+                let skipped = self.catch_up.skip(&mut self.audio, self.sent);
+                if skipped.samples > 0 {
+                    metrics::histogram!(m::CATCH_UP_SKIPPED, "backend" => self.backend.to_string())
+                        .record(skipped.samples as f64 / per_sec);
+                    available = self.audio.available();
+                }
+                if skipped.end_turn
+                    && !self.provider.idle()
+                    && let Some(message) = self.provider.end_turn()
+                    && !send(&mut tx, message, limit).await
+                {
+                    return self.lost("the connection broke while ending a turn");
+                }
+            }
             let ended = finish_by.is_none() && self.audio.is_finished();
-            let ready = available.min(max_frame);
+            let frame_cap = if behind { catch_up_frame } else { max_frame };
+            let ready = available.min(frame_cap);
             let mut wake: Option<tokio::time::Instant> = None;
             if finish_by.is_none() && ready > 0 {
                 // A tail shorter than a frame goes out padded once no more audio will come.
                 let tail = ready < min_frame && self.audio.has_ended();
                 if ready >= min_frame || tail {
-                    // As much as the pace allows, but never less than a whole frame.
+                    // As much as the pace allows, but never less than a whole frame, nor
+                    // (while paced) a sliver of one.
                     let n = if tail { ready } else { ready.min(allowed) };
                     let padded = n.max(min_frame);
-                    if n > 0 && allowed >= padded {
+                    let sliver = n < ready && n < paced_frame;
+                    if n > 0 && allowed >= padded && !sliver {
                         let n = self.audio.pop(&mut buf[..n]);
                         let mut frame = buf[..n].to_vec();
                         frame.resize(padded.max(n), 0);
+                        self.catch_up.sent(&frame);
                         if unanswered_since.is_none() && rms(&frame) > VOICED_RMS {
                             unanswered_since = Some(Instant::now());
                         }
@@ -240,7 +277,7 @@ impl<P: Provider> Relay<P> {
                         continue;
                     }
                     // Paced: wait until the budget covers a frame.
-                    let need = self.sent + padded.max(1) as u64;
+                    let need = self.sent + padded.max(paced_frame.min(ready)).max(1) as u64;
                     let at =
                         (need as f64 / per_sec - pacing.burst.as_secs_f64()) / pacing.max_speed;
                     wake = Some(
@@ -321,7 +358,7 @@ impl<P: Provider> Relay<P> {
                     if self.provider.idle() && unanswered_since.is_none() {
                         let margin = (IDLE_SETTLE_MARGIN.as_secs_f64() * per_sec) as u64;
                         if self.sent > margin {
-                            events.settled(self.sent - margin);
+                            self.settle(events, self.sent - margin);
                         }
                     }
                     if finish_by.is_none()
@@ -341,13 +378,14 @@ impl<P: Provider> Relay<P> {
     /// Hands what the provider said to the session; true once the provider ended the stream.
     fn report(&mut self, events: &EventSink) -> bool {
         let mut ended = false;
-        for heard in self.heard.drain(..) {
+        let mut all = std::mem::take(&mut self.heard);
+        for heard in all.drain(..) {
             match heard {
                 Heard::Partial(text) => events.partial(&text),
                 Heard::Final(text) => events.final_text(&text),
                 Heard::Settled(secs) => {
                     let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
-                    events.settled(position.min(self.sent));
+                    self.settle(events, position.min(self.sent));
                 }
                 Heard::Ended => ended = true,
                 Heard::Error { code, message } => {
@@ -363,7 +401,15 @@ impl<P: Provider> Relay<P> {
                 }
             }
         }
+        self.heard = all;
         ended
+    }
+
+    /// The provider will not revise its stream up to `position`: the ring position it
+    /// stands for is settled.
+    fn settle(&mut self, events: &EventSink, position: u64) {
+        events.settled(self.catch_up.ring_position(position));
+        self.catch_up.settled(position);
     }
 
     fn closed(&self, frame: Option<CloseFrame>) -> Result<(), Failure> {
@@ -444,14 +490,6 @@ where
 
 fn to_bytes(samples: &[i16]) -> Vec<u8> {
     samples.iter().flat_map(|s| s.to_le_bytes()).collect()
-}
-
-fn rms(samples: &[i16]) -> f64 {
-    if samples.is_empty() {
-        return 0.0;
-    }
-    let sum: f64 = samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
-    (sum / samples.len() as f64).sqrt()
 }
 
 /// The upgrade request: the configured URL with `query` appended, and the key in the

@@ -754,3 +754,86 @@ async fn a_providers_codes_and_words_never_become_labels_or_raw_text() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// After a reconnect the new connection starts behind (the replay, then the live audio
+/// behind it). It catches up by leaving out the long part of pauses while it is behind, never
+/// by sending faster than the provider takes: every word arrives once, the provider heard
+/// less silence than the call had, and no rule of the provider's was broken (AssemblyAI's
+/// "faster than real time" included).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_reconnect_the_channel_catches_up_over_pauses_without_losing_a_word() {
+    let runs = [Provider::Deepgram, Provider::AssemblyAi].map(|provider| async move {
+        let m = mock(provider).await;
+        // Metrics are process-wide: each provider's backend has a name of its own.
+        let name = format!("{provider:?}").to_lowercase();
+        let config = backend_config(&m, provider, "");
+        let server = server(&[(&name, config)], &[&name], false, |p, _| {
+            p.channels = vec![hark::protocol::Channel::Customer];
+        })
+        .await;
+        // Mid-sentence: the second sentence runs from about 4.1 s to 5.6 s.
+        m.script(vec![Fault::DropAfter(4.6)]);
+        let customer = &[
+            "hello alpha bravo",
+            "charlie delta echo foxtrot golf",
+            "hotel india",
+            "juliet kilo lima",
+        ];
+        let rate = 16_000;
+        let a = script(customer, rate, 3_000);
+        let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), rate, 1)
+            .await
+            .expect("call opens");
+        assert!(
+            call.play(&[&a], rate, 20, true).await,
+            "server took the audio"
+        );
+        let came = call
+            .wait_for(
+                Duration::from_secs(5),
+                is_final_with(Channel::Customer, "lima"),
+            )
+            .await;
+        let got = call.hang_up().await;
+        let what = format!("{provider:?}");
+        assert!(came, "{what}: no last final: {got:?}");
+        assert!(got.error().is_none(), "{what}: {:?}", got.error());
+        assert_eq!(
+            final_words(&got, Channel::Customer),
+            spoken(customer),
+            "{what}"
+        );
+        let conns = m.connections();
+        assert_eq!(conns.len(), 2, "{what}: connections");
+        assert!(
+            conns.iter().all(|c| c.violations.is_empty()),
+            "{what}: {conns:?}"
+        );
+        let metrics = hark_testkit::http_fetch(server.addr, "/metrics")
+            .await
+            .map(|(_, body)| body)
+            .unwrap_or_default();
+        let sum = |metric: &str| {
+            let series = format!("{metric}_sum{{backend=\"{name}\"}} ");
+            metrics
+                .lines()
+                .find_map(|l| l.strip_prefix(&series)?.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let (replayed, skipped) = (
+            sum("hark_replay_seconds"),
+            sum("hark_catch_up_skipped_seconds"),
+        );
+        assert!(replayed > 0.0, "{what}: the replay is not counted");
+        if provider == Provider::AssemblyAi {
+            // No faster than real time: only what is left out of the pause catches up, and
+            // the connection ends the pause within a frame or two of the live audio.
+            assert!(
+                skipped >= replayed - 0.5,
+                "{what}: {skipped:.2} s of silence left out after a {replayed:.2} s replay"
+            );
+        }
+        server.shutdown().await.unwrap();
+    });
+    futures_util::future::join_all(runs).await;
+}

@@ -1,0 +1,237 @@
+//! Catching up after a reconnect or a failover.
+//!
+//! A new provider connection starts with the channel's replay (the audio no final covers
+//! yet) and then takes the live audio behind it. Providers take audio no faster than real
+//! time (AssemblyAI) or 1.25× (Deepgram), so a channel that sent everything would stay as late
+//! as its replay for the rest of the call (BENCHMARKS.md, "Relayed calls"). While a
+//! connection is behind, the relay therefore leaves out the long part of each pause: it
+//! keeps enough of every pause for the provider to end its turn there, and the stretch just
+//! before the next voice (so a quiet onset is not cut), and drops the rest. Voiced audio is
+//! never dropped, so no word is lost; the provider's clock then runs behind the channel's,
+//! and [`CatchUp::ring_position`] maps the provider's positions back, so what the provider
+//! settles is exactly the audio it heard or that was dropped as silence.
+
+use std::time::Duration;
+
+use crate::audio::AudioSource;
+
+/// A connection with more than this much audio waiting in its ring is behind. A live
+/// connection holds at most a frame or two (BENCHMARKS.md, "Relayed calls").
+const BEHIND: Duration = Duration::from_millis(300);
+/// Silence is judged and dropped in blocks of this length.
+const BLOCK: Duration = Duration::from_millis(20);
+/// Silence kept before the next voiced block, for an onset quieter than the threshold.
+const LEAD_IN: Duration = Duration::from_millis(200);
+/// A block whose RMS is above this (about −44 dBFS) may hold voice; phone-line noise sits
+/// well below.
+pub const VOICED_RMS: f64 = 200.0;
+
+/// How a provider's turns end, which says how much of a pause it must hear.
+#[derive(Debug, Clone, Copy)]
+pub struct Pauses {
+    /// Silence kept of every pause: at least what the provider needs to end a turn.
+    pub keep: Duration,
+    /// A pause this long ends the provider's turn whatever its confidence: when the audio
+    /// left out reaches it, the relay says so with the provider's own message.
+    pub ends_turn: Option<Duration>,
+}
+
+/// One connection's catching up: what it left out, and where.
+pub struct CatchUp {
+    behind: usize,
+    block: usize,
+    lead_in: usize,
+    keep: u64,
+    ends_turn: Option<u64>,
+    /// Silence since the last voiced block: sent and left out.
+    pause: u64,
+    /// Of that, what was sent.
+    pause_sent: u64,
+    /// The turn-ending message went out in this pause.
+    ended_turn: bool,
+    /// Samples left out before the oldest entry of `skips` that may still be asked about.
+    settled_offset: u64,
+    /// (provider position, samples left out there), in provider order.
+    skips: Vec<(u64, u64)>,
+    scratch: Vec<i16>,
+}
+
+/// What [`CatchUp::skip`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    pub samples: u64,
+    /// Send the provider's turn-ending message now.
+    pub end_turn: bool,
+}
+
+impl CatchUp {
+    pub fn new(rate: u32, pauses: Pauses) -> Self {
+        let samples = |d: Duration| (d.as_secs_f64() * f64::from(rate)).round() as usize;
+        let block = samples(BLOCK).max(1);
+        let lead_in = samples(LEAD_IN);
+        Self {
+            behind: samples(BEHIND),
+            block,
+            lead_in,
+            keep: samples(pauses.keep) as u64,
+            ends_turn: pauses.ends_turn.map(|d| samples(d) as u64),
+            pause: 0,
+            pause_sent: 0,
+            ended_turn: false,
+            settled_offset: 0,
+            skips: Vec::new(),
+            scratch: vec![0; block + lead_in],
+        }
+    }
+
+    /// True while the connection has more audio waiting than a live one would.
+    pub fn is_behind(&self, available: usize) -> bool {
+        available > self.behind
+    }
+
+    /// Counts a frame that went out.
+    pub fn sent(&mut self, frame: &[i16]) {
+        if rms(frame) > VOICED_RMS {
+            self.pause = 0;
+            self.pause_sent = 0;
+            self.ended_turn = false;
+        } else {
+            self.pause += frame.len() as u64;
+            self.pause_sent += frame.len() as u64;
+        }
+    }
+
+    /// While behind, drops the silent blocks at the front of the ring that a pause does not
+    /// need; `position` is the provider's position (samples sent so far).
+    pub fn skip(&mut self, audio: &mut AudioSource, position: u64) -> Skipped {
+        let mut out = Skipped::default();
+        let want = self.block + self.lead_in;
+        while self.pause_sent >= self.keep
+            && audio.available() > self.behind
+            && audio.peek(&mut self.scratch[..want]) == want
+            && self
+                .scratch
+                .chunks(self.block)
+                .all(|b| rms(b) <= VOICED_RMS)
+        {
+            let n = audio.pop(&mut self.scratch[..self.block]) as u64;
+            if n == 0 {
+                break;
+            }
+            out.samples += n;
+            self.pause += n;
+            if let Some(limit) = self.ends_turn
+                && !self.ended_turn
+                && self.pause >= limit
+            {
+                self.ended_turn = true;
+                out.end_turn = true;
+            }
+        }
+        if out.samples > 0 {
+            match self.skips.last_mut() {
+                Some((at, n)) if *at == position => *n += out.samples,
+                _ => self.skips.push((position, out.samples)),
+            }
+        }
+        out
+    }
+
+    /// The ring position (samples taken from the channel's ring) that the provider's
+    /// `position` stands for: silence left out at or before it counts as heard.
+    pub fn ring_position(&self, position: u64) -> u64 {
+        let later = self.skips.partition_point(|(at, _)| *at <= position);
+        let skipped: u64 = self.skips[..later].iter().map(|(_, n)| n).sum();
+        position + self.settled_offset + skipped
+    }
+
+    /// The provider settled up to `position`: it will not ask about earlier ones again.
+    pub fn settled(&mut self, position: u64) {
+        let done = self.skips.partition_point(|(at, _)| *at <= position);
+        self.settled_offset += self.skips.drain(..done).map(|(_, n)| n).sum::<u64>();
+    }
+}
+
+pub fn rms(samples: &[i16]) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let sum: f64 = samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+    (sum / samples.len() as f64).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audio::channel_pipe;
+
+    const RATE: u32 = 1000;
+
+    fn catch_up() -> CatchUp {
+        CatchUp::new(
+            RATE,
+            Pauses {
+                keep: Duration::from_millis(100),
+                ends_turn: Some(Duration::from_millis(500)),
+            },
+        )
+    }
+
+    #[test]
+    fn the_long_part_of_a_pause_is_left_out_while_behind_and_positions_map_back() {
+        let (mut sink, mut source) = channel_pipe(RATE, 10_000);
+        let voice = vec![1000i16; 200];
+        // 200 ms of voice, 1 s of silence, 200 ms of voice.
+        sink.push(&voice).unwrap();
+        sink.push(&[0; 1000]).unwrap();
+        sink.push(&voice).unwrap();
+        let mut c = catch_up();
+        let mut buf = vec![0i16; 100];
+        let mut sent = 0u64;
+        let mut heard = Vec::new();
+        let mut ended = 0;
+        while source.available() > 0 {
+            let s = c.skip(&mut source, sent);
+            ended += usize::from(s.end_turn);
+            let n = source.pop(&mut buf);
+            c.sent(&buf[..n]);
+            heard.extend_from_slice(&buf[..n]);
+            sent += n as u64;
+        }
+        // Every voiced sample went out, in order; of the pause, the kept part and the
+        // lead-in before the voice, and no more than that and a block.
+        assert_eq!(heard.iter().filter(|s| **s != 0).count(), 400);
+        let silence = heard.len() - 400;
+        assert!(
+            (300..=400).contains(&silence),
+            "{silence} ms of silence sent"
+        );
+        assert_eq!(ended, 1, "the pause was longer than a turn's end");
+        // Where the second word starts for the provider, and for the channel.
+        let second = heard.iter().skip(200).position(|s| *s != 0).unwrap() as u64 + 200;
+        assert_eq!(c.ring_position(second), 1200);
+        assert_eq!(c.ring_position(100), 100);
+        assert_eq!(c.ring_position(sent), 1400);
+        // Settling forgets what is behind without changing where things are.
+        c.settled(second);
+        assert_eq!(c.ring_position(sent), 1400);
+    }
+
+    #[test]
+    fn nothing_is_left_out_on_time_or_inside_speech() {
+        let (mut sink, mut source) = channel_pipe(RATE, 10_000);
+        sink.push(&[0; 250]).unwrap();
+        let mut c = catch_up();
+        c.sent(&[0; 200]);
+        // 250 ms waiting is not behind.
+        assert_eq!(c.skip(&mut source, 200), Skipped::default());
+        // Behind, but voice within the lead-in: nothing goes.
+        sink.push(&[900; 400]).unwrap();
+        assert_eq!(c.skip(&mut source, 200).samples, 40);
+        assert_eq!(source.available(), 610);
+        // A pause not yet kept long enough is not cut.
+        let mut c = catch_up();
+        c.sent(&[0; 50]);
+        assert_eq!(c.skip(&mut source, 0).samples, 0);
+    }
+}
