@@ -90,9 +90,11 @@ pub trait Backend: Send + Sync + 'static {
     }
 
     /// `has_headroom` for a call being admitted now: on yes the room is booked for it until
-    /// its channels open, so a burst of upgrades cannot all pass on the same room.
-    fn reserve(&self, channels: usize) -> bool {
-        self.has_headroom(channels)
+    /// the booking is dropped (its channels started, or it ended before they could), so a
+    /// burst of upgrades cannot all pass on the same room and a call that never starts
+    /// holds none.
+    fn reserve(&self, channels: usize) -> Option<Booking> {
+        self.has_headroom(channels).then(Booking::nothing)
     }
 
     /// How many times in a row a call may start this backend again after a failure that

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::AppState;
+use crate::backend::Booking;
 use crate::metrics as m;
 use crate::session;
 
@@ -38,10 +39,12 @@ impl Drop for PendingGuard {
 }
 
 /// An upgraded call's slots: at its start frame the pending one goes and the call keeps its
-/// `max_sessions` slot until it ends.
+/// `max_sessions` slot until it ends; the room its first backend booked goes back once its
+/// channels started, or when the call ends before that.
 pub(super) struct Admission {
     pub(super) active: Option<ActiveGuard>,
     pub(super) pending: Option<PendingGuard>,
+    pub(super) booking: Option<Booking>,
     /// Calls that started, by profile and backend.
     pub(super) total: metrics::Counter,
 }
@@ -51,5 +54,9 @@ impl session::Admit for Admission {
         self.total.increment(1);
         self.pending = None;
         Box::new(self.active.take())
+    }
+
+    fn started(&mut self) {
+        self.booking = None;
     }
 }

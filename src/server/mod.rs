@@ -416,23 +416,26 @@ fn upgrade(
     // CPU refuses it here rather than let the calls it has fall behind. Asked last, since a
     // yes books room for the call. A first backend still loading leaves the call to the
     // chain's next.
-    if !state
-        .backends
-        .get(&profile.backend)
-        .is_none_or(|b| !b.is_ready() || b.reserve(profile.channels.len()))
-    {
-        return reject(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "capacity",
-            format!(
-                "backend {:?} has no headroom for another call\n",
-                profile.backend
-            ),
-        );
-    }
+    let booking = match state.backends.get(&profile.backend) {
+        Some(backend) if backend.is_ready() => match backend.reserve(profile.channels.len()) {
+            Some(booking) => Some(booking),
+            None => {
+                return reject(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "capacity",
+                    format!(
+                        "backend {:?} has no headroom for another call\n",
+                        profile.backend
+                    ),
+                );
+            }
+        },
+        _ => None,
+    };
     let admission = Admission {
         active: Some(active),
         pending: Some(pending),
+        booking,
         total: metrics::counter!(m::SESSIONS_TOTAL, &labels),
     };
     let chain = profile

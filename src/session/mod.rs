@@ -65,6 +65,9 @@ pub struct SessionSettings {
 pub trait Admit: Send {
     /// The call's `max_sessions` slot, held until its closing frames are out.
     fn admit(&mut self) -> Box<dyn Send>;
+    /// The call's channels have started, or the call ended before they could: room booked
+    /// for it is given back.
+    fn started(&mut self);
 }
 
 /// How a session ended.
@@ -102,6 +105,7 @@ pub async fn run(
         let stop_writer = writer.abort_handle();
         let mut session = Session::new(settings, out_tx, queue);
         let outcome = session.drive(&mut ws_rx, shutdown, admit.as_mut()).await;
+        admit.started();
         session.close(outcome);
         // The call keeps its slot until its closing frames are out.
         let _slot = session.slot.take();
@@ -229,6 +233,7 @@ impl Session {
                 Err(e) => return e.into(),
             }
         }
+        admit.started();
 
         let mut decoder = PcmDecoder::new(start.channels);
         let mut watch = interval(WATCH_INTERVAL);

@@ -90,3 +90,86 @@ async fn offered_twice_the_capacity_no_admitted_call_fails() {
     assert!(held >= 6, "only {held} of {OFFERED} calls were admitted");
     server.shutdown().await.unwrap();
 }
+
+/// Tries one upgrade; true if the server took the call (101).
+async fn admitted(url: &str) -> Result<Call, String> {
+    Call::connect(url, &[]).await.map_err(|e| match e {
+        tungstenite::Error::Http(r) => format!("refused: {}", r.status()),
+        e => e.to_string(),
+    })
+}
+
+/// Plays one dev clip on the customer channel and returns its finals.
+async fn one_real_call(mut call: Call) -> Vec<String> {
+    let clip = &clips()[0];
+    let audio = hark_testkit::resample(&clip.samples, clip.rate, 16_000);
+    let silence = vec![0i16; audio.len()];
+    call.text(&hark_testkit::start_frame(16_000, 2)).await;
+    call.play(&[&audio, &silence], 16_000, 20, false).await;
+    call.silence(2, 16_000, 1.5).await;
+    call.hang_up().await.finals("customer")
+}
+
+/// Room booked at the upgrade goes back the moment a call ends without starting, and after a
+/// short hold for a connection that never sends its start frame: broken or idle clients
+/// cannot make an idle server refuse a real call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_or_silent_handshakes_do_not_keep_a_real_call_out() {
+    const BURST: usize = 20;
+    let mut config = test_config();
+    config.max_sessions = 64;
+    config.max_pending_starts = 64;
+    let server = TestServer::start(config, moonshine_registry()).await;
+    let url = server.ws_url("/api/custom-transcriber");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while hark_testkit::http_get_opt(server.addr, "/readyz").await != Some(200) {
+        assert!(std::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A burst of handshakes whose start frame is broken: each call ends with an error.
+    let broken: Vec<_> = (0..BURST)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let mut call = admitted(&url).await.ok()?;
+                call.text("{\"type\":\"start\",").await;
+                Some(call.finish(Duration::from_secs(10)).await)
+            })
+        })
+        .collect();
+    let mut ended = 0;
+    for task in broken {
+        if let Some(got) = task.await.expect("task") {
+            assert!(got.error().is_some(), "a broken start frame was taken");
+            ended += 1;
+        }
+    }
+    assert!(ended > 0, "no broken handshake was admitted at all");
+    // A moment later, a real call: admitted at once, and transcribed.
+    let call = admitted(&url)
+        .await
+        .unwrap_or_else(|e| panic!("after {ended} broken handshakes a real call was {e}"));
+    let finals = one_real_call(call).await;
+    assert!(!finals.is_empty(), "the real call got no final");
+
+    // Connections that upgrade and never send a start frame keep their room only briefly.
+    let mut silent = Vec::new();
+    for _ in 0..BURST {
+        if let Ok(call) = admitted(&url).await {
+            silent.push(call);
+        }
+    }
+    assert!(!silent.is_empty());
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    let call = admitted(&url).await.unwrap_or_else(|e| {
+        panic!(
+            "with {} silent connections open for 3.5 s a real call was {e}",
+            silent.len()
+        )
+    });
+    let finals = one_real_call(call).await;
+    assert!(!finals.is_empty(), "the real call got no final");
+    drop(silent);
+    server.shutdown().await.unwrap();
+}

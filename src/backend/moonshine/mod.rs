@@ -24,7 +24,7 @@ use self::ffi::{Library, Transcriber};
 use self::pool::{Job, Pool};
 use self::segmenter::SegmenterConfig;
 use crate::audio::AudioSource;
-use crate::backend::{Backend, BackendError, ChannelSpec, EventSink};
+use crate::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink};
 use crate::protocol::Channel;
 use crate::turn::{TurnModel, TurnPaths};
 use crate::wheel;
@@ -148,13 +148,11 @@ impl Backend for Moonshine {
     fn has_headroom(&self, channels: usize) -> bool {
         self.pool
             .get()
-            .is_some_and(|r| r.pool.has_headroom(channels, self.max_load, false))
+            .is_some_and(|r| r.pool.has_headroom(channels, self.max_load))
     }
 
-    fn reserve(&self, channels: usize) -> bool {
-        self.pool
-            .get()
-            .is_some_and(|r| r.pool.has_headroom(channels, self.max_load, true))
+    fn reserve(&self, channels: usize) -> Option<Booking> {
+        self.pool.get()?.pool.book(channels, self.max_load)
     }
 
     fn start(
@@ -171,15 +169,17 @@ impl Backend for Moonshine {
         };
         let cuts = self.cuts(&spec, running.judging);
         audio.wake_thread(running.listener.clone());
-        running
-            .jobs
-            .send(Job {
-                audio,
-                events,
-                sample_rate: spec.sample_rate,
-                cuts,
-            })
-            .map_err(|_| BackendError::new("recognizer listener has stopped"))?;
+        running.pool.starting();
+        let sent = running.jobs.send(Job {
+            audio,
+            events,
+            sample_rate: spec.sample_rate,
+            cuts,
+        });
+        if sent.is_err() {
+            running.pool.started();
+            return Err(BackendError::new("recognizer listener has stopped"));
+        }
         running.listener.unpark();
         Ok(())
     }

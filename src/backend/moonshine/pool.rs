@@ -21,7 +21,7 @@
 //! reverse. No lock is held across a decode.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{self, Thread};
@@ -33,7 +33,7 @@ use super::MODEL_RATE;
 use super::ffi::{self, Transcriber};
 use super::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig, Want};
 use crate::audio::AudioSource;
-use crate::backend::EventSink;
+use crate::backend::{Booking, EventSink};
 use crate::metrics as m;
 use crate::resample::StreamResampler;
 use crate::turn::TurnModel;
@@ -47,9 +47,10 @@ const SHED_SPECULATIVE_LOAD: f64 = 0.9;
 /// makes finals more accurate but their decodes longer, and is the first work to shed.
 const SHED_CONTEXT_FROM: f64 = 0.4;
 const SHED_CONTEXT_AT: f64 = 0.6;
-/// An admitted call whose channels have not opened by then is not coming (its client left
-/// before the start frame, or it is served by another backend).
-const ADMITTED_LIFETIME: Duration = Duration::from_secs(15);
+/// Room booked for a call whose start frame has not come within this long is given back:
+/// the platform sends it right after the upgrade, so a connection still silent by then is
+/// not a call the room must wait for (it still starts, counted as present from then on).
+const BOOKING_HOLD: Duration = Duration::from_secs(3);
 /// A final waiting this long for a decoder means the recognizer is behind now.
 const FINAL_BACKLOG: Duration = Duration::from_millis(400);
 
@@ -87,9 +88,14 @@ pub struct Pool {
     shedding: AtomicBool,
     /// The share of each channel's context span finals may use now (`f64` bits).
     context_scale: AtomicU64,
-    /// When calls were admitted whose channels have not opened yet (their start frame is
-    /// still to come): counted as present, so a burst of upgrades cannot all pass.
-    admitted: Mutex<std::collections::VecDeque<Instant>>,
+    /// Channels of admitted calls whose start frame is still to come, booked by their
+    /// [`Booking`]s (id, channels, when): counted as present, so a burst of upgrades cannot
+    /// all pass, and given back the moment the call starts or ends, or after
+    /// `BOOKING_HOLD` without a start frame.
+    booked: Mutex<Vec<(u64, usize, Instant)>>,
+    next_booking: AtomicU64,
+    /// Channels handed to the listener that it has not made live yet.
+    starting: AtomicUsize,
 }
 
 impl Pool {
@@ -105,7 +111,9 @@ impl Pool {
             load: Mutex::new((0.0, 0.0, Instant::now())),
             shedding: AtomicBool::new(false),
             context_scale: AtomicU64::new(1f64.to_bits()),
-            admitted: Mutex::new(std::collections::VecDeque::new()),
+            booked: Mutex::new(Vec::new()),
+            next_booking: AtomicU64::new(0),
+            starting: AtomicUsize::new(0),
         })
     }
 
@@ -151,8 +159,33 @@ impl Pool {
     /// towards a dense channel's share while there is little history, so a burst of calls
     /// arriving together is not all admitted on the strength of a load they have not yet
     /// brought.
-    /// With `book`, room found is held for the new channels (`ADMITTED_LIFETIME` at most).
-    pub fn has_headroom(&self, channels: usize, limit: f64, book: bool) -> bool {
+    pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
+        let mut booked = lock(&self.booked);
+        booked.retain(|(_, _, at)| at.elapsed() < BOOKING_HOLD);
+        let held = booked.iter().map(|(_, n, _)| n).sum();
+        self.fits(held, channels, limit)
+    }
+
+    /// [`Pool::has_headroom`], and on yes the room held for the new channels until the
+    /// booking is dropped (the call started its channels, or ended before it could).
+    pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Option<Booking> {
+        let mut booked = lock(&self.booked);
+        booked.retain(|(_, _, at)| at.elapsed() < BOOKING_HOLD);
+        let held = booked.iter().map(|(_, n, _)| n).sum();
+        if !self.fits(held, channels, limit) {
+            return None;
+        }
+        let id = self.next_booking.fetch_add(1, Ordering::Relaxed);
+        booked.push((id, channels, Instant::now()));
+        let pool = Arc::downgrade(self);
+        Some(Booking::new(move || {
+            if let Some(pool) = pool.upgrade() {
+                lock(&pool.booked).retain(|(b, _, _)| *b != id);
+            }
+        }))
+    }
+
+    fn fits(&self, booked: usize, channels: usize, limit: f64) -> bool {
         /// One channel of continuous speech takes about this share of the decoders on
         /// 2 cores (16 dense calls fill them: BENCHMARKS.md, "overload").
         const PRIOR: f64 = 0.03;
@@ -170,26 +203,23 @@ impl Pool {
             }
             weight += c.weight();
         }
-        let mut admitted = lock(&self.admitted);
-        while admitted
-            .front()
-            .is_some_and(|at| at.elapsed() > ADMITTED_LIFETIME)
-        {
-            admitted.pop_front();
-        }
         // Channels that left still count for the load they brought, as it decays.
         let (load, gone) = self.update(0.0, 0.0);
         let per_channel = (load + PRIOR * K) / (weight + gone + K);
-        let fits = per_channel * (live.len() + admitted.len() + channels) as f64 <= limit;
-        if fits && book {
-            admitted.extend(std::iter::repeat_n(Instant::now(), channels));
-        }
-        fits
+        let starting = self.starting.load(Ordering::Acquire);
+        per_channel * (live.len() + starting + booked + channels) as f64 <= limit
     }
 
-    /// A channel opened: it no longer counts as admitted but not yet here.
-    fn opened(&self) {
-        lock(&self.admitted).pop_front();
+    /// A channel was handed to the listener: it counts as present from now on.
+    pub fn starting(&self) {
+        self.starting.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The listener took a channel in (or the hand-over failed).
+    pub fn started(&self) {
+        let _ = self
+            .starting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
     /// False while a decode has run longer than `limit`: a library call that never returns
@@ -274,10 +304,12 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
     let mut channels: Vec<Arc<Channel>> = Vec::new();
     loop {
         let mut added = false;
+        // Jobs taken in this round: they stop counting as starting once published.
+        let mut added_count = 0;
         loop {
             match jobs.try_recv() {
                 Ok(job) => {
-                    pool.opened();
+                    added_count += 1;
                     match Channel::open(job) {
                         Ok(channel) => {
                             channels.push(Arc::new(channel));
@@ -318,6 +350,9 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
         });
         if added || channels.len() != before {
             *lock(&pool.channels) = channels.clone();
+        }
+        for _ in 0..added_count {
+            pool.started();
         }
         if wants {
             pool.notify_work();
