@@ -30,6 +30,14 @@ const BODY_SHOWN: usize = 500;
 const AFTER_HELP: &str = "\
 Without --squad or --apply, prints the object for `assistant.transcriber`.
 
+Every transcriber printed or applied carries a `fallbackPlan`: without one, the platform
+ends the call when the custom transcriber fails (a crashed pod, a bad deploy). It lists
+the --fallback-url servers (e.g. a second hark deployment, same credential), then the
+--fallback-provider entries; with no fallback flag, deepgram:nova-3 (the platform's own
+Deepgram). `autoFallback` is written disabled unless --auto-fallback: enabled, the
+platform may send the call's audio to a provider you did not choose. --no-fallback writes
+no plan.
+
 --squad prints entries for `call.squad.members[]`, one per member, each with its own
 transcriber URL: --url is then the base (its path must end in /api/custom-transcriber) and
 each member gets URL/PROFILE, i.e. /api/custom-transcriber/{profile}. The `name` of each
@@ -39,11 +47,14 @@ Without --squad, --url is used exactly as given, so it may already name a profil
 
 --apply ASSISTANT_ID reads the assistant (GET {api-url}/assistant/{id}), replaces its
 transcriber (PATCH with {\"transcriber\": …}) and prints what changed, with secrets, tokens
-and header values shown as ***. The API key is read from the environment variable named by
+and header values shown as ***. A fallbackPlan the assistant already has is kept unless
+--replace-fallback. The API key is read from the environment variable named by
 --api-key-env, never from the command line, and is never printed.
 
 Examples:
   hark assistant-config --url wss://hark.example.com/api/custom-transcriber --secret \"$HARK_SECRET\"
+  hark assistant-config --url wss://hark-a.example.com/api/custom-transcriber --secret \"$HARK_SECRET\" \\
+      --fallback-url wss://hark-b.example.com/api/custom-transcriber --fallback-provider deepgram:nova-3
   hark assistant-config --url wss://hark.example.com/api/custom-transcriber --bearer \"$TOKEN\" \\
       --squad sales=sales,support=support-es
   VAPI_API_KEY=… hark assistant-config --url wss://hark.example.com/api/custom-transcriber \\
@@ -74,6 +85,103 @@ pub struct Args {
     /// Environment variable holding the platform API key.
     #[arg(long, value_name = "VAR", default_value = DEFAULT_API_KEY_ENV, requires = "apply")]
     pub api_key_env: String,
+    /// Another transcriber server the platform tries, in order, when this one fails (e.g. a
+    /// second hark deployment), sent with the same credential; repeatable. With --squad it
+    /// is a base URL too.
+    #[arg(long = "fallback-url", value_name = "URL")]
+    pub fallback_urls: Vec<String>,
+    /// A provider of the platform's own the platform tries after the --fallback-url
+    /// servers, as PROVIDER[:MODEL[:LANGUAGE]]; repeatable. Without any fallback flag the
+    /// plan holds deepgram:nova-3.
+    #[arg(long = "fallback-provider", value_name = "PROVIDER[:MODEL[:LANGUAGE]]", value_parser = parse_fallback_provider)]
+    pub fallback_providers: Vec<NativeTranscriber>,
+    /// Write no fallbackPlan: when hark fails, the platform ends the call.
+    #[arg(long, conflicts_with_all = ["fallback_urls", "fallback_providers", "auto_fallback"])]
+    pub no_fallback: bool,
+    /// Let the platform choose another provider itself once the listed ones failed (audio
+    /// may then go to a provider you did not choose).
+    #[arg(long)]
+    pub auto_fallback: bool,
+    /// With --apply: replace the assistant's existing fallbackPlan (kept otherwise).
+    #[arg(long, requires = "apply")]
+    pub replace_fallback: bool,
+}
+
+/// The fallback provider written when no fallback flag is given: the platform's own
+/// default transcriber.
+pub const DEFAULT_FALLBACK: &str = "deepgram:nova-3";
+
+/// The platform's transcriber providers a fallback entry may name (its API's
+/// `FallbackTranscriberPlan`; STT-SERVICES.md §3). `custom-transcriber` is --fallback-url.
+const PROVIDERS: &[&str] = &[
+    "assembly-ai",
+    "azure",
+    "cartesia",
+    "deepgram",
+    "11labs",
+    "gladia",
+    "google",
+    "openai",
+    "soniox",
+    "speechmatics",
+    "talkscriber",
+    "xai",
+];
+
+/// One `--fallback-provider`: a transcriber the platform runs itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NativeTranscriber {
+    pub provider: String,
+    pub model: Option<String>,
+    pub language: Option<String>,
+}
+
+impl NativeTranscriber {
+    fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("provider".into(), self.provider.as_str().into());
+        if let Some(model) = &self.model {
+            object.insert("model".into(), model.as_str().into());
+        }
+        if let Some(language) = &self.language {
+            object.insert("language".into(), language.as_str().into());
+        }
+        Value::Object(object)
+    }
+}
+
+pub fn parse_fallback_provider(entry: &str) -> Result<NativeTranscriber, String> {
+    let mut parts = entry.trim().splitn(3, ':').map(str::trim);
+    let provider = parts.next().unwrap_or_default().to_ascii_lowercase();
+    if provider == "custom-transcriber" {
+        return Err("a custom transcriber is given with --fallback-url URL".into());
+    }
+    if !PROVIDERS.contains(&provider.as_str()) {
+        return Err(format!(
+            "{provider:?} is not one of the platform's transcriber providers ({})",
+            PROVIDERS.join(", ")
+        ));
+    }
+    let field = |part: Option<&str>, what: &str| -> Result<Option<String>, String> {
+        match part {
+            None => Ok(None),
+            Some("") => Err(format!("the {what} after ':' is empty")),
+            Some(v)
+                if v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) =>
+            {
+                Ok(Some(v.to_owned()))
+            }
+            Some(v) => Err(format!(
+                "{what} {v:?} has characters a {what} name does not"
+            )),
+        }
+    };
+    Ok(NativeTranscriber {
+        model: field(parts.next(), "model")?,
+        language: field(parts.next(), "language")?,
+        provider,
+    })
 }
 
 /// One `--squad` entry: a member label and the hark profile its calls go to.
@@ -290,7 +398,7 @@ pub fn credential(secret: Option<&str>, bearer: Option<&str>) -> anyhow::Result<
     }
 }
 
-/// The `CustomTranscriber` object (PROTOCOL.md) for one server URL.
+/// The `CustomTranscriber` object (PROTOCOL.md) for one server URL, without a fallback plan.
 pub fn transcriber(url: &str, credential: &Credential) -> Value {
     let mut server = Map::new();
     server.insert("url".into(), url.into());
@@ -309,11 +417,60 @@ pub fn transcriber(url: &str, credential: &Credential) -> Value {
     json!({ "provider": "custom-transcriber", "server": server })
 }
 
+/// What the platform does when hark fails: the servers and providers it tries, in order.
+#[derive(Debug, Clone, Default)]
+pub struct Fallback {
+    pub urls: Vec<ServerUrl>,
+    pub providers: Vec<NativeTranscriber>,
+    pub auto: bool,
+}
+
+impl Fallback {
+    /// The `fallbackPlan` (`FallbackTranscriberPlan`) for a transcriber on `profile` (with
+    /// --squad, each fallback URL is a base), or `None` for no plan.
+    fn plan(
+        &self,
+        profile: Option<&str>,
+        credential: &Credential,
+    ) -> anyhow::Result<Option<Value>> {
+        if self.urls.is_empty() && self.providers.is_empty() && !self.auto {
+            return Ok(None);
+        }
+        let mut entries = Vec::new();
+        for url in &self.urls {
+            let url = match profile {
+                Some(p) => url.with_profile(p)?,
+                None => url.as_str().to_owned(),
+            };
+            entries.push(transcriber(&url, credential));
+        }
+        entries.extend(self.providers.iter().map(NativeTranscriber::to_json));
+        Ok(Some(json!({
+            "transcribers": entries,
+            "autoFallback": { "enabled": self.auto },
+        })))
+    }
+
+    /// `object` with this plan as its `fallbackPlan`.
+    fn attach(
+        &self,
+        mut object: Value,
+        profile: Option<&str>,
+        credential: &Credential,
+    ) -> anyhow::Result<Value> {
+        if let (Some(plan), Some(map)) = (self.plan(profile, credential)?, object.as_object_mut()) {
+            map.insert("fallbackPlan".into(), plan);
+        }
+        Ok(object)
+    }
+}
+
 /// Entries for `call.squad.members[]`, each member's transcriber on its own profile.
 pub fn squad_members(
     base: &ServerUrl,
     members: &[SquadMember],
     credential: &Credential,
+    fallback: &Fallback,
 ) -> anyhow::Result<Value> {
     let mut out = Vec::with_capacity(members.len());
     for (i, m) in members.iter().enumerate() {
@@ -321,9 +478,11 @@ pub fn squad_members(
             bail!("squad member {:?} is given twice", m.name);
         }
         let url = base.with_profile(&m.profile)?;
+        let object =
+            fallback.attach(transcriber(&url, credential), Some(&m.profile), credential)?;
         out.push(json!({
             "name": m.name,
-            "assistantOverrides": { "transcriber": transcriber(&url, credential) },
+            "assistantOverrides": { "transcriber": object },
         }));
     }
     Ok(Value::Array(out))
@@ -337,6 +496,8 @@ pub enum Plan {
         assistant_id: String,
         api: ApiTarget,
         transcriber: Value,
+        /// Keep the assistant's own `fallbackPlan` if it has one.
+        keep_fallback: bool,
     },
 }
 
@@ -361,14 +522,16 @@ impl Args {
         }
         let url = ServerUrl::parse(&self.url)?;
         let credential = credential(self.secret.as_deref(), self.bearer.as_deref())?;
-        let warnings = url.warnings(!self.squad.is_empty());
-        if !self.squad.is_empty() {
+        let squad = !self.squad.is_empty();
+        let mut warnings = url.warnings(squad);
+        let fallback = self.fallback(&url, squad, &mut warnings)?;
+        if squad {
             return Ok((
-                Plan::Print(squad_members(&url, &self.squad, &credential)?),
+                Plan::Print(squad_members(&url, &self.squad, &credential, &fallback)?),
                 warnings,
             ));
         }
-        let object = transcriber(url.as_str(), &credential);
+        let object = fallback.attach(transcriber(url.as_str(), &credential), None, &credential)?;
         let Some(id) = &self.apply else {
             return Ok((Plan::Print(object), warnings));
         };
@@ -385,9 +548,50 @@ impl Args {
                 assistant_id: id.clone(),
                 api,
                 transcriber: object,
+                keep_fallback: !self.replace_fallback,
             },
             warnings,
         ))
+    }
+
+    /// The fallback the flags ask for: the default provider when none is named.
+    fn fallback(
+        &self,
+        url: &ServerUrl,
+        squad: bool,
+        warnings: &mut Vec<String>,
+    ) -> anyhow::Result<Fallback> {
+        if self.no_fallback {
+            return Ok(Fallback::default());
+        }
+        let mut urls = Vec::new();
+        for raw in &self.fallback_urls {
+            let parsed = ServerUrl::parse(raw).map_err(|e| {
+                anyhow::anyhow!("{}", e.to_string().replacen("--url", "--fallback-url", 1))
+            })?;
+            if parsed.as_str() == url.as_str() {
+                bail!(
+                    "--fallback-url {raw:?} is the transcriber itself: a fallback must be \
+                     another deployment"
+                );
+            }
+            warnings.extend(
+                parsed
+                    .warnings(squad)
+                    .into_iter()
+                    .map(|w| format!("--fallback-url: {w}")),
+            );
+            urls.push(parsed);
+        }
+        let mut providers = self.fallback_providers.clone();
+        if urls.is_empty() && providers.is_empty() && !self.auto_fallback {
+            providers.push(parse_fallback_provider(DEFAULT_FALLBACK).map_err(anyhow::Error::msg)?);
+        }
+        Ok(Fallback {
+            urls,
+            providers,
+            auto: self.auto_fallback,
+        })
     }
 }
 
@@ -448,9 +652,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             assistant_id,
             api,
             transcriber,
+            keep_fallback,
         } => {
             let key = api_key(&api.key_env)?;
-            let report = apply(&api.base, &key, &assistant_id, &transcriber)?;
+            let report = apply(&api.base, &key, &assistant_id, transcriber, keep_fallback)?;
             print!("{report}");
         }
     }
@@ -478,6 +683,8 @@ fn api_key(var: &str) -> anyhow::Result<String> {
 #[derive(Debug)]
 pub struct ApplyReport {
     pub assistant_id: String,
+    /// The assistant's own `fallbackPlan` was kept (no --replace-fallback).
+    pub kept_fallback: bool,
     pub changes: Vec<Change>,
     /// Where the transcriber the platform answered with differs from the one sent (the
     /// platform may fill defaults or drop fields it does not know).
@@ -494,6 +701,13 @@ impl fmt::Display for ApplyReport {
                 writeln!(f, "  {c}")?;
             }
         }
+        if self.kept_fallback {
+            writeln!(
+                f,
+                "note: the assistant's fallbackPlan was kept; --replace-fallback writes the one \
+                 given here"
+            )?;
+        }
         if !self.stored_differs.is_empty() {
             writeln!(
                 f,
@@ -507,23 +721,35 @@ impl fmt::Display for ApplyReport {
     }
 }
 
-/// Reads the assistant's transcriber, replaces it, and reports the difference.
+/// Reads the assistant's transcriber, replaces it, and reports the difference. With
+/// `keep_fallback`, a `fallbackPlan` the assistant already has stays as it is.
 pub fn apply(
     api_base: &str,
     key: &str,
     assistant_id: &str,
-    transcriber: &Value,
+    mut transcriber: Value,
+    keep_fallback: bool,
 ) -> anyhow::Result<ApplyReport> {
     let client = Client::new(key);
     let url = format!("{api_base}/assistant/{assistant_id}");
     let before = client.get(&url)?;
     let old = assistant_transcriber("GET", &url, &before)?.unwrap_or(Value::Null);
+    let mut kept_fallback = false;
+    if keep_fallback
+        && let Some(plan) = old.get("fallbackPlan").filter(|p| !p.is_null())
+        && let Some(map) = transcriber.as_object_mut()
+    {
+        map.insert("fallbackPlan".into(), plan.clone());
+        kept_fallback = true;
+    }
+    let transcriber = &transcriber;
     let body = json!({ "transcriber": transcriber });
     let after = client.patch(&url, &body)?;
     let stored = assistant_transcriber("PATCH", &url, &after)?;
     let new = stored.clone().unwrap_or_else(|| transcriber.clone());
     Ok(ApplyReport {
         assistant_id: assistant_id.to_owned(),
+        kept_fallback,
         changes: diff(&old, &new),
         stored_differs: stored.map(|s| diff(transcriber, &s)).unwrap_or_default(),
     })
@@ -847,7 +1073,7 @@ mod tests {
     #[test]
     fn secret_shape() {
         assert_eq!(
-            printed(&["--url", BASE, "--secret", "s3"]),
+            printed(&["--url", BASE, "--secret", "s3", "--no-fallback"]),
             json!({"provider": "custom-transcriber", "server": {"url": BASE, "secret": "s3"}})
         );
     }
@@ -855,7 +1081,7 @@ mod tests {
     #[test]
     fn bearer_shape() {
         assert_eq!(
-            printed(&["--url", BASE, "--bearer", "tok"]),
+            printed(&["--url", BASE, "--bearer", "tok", "--no-fallback"]),
             json!({"provider": "custom-transcriber",
                    "server": {"url": BASE, "headers": {"Authorization": "Bearer tok"}}})
         );
@@ -864,7 +1090,7 @@ mod tests {
     #[test]
     fn no_credential_shape() {
         assert_eq!(
-            printed(&["--url", BASE]),
+            printed(&["--url", BASE, "--no-fallback"]),
             json!({"provider": "custom-transcriber", "server": {"url": BASE}})
         );
     }
@@ -887,6 +1113,7 @@ mod tests {
             "s3",
             "--squad",
             "sales=sales,support=support-es",
+            "--no-fallback",
         ]);
         assert_eq!(
             v,
@@ -898,6 +1125,98 @@ mod tests {
                     "provider": "custom-transcriber",
                     "server": {"url": format!("{BASE}/support-es"), "secret": "s3"}}}},
             ])
+        );
+    }
+
+    #[test]
+    fn a_fallback_plan_is_written_by_default() {
+        let v = printed(&["--url", BASE, "--secret", "s3"]);
+        assert_eq!(
+            v["fallbackPlan"],
+            json!({"transcribers": [{"provider": "deepgram", "model": "nova-3"}],
+                   "autoFallback": {"enabled": false}})
+        );
+        assert_eq!(v["server"], json!({"url": BASE, "secret": "s3"}));
+    }
+
+    #[test]
+    fn fallback_servers_come_first_then_providers_in_order() {
+        let other = "wss://hark-b.example.com/api/custom-transcriber";
+        let v = printed(&[
+            "--url",
+            BASE,
+            "--bearer",
+            "tok",
+            "--fallback-provider",
+            "assembly-ai",
+            "--fallback-url",
+            other,
+            "--fallback-provider",
+            "Deepgram:nova-3:en",
+            "--auto-fallback",
+        ]);
+        assert_eq!(
+            v["fallbackPlan"],
+            json!({"transcribers": [
+                {"provider": "custom-transcriber",
+                 "server": {"url": other, "headers": {"Authorization": "Bearer tok"}}},
+                {"provider": "assembly-ai"},
+                {"provider": "deepgram", "model": "nova-3", "language": "en"},
+            ], "autoFallback": {"enabled": true}})
+        );
+        // A squad member's fallback server is on the member's profile too.
+        let v = printed(&["--url", BASE, "--squad", "a=sales", "--fallback-url", other]);
+        assert_eq!(
+            v[0]["assistantOverrides"]["transcriber"]["fallbackPlan"]["transcribers"],
+            json!([{"provider": "custom-transcriber", "server": {"url": format!("{other}/sales")}}])
+        );
+    }
+
+    #[test]
+    fn fallback_flags_are_checked() {
+        for (flag, value, want) in [
+            ("--fallback-provider", "vapi", "not one of the platform's"),
+            (
+                "--fallback-provider",
+                "custom-transcriber",
+                "--fallback-url",
+            ),
+            ("--fallback-provider", "deepgram:", "is empty"),
+            ("--fallback-provider", "deepgram:nova 3", "has characters"),
+        ] {
+            let e = args(&["--url", BASE, flag, value])
+                .expect_err(value)
+                .to_string();
+            assert!(e.contains(want), "{value}: {e}");
+        }
+        let e = err(&["--url", BASE, "--fallback-url", "https://x.example/"]);
+        assert!(e.contains("--fallback-url"), "{e}");
+        let e = err(&["--url", BASE, "--fallback-url", BASE]);
+        assert!(e.contains("is the transcriber itself"), "{e}");
+        let e = args(&[
+            "--url",
+            BASE,
+            "--no-fallback",
+            "--fallback-provider",
+            "deepgram",
+        ])
+        .expect_err("conflict")
+        .to_string();
+        assert!(e.contains("cannot be used with"), "{e}");
+        let e = args(&["--url", BASE, "--replace-fallback"])
+            .expect_err("requires --apply")
+            .to_string();
+        assert!(e.contains("--apply"), "{e}");
+        let (_, warnings) = plan(&[
+            "--url",
+            BASE,
+            "--fallback-url",
+            "ws://b.example.com/api/custom-transcriber",
+        ])
+        .unwrap();
+        assert!(
+            warnings.iter().any(|w| w.starts_with("--fallback-url")),
+            "{warnings:?}"
         );
     }
 

@@ -94,14 +94,16 @@ fn assert_no_leak(out: &Output, secrets: &[&str]) {
 fn prints_secret_transcriber() {
     assert_eq!(
         printed_json(&["--url", BASE, "--secret", "s3cret"]),
-        json!({"provider": "custom-transcriber", "server": {"url": BASE, "secret": "s3cret"}})
+        json!({"provider": "custom-transcriber", "server": {"url": BASE, "secret": "s3cret"},
+               "fallbackPlan": {"transcribers": [{"provider": "deepgram", "model": "nova-3"}],
+                                "autoFallback": {"enabled": false}}})
     );
 }
 
 #[test]
 fn prints_bearer_transcriber() {
     assert_eq!(
-        printed_json(&["--url", BASE, "--bearer", TOKEN]),
+        printed_json(&["--url", BASE, "--bearer", TOKEN, "--no-fallback"]),
         json!({"provider": "custom-transcriber",
                "server": {"url": BASE, "headers": {"Authorization": format!("Bearer {TOKEN}")}}})
     );
@@ -116,6 +118,7 @@ fn prints_squad_members() {
         TOKEN,
         "--squad",
         "sales=sales,support=support-es",
+        "--no-fallback",
     ]);
     let member = |name: &str, profile: &str| {
         json!({"name": name, "assistantOverrides": {"transcriber": {
@@ -343,6 +346,7 @@ fn apply_reads_patches_and_prints_the_change() {
             "asst-1",
             "--api-url",
             &api.url,
+            "--no-fallback",
         ],
         &[("VAPI_API_KEY", KEY)],
     );
@@ -399,6 +403,7 @@ fn apply_reports_what_the_platform_stored_and_reads_the_named_variable() {
             &format!("{}/", api.url),
             "--api-key-env",
             "MY_PLATFORM_KEY",
+            "--no-fallback",
         ],
         &[("MY_PLATFORM_KEY", KEY)],
     );
@@ -421,6 +426,83 @@ fn apply_reports_what_the_platform_stored_and_reads_the_named_variable() {
          \x20 + timeoutSeconds: 20\n"
     );
     assert_no_leak(&out, &[KEY, "new-secret-3c4d", OLD_SECRET]);
+}
+
+/// An assistant without a plan gets the one asked for; an assistant with a plan of its own
+/// keeps it unless --replace-fallback says otherwise, and the printed change shows which.
+#[test]
+fn apply_writes_a_fallback_plan_and_keeps_the_assistants_own() {
+    let other = "wss://hark-b.example.com/api/custom-transcriber";
+    let api = MockApi::start(platform(json!({})));
+    let first = [
+        "--url",
+        BASE,
+        "--secret",
+        "new-secret-3c4d",
+        "--fallback-url",
+        other,
+        "--apply",
+        "asst-1",
+        "--api-url",
+        &api.url,
+    ];
+    let out = hark(&first, &[("VAPI_API_KEY", KEY)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sent: Value = serde_json::from_str(&api.seen()[1].body).unwrap();
+    assert_eq!(
+        sent["transcriber"]["fallbackPlan"],
+        json!({"transcribers": [{"provider": "custom-transcriber",
+                                 "server": {"url": other, "secret": "new-secret-3c4d"}}],
+               "autoFallback": {"enabled": false}})
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("+ fallbackPlan.transcribers[0].server.url: \"wss://hark-b.example.com"),
+        "{text}"
+    );
+    assert!(
+        text.contains("+ fallbackPlan.transcribers[0].server.secret: ***"),
+        "{text}"
+    );
+
+    // The assistant now has a plan: a second apply with another fallback keeps it.
+    let mut again = vec!["--url", BASE, "--secret", "new-secret-3c4d"];
+    again.extend([
+        "--fallback-provider",
+        "assembly-ai",
+        "--apply",
+        "asst-1",
+        "--api-url",
+    ]);
+    again.push(&api.url);
+    let out = hark(&again, &[("VAPI_API_KEY", KEY)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sent: Value = serde_json::from_str(&api.seen()[3].body).unwrap();
+    assert_eq!(
+        sent["transcriber"]["fallbackPlan"]["transcribers"][0]["server"]["url"],
+        other
+    );
+    let text = stdout(&out);
+    assert!(text.contains("transcriber unchanged"), "{text}");
+    assert!(text.contains("fallbackPlan was kept"), "{text}");
+
+    // --replace-fallback writes the new one, and the change says so.
+    again.push("--replace-fallback");
+    let out = hark(&again, &[("VAPI_API_KEY", KEY)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sent: Value = serde_json::from_str(&api.seen()[5].body).unwrap();
+    assert_eq!(
+        sent["transcriber"]["fallbackPlan"]["transcribers"],
+        json!([{"provider": "assembly-ai"}])
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "~ fallbackPlan.transcribers[0].provider: \"custom-transcriber\" -> \"assembly-ai\""
+        ),
+        "{text}"
+    );
+    assert_no_leak(&out, &[KEY, "new-secret-3c4d"]);
 }
 
 #[test]
