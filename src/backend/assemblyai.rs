@@ -3,8 +3,7 @@
 //! One connection per channel (the service takes mono audio). It refuses audio faster than
 //! real time and frames outside 50–1000 ms, so the relay paces at 1.0× in frames of at
 //! least 50 ms: a replay after a reconnect is caught up only by leaving out the long part of
-//! pauses (`catch_up`), ending the turn with `ForceEndpoint` where the pause left out was
-//! longer than `max_turn_silence`.
+//! pauses (`catch_up`), ending the turn there with `ForceEndpoint`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -77,10 +76,6 @@ impl Default for AssemblyAiConfig {
     }
 }
 
-/// The turn detector's silences when the query leaves them out (STT-SERVICES.md §2).
-const DEFAULT_MIN_TURN_SILENCE_MS: u64 = 400;
-const DEFAULT_MAX_TURN_SILENCE_MS: u64 = 1280;
-
 pub struct AssemblyAi {
     name: Arc<str>,
     config: AssemblyAiConfig,
@@ -145,12 +140,7 @@ impl Backend for AssemblyAi {
             self.config.stall_timeout_ms,
             5_000,
         );
-        let o = &spec.options;
-        let min = o.min_turn_silence_ms.or(self.config.min_turn_silence_ms);
-        let max = o.max_turn_silence_ms.or(self.config.max_turn_silence_ms);
         let stream = Stream {
-            min_turn_silence: Duration::from_millis(min.unwrap_or(DEFAULT_MIN_TURN_SILENCE_MS)),
-            max_turn_silence: Duration::from_millis(max.unwrap_or(DEFAULT_MAX_TURN_SILENCE_MS)),
             format_turns: self.config.format_turns,
             open: false,
             last_final: None,
@@ -162,9 +152,6 @@ impl Backend for AssemblyAi {
 
 /// One AssemblyAI connection: which turn is open and which was last made final.
 struct Stream {
-    /// Silence that ends a turn the model is confident about, and any turn.
-    min_turn_silence: Duration,
-    max_turn_silence: Duration,
     format_turns: bool,
     open: bool,
     last_final: Option<i64>,
@@ -181,10 +168,7 @@ impl Provider for Stream {
     }
 
     fn pauses(&self) -> Pauses {
-        Pauses {
-            keep: self.min_turn_silence + Duration::from_millis(200),
-            ends_turn: Some(self.max_turn_silence),
-        }
+        Pauses::ENDED_BY_CLIENT
     }
 
     fn end_turn(&self) -> Option<Message> {
@@ -277,8 +261,6 @@ mod tests {
 
     fn heard(format_turns: bool, messages: &[String]) -> Vec<Heard> {
         let mut s = Stream {
-            min_turn_silence: Duration::from_millis(400),
-            max_turn_silence: Duration::from_millis(1280),
             format_turns,
             open: false,
             last_final: None,

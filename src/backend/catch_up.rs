@@ -16,24 +16,42 @@ use std::time::Duration;
 use crate::audio::AudioSource;
 
 /// A connection with more than this much audio waiting in its ring is behind. A live
-/// connection holds at most a frame or two (BENCHMARKS.md, "Relayed calls").
-const BEHIND: Duration = Duration::from_millis(300);
+/// connection holds at most a frame (AssemblyAI's are 50 ms); what is left when catching up
+/// stops is at most this (BENCHMARKS.md, "Relayed calls").
+const BEHIND: Duration = Duration::from_millis(100);
 /// Silence is judged and dropped in blocks of this length.
 const BLOCK: Duration = Duration::from_millis(20);
-/// Silence kept before the next voiced block, for an onset quieter than the threshold.
+/// Silence kept before the next voiced block, for an onset quieter than the threshold. Near
+/// the live edge only what has arrived can be looked at, but never less than this.
 const LEAD_IN: Duration = Duration::from_millis(200);
+const MIN_LOOKAHEAD: Duration = Duration::from_millis(60);
 /// A block whose RMS is above this (about −44 dBFS) may hold voice; phone-line noise sits
 /// well below.
 pub const VOICED_RMS: f64 = 200.0;
 
-/// How a provider's turns end, which says how much of a pause it must hear.
+/// How much of a pause a provider must hear while catching up, and when the relay ends
+/// the provider's turn itself.
 #[derive(Debug, Clone, Copy)]
 pub struct Pauses {
-    /// Silence kept of every pause: at least what the provider needs to end a turn.
+    /// Silence kept of every pause, so words are not glued.
     pub keep: Duration,
-    /// A pause this long ends the provider's turn whatever its confidence: when the audio
-    /// left out reaches it, the relay says so with the provider's own message.
+    /// Once a pause (kept and left out) is this long, the relay ends the provider's turn
+    /// with the provider's own message, as the open clients do when their voice detector
+    /// says the speaker stopped.
     pub ends_turn: Option<Duration>,
+}
+
+impl Pauses {
+    /// For a provider whose turn the client may end (Deepgram `Finalize`, AssemblyAI
+    /// `ForceEndpoint`): a pause the connection is behind on is cut to 150 ms and the
+    /// lead-in, and ends the turn at once rather than after the provider's own endpoint
+    /// silence, which the connection would otherwise have to hear in full. Only pauses
+    /// longer than about 370 ms are touched (the kept part, then a block and the lead-in
+    /// must be silent): the providers' own defaults end a turn at 300–400 ms.
+    pub const ENDED_BY_CLIENT: Pauses = Pauses {
+        keep: Duration::from_millis(150),
+        ends_turn: Some(Duration::from_millis(150)),
+    };
 }
 
 /// One connection's catching up: what it left out, and where.
@@ -41,6 +59,7 @@ pub struct CatchUp {
     behind: usize,
     block: usize,
     lead_in: usize,
+    min_lookahead: usize,
     keep: u64,
     ends_turn: Option<u64>,
     /// Silence since the last voiced block: sent and left out.
@@ -69,14 +88,18 @@ impl CatchUp {
         let samples = |d: Duration| (d.as_secs_f64() * f64::from(rate)).round() as usize;
         let block = samples(BLOCK).max(1);
         let lead_in = samples(LEAD_IN);
+        let keep = samples(pauses.keep) as u64;
         Self {
             behind: samples(BEHIND),
             block,
             lead_in,
-            keep: samples(pauses.keep) as u64,
+            min_lookahead: samples(MIN_LOOKAHEAD),
+            keep,
             ends_turn: pauses.ends_turn.map(|d| samples(d) as u64),
-            pause: 0,
-            pause_sent: 0,
+            // A connection starts with no turn to end: silence at the front of its replay
+            // is left out down to the lead-in before the first voice.
+            pause: keep,
+            pause_sent: keep,
             ended_turn: false,
             settled_offset: 0,
             skips: Vec::new(),
@@ -105,15 +128,19 @@ impl CatchUp {
     /// need; `position` is the provider's position (samples sent so far).
     pub fn skip(&mut self, audio: &mut AudioSource, position: u64) -> Skipped {
         let mut out = Skipped::default();
-        let want = self.block + self.lead_in;
-        while self.pause_sent >= self.keep
-            && audio.available() > self.behind
-            && audio.peek(&mut self.scratch[..want]) == want
-            && self
-                .scratch
-                .chunks(self.block)
-                .all(|b| rms(b) <= VOICED_RMS)
-        {
+        loop {
+            let available = audio.available();
+            let want = (self.block + self.lead_in).min(available);
+            if self.pause_sent < self.keep
+                || available <= self.behind
+                || want < self.block + self.min_lookahead
+                || audio.peek(&mut self.scratch[..want]) != want
+                || self.scratch[..want]
+                    .chunks(self.block)
+                    .any(|b| rms(b) > VOICED_RMS)
+            {
+                break;
+            }
             let n = audio.pop(&mut self.scratch[..self.block]) as u64;
             if n == 0 {
                 break;
@@ -220,18 +247,33 @@ mod tests {
     #[test]
     fn nothing_is_left_out_on_time_or_inside_speech() {
         let (mut sink, mut source) = channel_pipe(RATE, 10_000);
-        sink.push(&[0; 250]).unwrap();
+        sink.push(&[0; 80]).unwrap();
         let mut c = catch_up();
-        c.sent(&[0; 200]);
-        // 250 ms waiting is not behind.
-        assert_eq!(c.skip(&mut source, 200), Skipped::default());
-        // Behind, but voice within the lead-in: nothing goes.
+        // 80 ms waiting is not behind.
+        assert_eq!(c.skip(&mut source, 0), Skipped::default());
+        // Behind, with voice 250 ms on: the silence goes down to the lead-in, no further.
+        sink.push(&[0; 170]).unwrap();
         sink.push(&[900; 400]).unwrap();
-        assert_eq!(c.skip(&mut source, 200).samples, 40);
+        assert_eq!(c.skip(&mut source, 0).samples, 40);
         assert_eq!(source.available(), 610);
         // A pause not yet kept long enough is not cut.
         let mut c = catch_up();
+        c.sent(&[900; 10]);
         c.sent(&[0; 50]);
         assert_eq!(c.skip(&mut source, 0).samples, 0);
+    }
+
+    #[test]
+    fn a_replay_starts_at_the_lead_in_before_its_first_voice() {
+        let (mut sink, mut source) = channel_pipe(RATE, 10_000);
+        sink.push(&[0; 600]).unwrap();
+        sink.push(&[900; 300]).unwrap();
+        let mut c = catch_up();
+        assert_eq!(c.skip(&mut source, 0).samples, 400);
+        assert_eq!(c.ring_position(0), 400);
+        // Near the live edge only what has come is looked at, down to `BEHIND`.
+        let (mut sink, mut source) = channel_pipe(RATE, 10_000);
+        sink.push(&[0; 150]).unwrap();
+        assert_eq!(catch_up().skip(&mut source, 0).samples, 60);
     }
 }

@@ -85,8 +85,6 @@ impl Default for DeepgramConfig {
 
 /// Deepgram ingests at most 1.25× real time (STT-SERVICES.md §1): a replay drains that fast.
 const MAX_SPEED: f64 = 1.25;
-/// The service's `endpointing` when the query leaves it out (STT-SERVICES.md §1).
-const DEFAULT_ENDPOINTING_MS: u64 = 10;
 
 pub struct Deepgram {
     name: Arc<str>,
@@ -155,15 +153,7 @@ impl Backend for Deepgram {
             self.config.stall_timeout_ms,
             self.config.keepalive_ms,
         );
-        let endpointing = spec
-            .options
-            .endpointing_ms
-            .or(self.config.endpointing_ms)
-            .unwrap_or(DEFAULT_ENDPOINTING_MS);
-        let stream = Stream {
-            open: false,
-            endpointing: Duration::from_millis(endpointing),
-        };
+        let stream = Stream { open: false };
         relay::spawn(self.name.clone(), stream, request, settings, audio, events);
         Ok(())
     }
@@ -173,8 +163,6 @@ impl Backend for Deepgram {
 /// last final).
 struct Stream {
     open: bool,
-    /// Silence that ends an utterance; zero: the service ends none itself.
-    endpointing: Duration,
 }
 
 impl Provider for Stream {
@@ -188,14 +176,7 @@ impl Provider for Stream {
     }
 
     fn pauses(&self) -> Pauses {
-        // Keep what endpointing needs and more; with endpointing off, a long pause left out
-        // is ended with Finalize, as the open clients do when their voice detector says the
-        // speaker stopped.
-        let off = self.endpointing.is_zero();
-        Pauses {
-            keep: self.endpointing.max(Duration::from_millis(300)) + Duration::from_millis(200),
-            ends_turn: off.then_some(Duration::from_millis(1500)),
-        }
+        Pauses::ENDED_BY_CLIENT
     }
 
     fn end_turn(&self) -> Option<Message> {
@@ -351,10 +332,7 @@ mod tests {
 
     #[test]
     fn results_become_partials_finals_and_settled_time() {
-        let mut s = Stream {
-            open: false,
-            endpointing: Duration::from_millis(10),
-        };
+        let mut s = Stream { open: false };
         let mut heard = Vec::new();
         s.read(
             r#"{"type":"Results","channel_index":[0,1],"start":1.0,"duration":0.5,"is_final":false,
