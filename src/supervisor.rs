@@ -29,6 +29,11 @@ pub struct Link {
 /// Longest stretch of unsettled audio kept for replay. A backend that settles nothing for
 /// this long (the embedded recognizer never reports settlement) loses only what is older.
 const REPLAY_LIMIT: Duration = Duration::from_secs(30);
+/// An attempt that ran this long before failing was healthy: its failure is a routine
+/// close (a provider's idle or maximum-duration limit, a load balancer's), and the
+/// reconnect budget starts over, so a long call survives any number of them even on a
+/// channel that produces no final for hours.
+const HEALTHY_STRETCH: Duration = Duration::from_secs(10);
 /// Reconnect delays after the first immediate retry, doubled per attempt up to the cap.
 const BACKOFF_FIRST: Duration = Duration::from_millis(200);
 const BACKOFF_CAP: Duration = Duration::from_secs(2);
@@ -61,6 +66,7 @@ struct Attempt {
     /// The replay it started with: audio it must hear again before it is on time, so it
     /// may be that much later than `max_lag` without having fallen behind.
     allowance: Duration,
+    started: Instant,
 }
 
 /// Audio from the last settled position on, in channel positions.
@@ -319,6 +325,13 @@ impl Supervisor {
     ) -> Result<Option<Transcript>, Exhausted> {
         let link = self.chain[self.position].clone();
         error!(channel = self.spec.channel.as_str(), backend = %link.name, %message, retry, "recognizer failed");
+        if self
+            .attempt
+            .as_ref()
+            .is_some_and(|a| a.started.elapsed() >= HEALTHY_STRETCH)
+        {
+            self.retries = 0;
+        }
         self.end_attempt();
         if retry && self.retries < link.backend.max_retries() {
             self.retries += 1;
@@ -457,6 +470,7 @@ impl Supervisor {
                     base,
                     generation: self.generation,
                     allowance: samples_to_duration(backlog as u64, self.rate()),
+                    started: Instant::now(),
                 })
             }
             Ok(Err(e)) => Err(e.to_string()),

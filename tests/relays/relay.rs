@@ -837,3 +837,52 @@ async fn after_a_reconnect_the_channel_catches_up_over_pauses_without_losing_a_w
     });
     futures_util::future::join_all(runs).await;
 }
+
+/// Routine closes (here AssemblyAI's session expiry, 3008, as every hour of a long call)
+/// do not use up the reconnect budget: a connection that ran a healthy stretch before its
+/// close starts the count again, even on a channel that gives no final between closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routine_closes_of_a_long_call_do_not_use_up_the_reconnect_budget() {
+    let m = mock(Provider::AssemblyAi).await;
+    // One reconnect in a row allowed: the third connection would be one too many without
+    // the healthy stretches in between.
+    let config = backend_config(&m, Provider::AssemblyAi, "max_reconnects = 1");
+    let server = server(&[("aai", config)], &["aai"], false, |p, _| {
+        p.channels = vec![hark::protocol::Channel::Customer];
+    })
+    .await;
+    let expiry = Fault::CloseAfter(
+        10.5,
+        3008,
+        "Session Expired: Maximum session duration exceeded",
+    );
+    m.script(vec![expiry.clone(), expiry.clone(), expiry]);
+    let rate = 16_000;
+    let mut audio = words::sentence("hello alpha bravo", rate);
+    audio.extend(words::silence(rate, 31_000));
+    audio.extend(words::sentence("charlie delta", rate));
+    audio.extend(words::silence(rate, 1_000));
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), rate, 1)
+        .await
+        .expect("call opens");
+    assert!(
+        call.play(&[&audio], rate, 20, true).await,
+        "server took the audio"
+    );
+    let came = call
+        .wait_for(
+            Duration::from_secs(5),
+            is_final_with(Channel::Customer, "delta"),
+        )
+        .await;
+    let got = call.hang_up().await;
+    assert!(came && got.error().is_none(), "{got:?}");
+    assert_eq!(
+        final_words(&got, Channel::Customer),
+        spoken(&["hello alpha bravo", "charlie delta"])
+    );
+    let conns = m.connections();
+    assert_eq!(conns.len(), 4, "three expiries, four connections");
+    assert!(conns.iter().all(|c| c.violations.is_empty()), "{conns:?}");
+    server.shutdown().await.unwrap();
+}
