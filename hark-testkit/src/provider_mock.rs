@@ -96,6 +96,9 @@ pub enum Fault {
     StallAfter(f64),
     /// Every answer is delayed by this long (order kept).
     Slow(Duration),
+    /// The upgrade is answered only after this long (a provider slow to accept); the
+    /// client's audio waits meanwhile. From [`MockProvider::script`] only.
+    SlowUpgrade(Duration),
 }
 
 #[derive(Clone, Debug)]
@@ -465,6 +468,9 @@ fn refusal(options: &MockOptions, fault: Option<&Fault>, hs: &Handshake) -> Opti
 }
 
 async fn serve(shared: Arc<Shared>, id: usize, tcp: TcpStream, mut fault: Option<Fault>) {
+    if let Some(Fault::SlowUpgrade(delay)) = fault {
+        tokio::time::sleep(delay).await;
+    }
     let options = shared.options.clone();
     let mut hs = Handshake::default();
     let mut refused = None;

@@ -886,3 +886,39 @@ async fn routine_closes_of_a_long_call_do_not_use_up_the_reconnect_budget() {
     assert!(conns.iter().all(|c| c.violations.is_empty()), "{conns:?}");
     server.shutdown().await.unwrap();
 }
+
+/// Audio that arrives while the first provider handshake is still going on (the provider
+/// answers the upgrade after 1.5 s) waits in the channel's ring and is sent once the
+/// connection is up: no word is lost, and no second connection is needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audio_sent_during_a_slow_first_handshake_is_kept() {
+    let runs = [Provider::Deepgram, Provider::AssemblyAi].map(|provider| async move {
+        let m = mock(provider).await;
+        let config = backend_config(&m, provider, "");
+        let server = server(&[("net", config)], &["net"], false, |p, _| {
+            p.channels = vec![hark::protocol::Channel::Customer];
+        })
+        .await;
+        m.script(vec![Fault::SlowUpgrade(Duration::from_millis(1_500))]);
+        let customer = &["hello alpha bravo charlie", "delta echo"];
+        let got = play_call(
+            &server.ws_url("/api/custom-transcriber/p"),
+            16_000,
+            customer,
+            &[],
+        )
+        .await;
+        let what = format!("{provider:?}");
+        assert!(got.error().is_none(), "{what}: {:?}", got.error());
+        assert_eq!(
+            final_words(&got, Channel::Customer),
+            spoken(customer),
+            "{what}"
+        );
+        let conns = m.connections();
+        assert_eq!(conns.len(), 1, "{what}: connections");
+        assert!(conns[0].violations.is_empty(), "{what}: {conns:?}");
+        server.shutdown().await.unwrap();
+    });
+    futures_util::future::join_all(runs).await;
+}
