@@ -96,6 +96,9 @@ pub enum Fault {
     StallAfter(f64),
     /// Every answer is delayed by this long (order kept).
     Slow(Duration),
+    /// After this many seconds of audio, stop reading the connection and answering on it (a
+    /// half-open connection: the peer is gone but the socket stays up), held so for a while.
+    DeafAfter(f64),
     /// The upgrade is answered only after this long (a provider slow to accept); the
     /// client's audio waits meanwhile. From [`MockProvider::script`] only.
     SlowUpgrade(Duration),
@@ -770,6 +773,13 @@ async fn run(
                                 fired();
                                 fault = None;
                                 link.stall();
+                            }
+                            Some(Fault::DeafAfter(t)) if reached(t) => {
+                                fired();
+                                // Nothing is read, so pings go unanswered and the socket's
+                                // buffers fill; the test's client side must notice.
+                                tokio::time::sleep(STALL_HOLD).await;
+                                return;
                             }
                             _ => {}
                         }

@@ -112,6 +112,10 @@ impl RelaySettings {
 /// has heard but not yet answered.
 const IDLE_SETTLE_MARGIN: Duration = Duration::from_secs(1);
 const HOUSEKEEPING: Duration = Duration::from_millis(100);
+/// Nothing heard from the provider for this long: ping it. A provider that answers
+/// neither the ping nor anything else within the stall bound is gone (a half-open
+/// connection, a peer that stopped reading), even while no voice flows to show it.
+const PING_AFTER: Duration = Duration::from_secs(3);
 /// Shortest frame sent while the pace holds audio back (a provider that takes any size
 /// would otherwise get a message per sliver the clock allows).
 const PACED_FRAME: Duration = Duration::from_millis(20);
@@ -222,6 +226,9 @@ impl<P: Provider> Relay<P> {
         // When voiced audio first went out after the provider's last message.
         let mut unanswered_since: Option<Instant> = None;
         let mut finish_by: Option<tokio::time::Instant> = None;
+        // When the provider last sent anything (a pong included), and the unanswered ping.
+        let mut last_heard = Instant::now();
+        let mut ping_sent: Option<Instant> = None;
         let mut housekeeping = interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(MissedTickBehavior::Delay);
 
@@ -308,6 +315,10 @@ impl<P: Provider> Relay<P> {
                     return Ok(());
                 }
                 message = rx.next() => {
+                    if let Some(Ok(_)) = &message {
+                        last_heard = Instant::now();
+                        ping_sent = None;
+                    }
                     let text = match message {
                         Some(Ok(Message::Text(text))) => text,
                         Some(Ok(Message::Close(frame))) => {
@@ -345,6 +356,24 @@ impl<P: Provider> Relay<P> {
                         }));
                         send(&mut tx, close, limit).await;
                         return Err(Failure::Gone);
+                    }
+                    if finish_by.is_none() {
+                        match ping_sent {
+                            Some(at) if at.elapsed() > self.settings.stall_timeout => {
+                                self.count_error("stall");
+                                return Err(Failure::Transient(format!(
+                                    "no answer to a ping for {:.1} s",
+                                    at.elapsed().as_secs_f64()
+                                )));
+                            }
+                            None if last_heard.elapsed() >= PING_AFTER => {
+                                ping_sent = Some(Instant::now());
+                                if !send(&mut tx, Message::Ping(Default::default()), limit).await {
+                                    return self.lost("the connection broke while sending a ping");
+                                }
+                            }
+                            _ => {}
+                        }
                     }
                     if let Some(since) = unanswered_since
                         && since.elapsed() > self.settings.stall_timeout

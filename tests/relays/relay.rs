@@ -922,3 +922,51 @@ async fn audio_sent_during_a_slow_first_handshake_is_kept() {
     });
     futures_util::future::join_all(runs).await;
 }
+
+/// A provider connection that goes half-open (the peer stops reading and answering, the
+/// socket stays up) is found out by an unanswered ping within a bounded time even while no
+/// voice flows to show it, and replaced before the caller speaks again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_open_provider_connection_is_found_out_during_silence() {
+    let runs = [Provider::Deepgram, Provider::AssemblyAi].map(|provider| async move {
+        let m = mock(provider).await;
+        let config = backend_config(&m, provider, "");
+        let server = server(&[("net", config)], &["net"], false, |p, _| {
+            p.channels = vec![hark::protocol::Channel::Customer];
+        })
+        .await;
+        m.script(vec![Fault::DeafAfter(2.0)]);
+        let rate = 16_000;
+        let mut first = words::sentence("hello alpha bravo", rate);
+        // PING_AFTER (3 s) + stall_timeout (2.5 s) after the last answer, with room to spare.
+        first.extend(words::silence(rate, 10_000));
+        let mut second = words::sentence("charlie delta", rate);
+        second.extend(words::silence(rate, 1_000));
+        let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), rate, 1)
+            .await
+            .expect("call opens");
+        assert!(call.play(&[&first], rate, 20, true).await);
+        let what = format!("{provider:?}");
+        assert_eq!(
+            m.connections().len(),
+            2,
+            "{what}: the half-open connection was not replaced during the silence"
+        );
+        assert!(call.play(&[&second], rate, 20, true).await);
+        let came = call
+            .wait_for(
+                Duration::from_secs(5),
+                is_final_with(Channel::Customer, "delta"),
+            )
+            .await;
+        let got = call.hang_up().await;
+        assert!(came && got.error().is_none(), "{what}: {got:?}");
+        assert_eq!(
+            final_words(&got, Channel::Customer),
+            spoken(&["hello alpha bravo", "charlie delta"]),
+            "{what}"
+        );
+        server.shutdown().await.unwrap();
+    });
+    futures_util::future::join_all(runs).await;
+}
