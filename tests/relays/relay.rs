@@ -970,3 +970,57 @@ async fn a_half_open_provider_connection_is_found_out_during_silence() {
     });
     futures_util::future::join_all(runs).await;
 }
+
+/// Errors that will not heal — a bad key, a forbidden request, a close that says the
+/// request or the audio is wrong — move the channel to the next backend at once: one
+/// connection to the failing provider, no reconnect, no word lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_that_will_not_heal_move_to_the_next_backend_without_retries() {
+    let cases: Vec<(Provider, Fault)> = vec![
+        (Provider::Deepgram, Fault::Refuse(401)),
+        (Provider::Deepgram, Fault::Refuse(403)),
+        (
+            Provider::Deepgram,
+            Fault::CloseAfter(2.3, 1008, "DATA-0000"),
+        ),
+        (
+            Provider::AssemblyAi,
+            Fault::CloseAfter(2.3, 1008, "Unauthorized"),
+        ),
+        (
+            Provider::AssemblyAi,
+            Fault::CloseAfter(2.3, 3006, "Invalid Message"),
+        ),
+    ];
+    let runs = cases.into_iter().map(|(provider, fault)| async move {
+        let other = match provider {
+            Provider::Deepgram => Provider::AssemblyAi,
+            Provider::AssemblyAi => Provider::Deepgram,
+        };
+        let (failing, fallback) = (mock(provider).await, mock(other).await);
+        let net = [
+            ("first", backend_config(&failing, provider, "")),
+            ("second", backend_config(&fallback, other, "")),
+        ];
+        let server = server(&net, &["first", "second"], false, |p, _| {
+            p.channels = vec![hark::protocol::Channel::Customer];
+        })
+        .await;
+        failing.script(vec![fault.clone()]);
+        let said = &["hello alpha bravo", "charlie delta echo foxtrot", "golf"];
+        let got = play_call(
+            &server.ws_url("/api/custom-transcriber/p"),
+            16_000,
+            said,
+            &[],
+        )
+        .await;
+        let what = format!("{provider:?} {fault:?}");
+        assert!(got.error().is_none(), "{what}: {:?}", got.error());
+        assert_eq!(final_words(&got, Channel::Customer), spoken(said), "{what}");
+        assert_eq!(failing.connections().len(), 1, "{what}: retried");
+        assert_eq!(fallback.connections().len(), 1, "{what}");
+        server.shutdown().await.unwrap();
+    });
+    futures_util::future::join_all(runs).await;
+}
