@@ -119,6 +119,11 @@ struct Args {
 enum Mode {
     Steady,
     Failover,
+    /// Every provider connection of every call may misbehave at random (drops, error
+    /// closes, stalls, half-open connections, slow answers, slow or refused upgrades; a
+    /// Deepgram connection may also be refused for good, 429, so the channel fails over to
+    /// AssemblyAI). Measures that no call fails and no word is lost or doubled.
+    Chaos,
     /// Calibration: no hark in the path. Each call's two channels connect straight to the
     /// Deepgram mock, as hark's relay does (mono 20 ms frames, the same query), so the
     /// overhead measured is the tool's and the loopback's own share. (hark idles meanwhile.)
@@ -1206,6 +1211,36 @@ fn analyse(
 
 // ---------------------------------------------------------------------------------------------
 
+/// Chaos mode: the faults of one call's connections to one provider, in the order they
+/// connect (both channels draw from the list). Times are seconds of audio on a connection.
+fn chaos_script(rng: &mut fastrand::Rng, deepgram: bool) -> Vec<Fault> {
+    let n = rng.usize(2..=6);
+    (0..n)
+        .map(|_| {
+            let at = 2.0 + rng.f64() * 40.0;
+            match rng.u8(0..if deepgram { 9 } else { 8 }) {
+                0 => Fault::DropAfter(at),
+                1 => Fault::CloseAfter(
+                    at,
+                    if deepgram { 1011 } else { 3005 },
+                    if deepgram {
+                        "NET-0000"
+                    } else {
+                        "Internal server error"
+                    },
+                ),
+                2 => Fault::StallAfter(at),
+                3 => Fault::DeafAfter(at),
+                4 => Fault::Slow(Duration::from_millis(rng.u64(100..=800))),
+                5 => Fault::SlowUpgrade(Duration::from_millis(rng.u64(200..=1500))),
+                6 => Fault::Refuse(503),
+                7 => Fault::Refuse(502),
+                _ => Fault::Refuse(429),
+            }
+        })
+        .collect()
+}
+
 /// Restricts the calling thread (and threads and children it starts later) to one CPU.
 fn pin_to(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it.
@@ -1275,6 +1310,17 @@ fn main() {
         .map(|i| Arc::new(Plan::new(i, &args)))
         .collect();
     let mut faults_scripted = 0;
+    let mut chaos_faults = 0;
+    if args.mode == Mode::Chaos {
+        let mut rng = fastrand::Rng::with_seed(args.seed ^ 0xc4a05);
+        for p in &plans {
+            let (dg_faults, aai_faults) =
+                (chaos_script(&mut rng, true), chaos_script(&mut rng, false));
+            chaos_faults += dg_faults.len() + aai_faults.len();
+            dg.script_for("keyterm", &p.tag, dg_faults);
+            aai.script_for("keyterms_prompt", &format!("[\"{}\"]", p.tag), aai_faults);
+        }
+    }
     for p in &plans {
         if let Some((kind, at)) = p.fault {
             // The call's two connections (one per channel) drop at the same audio second.
@@ -1457,6 +1503,7 @@ fn main() {
     let mode = match args.mode {
         Mode::Steady => "steady",
         Mode::Failover => "failover",
+        Mode::Chaos => "chaos (every provider connection may misbehave at random)",
         Mode::Direct => {
             "direct (calibration: the calls bypass hark, which idles; hark's rows say nothing)"
         }
@@ -1481,6 +1528,30 @@ fn main() {
         },
         status.map_or("killed".into(), |s| s.to_string())
     );
+    if args.mode == Mode::Chaos {
+        let fired = |b: Backend| {
+            conns
+                .iter()
+                .filter(|(x, _)| *x == b)
+                .flat_map(|(_, l)| l.iter())
+                .filter(|c| c.fault_at.is_some() || c.refused.is_some())
+                .count()
+        };
+        let opened = |b: Backend| {
+            conns
+                .iter()
+                .filter(|(x, _)| *x == b)
+                .map(|(_, l)| l.len())
+                .sum::<usize>()
+        };
+        println!(
+            "| faults | {chaos_faults} scripted at random (drops, error closes, stalls, half-open, slow answers, slow upgrades, refusals 502/503, dg 429); fired on {} of {} dg and {} of {} aai connections |",
+            fired(Backend::Dg),
+            opened(Backend::Dg),
+            fired(Backend::Aai),
+            opened(Backend::Aai)
+        );
+    }
     if args.mode == Mode::Failover {
         println!(
             "| faults | both channels' dg connections drop {:.1} s into a {}-word sentence both sides speak (after ≥ {:.0} s of the call) |",

@@ -100,7 +100,7 @@ pub enum Fault {
     /// half-open connection: the peer is gone but the socket stays up), held so for a while.
     DeafAfter(f64),
     /// The upgrade is answered only after this long (a provider slow to accept); the
-    /// client's audio waits meanwhile. From [`MockProvider::script`] only.
+    /// client's audio waits meanwhile.
     SlowUpgrade(Duration),
 }
 
@@ -471,8 +471,13 @@ fn refusal(options: &MockOptions, fault: Option<&Fault>, hs: &Handshake) -> Opti
 }
 
 async fn serve(shared: Arc<Shared>, id: usize, tcp: TcpStream, mut fault: Option<Fault>) {
-    if let Some(Fault::SlowUpgrade(delay)) = fault {
-        tokio::time::sleep(delay).await;
+    // A keyed script is known only from the request's query: peek at the request line.
+    let next_keyed = match peek_query(&tcp).await {
+        Some(query) => next_keyed_fault(&shared, &query),
+        None => None,
+    };
+    if let Some(Fault::SlowUpgrade(delay)) = next_keyed.as_ref().or(fault.as_ref()) {
+        tokio::time::sleep(*delay).await;
     }
     let options = shared.options.clone();
     let mut hs = Handshake::default();
@@ -517,6 +522,28 @@ async fn serve(shared: Arc<Shared>, id: usize, tcp: TcpStream, mut fault: Option
         Err(_) => link.violation("no websocket handshake within 10 s"),
     }
     mark_closed(&shared, id);
+}
+
+/// The query of the upgrade request waiting on `tcp`, read without taking it (the request
+/// line is in the first packet a client sends; a second is not waited for).
+async fn peek_query(tcp: &TcpStream) -> Option<Query> {
+    let mut buf = [0u8; 4096];
+    let n = timeout(Duration::from_secs(1), tcp.peek(&mut buf))
+        .await
+        .ok()?
+        .ok()?;
+    let head = std::str::from_utf8(&buf[..n]).ok()?;
+    let target = head.lines().next()?.split(' ').nth(1)?;
+    Some(Query::parse(target.split_once('?').map_or("", |(_, q)| q)))
+}
+
+/// The fault a keyed script holds next for a connection with `query`, without taking it.
+fn next_keyed_fault(shared: &Shared, query: &Query) -> Option<Fault> {
+    let keyed = lock(&shared.keyed);
+    let (_, _, faults) = keyed
+        .iter()
+        .find(|(name, value, _)| query.0.iter().any(|(n, v)| n == name && v == value))?;
+    faults.front().cloned()
 }
 
 /// The fault of a connection that a keyed script matches: `Some(fault or none)` when a
