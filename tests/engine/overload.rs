@@ -99,15 +99,31 @@ async fn admitted(url: &str) -> Result<Call, String> {
     })
 }
 
-/// Plays one dev clip on the customer channel and returns its finals.
+/// Plays the shortest dev clip on the customer channel in real time and returns its finals.
 async fn one_real_call(mut call: Call) -> Vec<String> {
-    let clip = &clips()[0];
+    let all = clips();
+    let clip = all
+        .iter()
+        .min_by_key(|c| c.samples.len() * 16_000 / c.rate as usize)
+        .expect("dev clips");
     let audio = hark_testkit::resample(&clip.samples, clip.rate, 16_000);
     let silence = vec![0i16; audio.len()];
     call.text(&hark_testkit::start_frame(16_000, 2)).await;
-    call.play(&[&audio, &silence], 16_000, 20, false).await;
+    call.play(&[&audio, &silence], 16_000, 20, true).await;
     call.silence(2, 16_000, 1.5).await;
-    call.hang_up().await.finals("customer")
+    // Other tests may load the machine: wait for the final rather than for a set time.
+    call.wait_for(Duration::from_secs(30), |m| {
+        matches!(m, hark_bench::protocol::ServerMessage::TranscriberResponse { channel, transcript_type, .. }
+            if channel.as_str() == "customer" && *transcript_type == hark_bench::protocol::TranscriptType::Final)
+    })
+    .await;
+    let got = call.hang_up().await;
+    assert!(
+        got.error().is_none(),
+        "the real call failed: {:?}",
+        got.error()
+    );
+    got.finals("customer")
 }
 
 /// Room booked at the upgrade goes back the moment a call ends without starting, and after a
@@ -145,7 +161,12 @@ async fn broken_or_silent_handshakes_do_not_keep_a_real_call_out() {
             ended += 1;
         }
     }
-    assert!(ended > 0, "no broken handshake was admitted at all");
+    // An idle server admits a burst up to its measured capacity (BENCHMARKS.md, "Overload"):
+    // 20 two-channel calls at once are well within it.
+    assert_eq!(
+        ended, BURST,
+        "an idle server refused part of a burst of {BURST}"
+    );
     // A moment later, a real call: admitted at once, and transcribed.
     let call = admitted(&url)
         .await
