@@ -135,7 +135,16 @@ async fn broken_or_silent_handshakes_do_not_keep_a_real_call_out() {
     let mut config = test_config();
     config.max_sessions = 64;
     config.max_pending_starts = 64;
-    let server = TestServer::start(config, moonshine_registry()).await;
+    // The other tests share this binary's engine and may load it: this one needs an idle
+    // server, so an engine of its own, and a lag limit the others' load cannot reach.
+    config.max_lag_ms = 60_000;
+    let engine = hark::backend::moonshine::Moonshine::spawn(&config.moonshine, false);
+    engine
+        .wait_ready(Duration::from_secs(600))
+        .expect("embedded recognizer loads");
+    let mut registry = hark::backend::Registry::default();
+    registry.insert("moonshine", engine);
+    let server = TestServer::start(config, registry).await;
     let url = server.ws_url("/api/custom-transcriber");
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while hark_testkit::http_get_opt(server.addr, "/readyz").await != Some(200) {
