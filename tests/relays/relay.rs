@@ -140,6 +140,30 @@ async fn play_call_waiting(
     call.hang_up().await
 }
 
+/// Plays `audio` as a one-channel call to profile `p` in real time, waits (bounded) for the
+/// final holding `last`, and hangs up: whether it came, and everything received.
+async fn play_mono(
+    server: &TestServer,
+    audio: &[i16],
+    rate: u32,
+    last: &'static str,
+) -> (bool, Received) {
+    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), rate, 1)
+        .await
+        .expect("call opens");
+    assert!(
+        call.play(&[audio], rate, 20, true).await,
+        "server took the audio"
+    );
+    let came = call
+        .wait_for(
+            Duration::from_secs(5),
+            is_final_with(Channel::Customer, last),
+        )
+        .await;
+    (came, call.hang_up().await)
+}
+
 async fn play_call(url: &str, rate: u32, customer: &[&str], assistant: &[&str]) -> Received {
     play_call_waiting(
         url,
@@ -794,20 +818,7 @@ async fn after_a_reconnect_the_channel_catches_up_over_pauses_without_losing_a_w
         ];
         let rate = 16_000;
         let a = script(customer, rate, 3_000);
-        let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), rate, 1)
-            .await
-            .expect("call opens");
-        assert!(
-            call.play(&[&a], rate, 20, true).await,
-            "server took the audio"
-        );
-        let came = call
-            .wait_for(
-                Duration::from_secs(5),
-                is_final_with(Channel::Customer, "lima"),
-            )
-            .await;
-        let got = call.hang_up().await;
+        let (came, got) = play_mono(&server, &a, rate, "lima").await;
         let what = format!("{provider:?}");
         assert!(came, "{what}: no last final: {got:?}");
         assert!(got.error().is_none(), "{what}: {:?}", got.error());
@@ -875,20 +886,7 @@ async fn routine_closes_of_a_long_call_do_not_use_up_the_reconnect_budget() {
     audio.extend(words::silence(rate, 31_000));
     audio.extend(words::sentence("charlie delta", rate));
     audio.extend(words::silence(rate, 1_000));
-    let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), rate, 1)
-        .await
-        .expect("call opens");
-    assert!(
-        call.play(&[&audio], rate, 20, true).await,
-        "server took the audio"
-    );
-    let came = call
-        .wait_for(
-            Duration::from_secs(5),
-            is_final_with(Channel::Customer, "delta"),
-        )
-        .await;
-    let got = call.hang_up().await;
+    let (came, got) = play_mono(&server, &audio, rate, "delta").await;
     assert!(came && got.error().is_none(), "{got:?}");
     assert_eq!(
         final_words(&got, Channel::Customer),
