@@ -120,7 +120,8 @@ enum Mode {
     Steady,
     Failover,
     /// Every provider connection of every call may misbehave at random (drops, error
-    /// closes, stalls, half-open connections, slow answers, slow or refused upgrades; a
+    /// closes, stalls, half-open connections, slow answers, slow or refused upgrades,
+    /// messages that are not the provider's; a
     /// Deepgram connection may also be refused for good, 429, so the channel fails over to
     /// AssemblyAI). Measures that no call fails and no word is lost or doubled.
     Chaos,
@@ -1218,7 +1219,7 @@ fn chaos_script(rng: &mut fastrand::Rng, deepgram: bool) -> Vec<Fault> {
     (0..n)
         .map(|_| {
             let at = 2.0 + rng.f64() * 40.0;
-            match rng.u8(0..if deepgram { 9 } else { 8 }) {
+            match rng.u8(0..if deepgram { 10 } else { 9 }) {
                 0 => Fault::DropAfter(at),
                 1 => Fault::CloseAfter(
                     at,
@@ -1235,6 +1236,7 @@ fn chaos_script(rng: &mut fastrand::Rng, deepgram: bool) -> Vec<Fault> {
                 5 => Fault::SlowUpgrade(Duration::from_millis(rng.u64(200..=1500))),
                 6 => Fault::Refuse(503),
                 7 => Fault::Refuse(502),
+                8 => Fault::GarbageAfter(at),
                 _ => Fault::Refuse(429),
             }
         })
@@ -1545,7 +1547,7 @@ fn main() {
                 .sum::<usize>()
         };
         println!(
-            "| faults | {chaos_faults} scripted at random (drops, error closes, stalls, half-open, slow answers, slow upgrades, refusals 502/503, dg 429); fired on {} of {} dg and {} of {} aai connections |",
+            "| faults | {chaos_faults} scripted at random (drops, error closes, stalls, half-open, slow answers, slow upgrades, refusals 502/503, garbage messages, dg 429); fired on {} of {} dg and {} of {} aai connections |",
             fired(Backend::Dg),
             opened(Backend::Dg),
             fired(Backend::Aai),

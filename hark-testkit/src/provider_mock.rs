@@ -99,6 +99,9 @@ pub enum Fault {
     /// After this many seconds of audio, stop reading the connection and answering on it (a
     /// half-open connection: the peer is gone but the socket stays up), held so for a while.
     DeafAfter(f64),
+    /// After this many seconds of audio, send messages that are not the provider's (not JSON,
+    /// JSON of no known type, a result with fields of the wrong type), then go on normally.
+    GarbageAfter(f64),
     /// The upgrade is answered only after this long (a provider slow to accept); the
     /// client's audio waits meanwhile.
     SlowUpgrade(Duration),
@@ -800,6 +803,18 @@ async fn run(
                                 fired();
                                 fault = None;
                                 link.stall();
+                            }
+                            Some(Fault::GarbageAfter(t)) if reached(t) => {
+                                fired();
+                                fault = None;
+                                for junk in [
+                                    "\u{0}not json{",
+                                    r#"{"type":"Surprise","data":[1,2,3]}"#,
+                                    r#"{"type":"Results","channel":{"alternatives":"no"},"is_final":"yes","start":"x"}"#,
+                                    r#"{"type":"Turn","transcript":7,"end_of_turn":"maybe","words":{}}"#,
+                                ] {
+                                    link.queue(Out::Text(junk.into(), Vec::new()));
+                                }
                             }
                             Some(Fault::DeafAfter(t)) if reached(t) => {
                                 fired();
