@@ -836,18 +836,25 @@ fn fmt_secs(s: f64) -> String {
 
 /// p50, p95, p99 and max, nearest rank (hark-bench's [`Stats`]).
 fn summary(values: &[f64]) -> String {
+    stats_text(values, true)
+}
+
+/// p50 / p95 / max, or with `p99` every figure named.
+fn stats_text(values: &[f64], p99: bool) -> String {
     if values.is_empty() {
         return "—".into();
     }
     let s = Stats::of(values.to_vec());
-    format!(
-        "p50 {}, p95 {}, p99 {}, max {} (n = {})",
-        fmt_secs(s.p50),
-        fmt_secs(s.p95),
-        fmt_secs(s.p99),
-        fmt_secs(s.max),
-        s.count
-    )
+    let (p50, p95, max) = (fmt_secs(s.p50), fmt_secs(s.p95), fmt_secs(s.max));
+    if p99 {
+        format!(
+            "p50 {p50}, p95 {p95}, p99 {}, max {max} (n = {})",
+            fmt_secs(s.p99),
+            s.count
+        )
+    } else {
+        format!("{p50} / {p95} / {max} (n = {})", s.count)
+    }
 }
 
 /// For each received word, the index of the spoken word it is aligned with (longest common
@@ -1830,15 +1837,5 @@ fn main() {
 
 /// p50 / p95 / max.
 fn summary3(values: &[f64]) -> String {
-    if values.is_empty() {
-        return "—".into();
-    }
-    let s = Stats::of(values.to_vec());
-    format!(
-        "{} / {} / {} (n = {})",
-        fmt_secs(s.p50),
-        fmt_secs(s.p95),
-        fmt_secs(s.max),
-        s.count
-    )
+    stats_text(values, false)
 }

@@ -159,6 +159,9 @@ pub struct Connection {
     pub sent: Vec<(std::time::Instant, String)>,
 }
 
+/// A keyed script: the query parameter (name, value) it matches and its faults.
+type Keyed = (String, String, VecDeque<Fault>);
+
 /// State shared by the mock's handle, its accept loop and its connections.
 struct Shared {
     options: MockOptions,
@@ -168,7 +171,7 @@ struct Shared {
     idle: Mutex<Duration>,
     /// Scripts for connections whose query carries (name, value): see
     /// [`MockProvider::script_for`].
-    keyed: Mutex<Vec<(String, String, VecDeque<Fault>)>>,
+    keyed: Mutex<Vec<Keyed>>,
     record_sent: AtomicBool,
 }
 
@@ -542,21 +545,23 @@ async fn peek_query(tcp: &TcpStream) -> Option<Query> {
 
 /// The fault a keyed script holds next for a connection with `query`, without taking it.
 fn next_keyed_fault(shared: &Shared, query: &Query) -> Option<Fault> {
-    let keyed = lock(&shared.keyed);
-    let (_, _, faults) = keyed
-        .iter()
-        .find(|(name, value, _)| query.0.iter().any(|(n, v)| n == name && v == value))?;
-    faults.front().cloned()
+    keyed_script(&mut lock(&shared.keyed), query)?
+        .front()
+        .cloned()
+}
+
+/// The keyed script a connection with `query` takes its faults from, if any.
+fn keyed_script<'a>(keyed: &'a mut [Keyed], query: &Query) -> Option<&'a mut VecDeque<Fault>> {
+    keyed
+        .iter_mut()
+        .find(|(name, value, _)| query.0.iter().any(|(n, v)| n == name && v == value))
+        .map(|(_, _, faults)| faults)
 }
 
 /// The fault of a connection that a keyed script matches: `Some(fault or none)` when a
 /// script for one of its query pairs exists, `None` when none does.
 fn keyed_fault(shared: &Shared, query: &Query) -> Option<Option<Fault>> {
-    let mut keyed = lock(&shared.keyed);
-    let (_, _, faults) = keyed
-        .iter_mut()
-        .find(|(name, value, _)| query.0.iter().any(|(n, v)| n == name && v == value))?;
-    Some(faults.pop_front())
+    Some(keyed_script(&mut lock(&shared.keyed), query)?.pop_front())
 }
 
 fn mark_closed(shared: &Shared, id: usize) {

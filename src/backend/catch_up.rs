@@ -5,8 +5,13 @@
 //! time (AssemblyAI) or 1.25× (Deepgram), so a channel that sent everything would stay as late
 //! as its replay for the rest of the call (BENCHMARKS.md, "Relayed calls"). While a
 //! connection is behind, the relay therefore leaves out the long part of each pause: it
-//! keeps enough of every pause for the provider to end its turn there, and the stretch just
-//! before the next voice (so a quiet onset is not cut), and drops the rest. Voiced audio is
+//! keeps the start of every pause and the stretch just before the next voice (so a quiet
+//! onset is not cut), drops the rest, and ends the provider's turn there with the
+//! provider's own message (Deepgram `Finalize`, AssemblyAI `ForceEndpoint`), as the open
+//! clients do when their voice detector says the speaker stopped, rather than make the
+//! connection hear the provider's endpoint silence in full. Only pauses longer than about
+//! 370 ms are touched (the kept part, a block and the lead-in must be silent): the
+//! providers' own defaults end a turn at 300–400 ms. Voiced audio is
 //! never dropped, so no word is lost; the provider's clock then runs behind the channel's,
 //! and [`CatchUp::ring_position`] maps the provider's positions back, so what the provider
 //! settles is exactly the audio it heard or that was dropped as silence.
@@ -25,34 +30,11 @@ const BLOCK: Duration = Duration::from_millis(20);
 /// the live edge only what has arrived can be looked at, but never less than this.
 const LEAD_IN: Duration = Duration::from_millis(200);
 const MIN_LOOKAHEAD: Duration = Duration::from_millis(60);
+/// Silence kept at the start of every pause, so words are not glued.
+const KEEP: Duration = Duration::from_millis(150);
 /// A block whose RMS is above this (about −44 dBFS) may hold voice; phone-line noise sits
 /// well below.
 pub const VOICED_RMS: f64 = 200.0;
-
-/// How much of a pause a provider must hear while catching up, and when the relay ends
-/// the provider's turn itself.
-#[derive(Debug, Clone, Copy)]
-pub struct Pauses {
-    /// Silence kept of every pause, so words are not glued.
-    pub keep: Duration,
-    /// Once a pause (kept and left out) is this long, the relay ends the provider's turn
-    /// with the provider's own message, as the open clients do when their voice detector
-    /// says the speaker stopped.
-    pub ends_turn: Option<Duration>,
-}
-
-impl Pauses {
-    /// For a provider whose turn the client may end (Deepgram `Finalize`, AssemblyAI
-    /// `ForceEndpoint`): a pause the connection is behind on is cut to 150 ms and the
-    /// lead-in, and ends the turn at once rather than after the provider's own endpoint
-    /// silence, which the connection would otherwise have to hear in full. Only pauses
-    /// longer than about 370 ms are touched (the kept part, then a block and the lead-in
-    /// must be silent): the providers' own defaults end a turn at 300–400 ms.
-    pub const ENDED_BY_CLIENT: Pauses = Pauses {
-        keep: Duration::from_millis(150),
-        ends_turn: Some(Duration::from_millis(150)),
-    };
-}
 
 /// One connection's catching up: what it left out, and where.
 pub struct CatchUp {
@@ -61,12 +43,9 @@ pub struct CatchUp {
     lead_in: usize,
     min_lookahead: usize,
     keep: u64,
-    ends_turn: Option<u64>,
-    /// Silence since the last voiced block: sent and left out.
-    pause: u64,
-    /// Of that, what was sent.
+    /// Silence sent since the last voiced frame.
     pause_sent: u64,
-    /// The turn-ending message went out in this pause.
+    /// This pause has had its turn ended (or had no turn to end).
     ended_turn: bool,
     /// Samples left out before the oldest entry of `skips` that may still be asked about.
     settled_offset: u64,
@@ -79,28 +58,26 @@ pub struct CatchUp {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Skipped {
     pub samples: u64,
-    /// Send the provider's turn-ending message now.
+    /// The first silence left out of this pause: end the provider's turn now.
     pub end_turn: bool,
 }
 
 impl CatchUp {
-    pub fn new(rate: u32, pauses: Pauses) -> Self {
+    pub fn new(rate: u32) -> Self {
         let samples = |d: Duration| (d.as_secs_f64() * f64::from(rate)).round() as usize;
         let block = samples(BLOCK).max(1);
         let lead_in = samples(LEAD_IN);
-        let keep = samples(pauses.keep) as u64;
+        let keep = samples(KEEP) as u64;
         Self {
             behind: samples(BEHIND),
             block,
             lead_in,
             min_lookahead: samples(MIN_LOOKAHEAD),
             keep,
-            ends_turn: pauses.ends_turn.map(|d| samples(d) as u64),
             // A connection starts with no turn to end: silence at the front of its replay
             // is left out down to the lead-in before the first voice.
-            pause: keep,
             pause_sent: keep,
-            ended_turn: false,
+            ended_turn: true,
             settled_offset: 0,
             skips: Vec::new(),
             scratch: vec![0; block + lead_in],
@@ -112,15 +89,13 @@ impl CatchUp {
         available > self.behind
     }
 
-    /// Counts a frame that went out.
-    pub fn sent(&mut self, frame: &[i16]) {
-        if rms(frame) > VOICED_RMS {
-            self.pause = 0;
+    /// Counts a frame of `len` samples that went out, voiced (RMS above [`VOICED_RMS`]) or not.
+    pub fn sent(&mut self, len: usize, voiced: bool) {
+        if voiced {
             self.pause_sent = 0;
             self.ended_turn = false;
         } else {
-            self.pause += frame.len() as u64;
-            self.pause_sent += frame.len() as u64;
+            self.pause_sent += len as u64;
         }
     }
 
@@ -146,14 +121,10 @@ impl CatchUp {
                 break;
             }
             out.samples += n;
-            self.pause += n;
-            if let Some(limit) = self.ends_turn
-                && !self.ended_turn
-                && self.pause >= limit
-            {
-                self.ended_turn = true;
-                out.end_turn = true;
-            }
+        }
+        if out.samples > 0 && !self.ended_turn {
+            self.ended_turn = true;
+            out.end_turn = true;
         }
         if out.samples > 0 {
             match self.skips.last_mut() {
@@ -195,13 +166,7 @@ mod tests {
     const RATE: u32 = 1000;
 
     fn catch_up() -> CatchUp {
-        CatchUp::new(
-            RATE,
-            Pauses {
-                keep: Duration::from_millis(100),
-                ends_turn: Some(Duration::from_millis(500)),
-            },
-        )
+        CatchUp::new(RATE)
     }
 
     #[test]
@@ -221,7 +186,7 @@ mod tests {
             let s = c.skip(&mut source, sent);
             ended += usize::from(s.end_turn);
             let n = source.pop(&mut buf);
-            c.sent(&buf[..n]);
+            c.sent(n, rms(&buf[..n]) > VOICED_RMS);
             heard.extend_from_slice(&buf[..n]);
             sent += n as u64;
         }
@@ -233,7 +198,7 @@ mod tests {
             (300..=400).contains(&silence),
             "{silence} ms of silence sent"
         );
-        assert_eq!(ended, 1, "the pause was longer than a turn's end");
+        assert_eq!(ended, 1, "the pause cut ends the turn, once");
         // Where the second word starts for the provider, and for the channel.
         let second = heard.iter().skip(200).position(|s| *s != 0).unwrap() as u64 + 200;
         assert_eq!(c.ring_position(second), 1200);
@@ -258,8 +223,8 @@ mod tests {
         assert_eq!(source.available(), 610);
         // A pause not yet kept long enough is not cut.
         let mut c = catch_up();
-        c.sent(&[900; 10]);
-        c.sent(&[0; 50]);
+        c.sent(10, true);
+        c.sent(50, false);
         assert_eq!(c.skip(&mut source, 0).samples, 0);
     }
 

@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::{self, Message};
 
-use super::catch_up::Pauses;
 use super::relay::{self, Heard, Pacing, Provider, RelaySettings};
 use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink};
 use crate::audio::AudioSource;
@@ -173,10 +172,6 @@ impl Provider for Stream {
             min_frame: Duration::ZERO,
             max_frame: Duration::from_millis(250),
         }
-    }
-
-    fn pauses(&self) -> Pauses {
-        Pauses::ENDED_BY_CLIENT
     }
 
     fn end_turn(&self) -> Option<Message> {

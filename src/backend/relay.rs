@@ -20,7 +20,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::{debug, warn};
 
-use super::catch_up::{CatchUp, Pauses, VOICED_RMS, rms};
+use super::catch_up::{CatchUp, VOICED_RMS, rms};
 use crate::audio::AudioSource;
 use crate::backend::{ApiKey, BackendError, EventSink, query_value};
 use crate::metrics as m;
@@ -57,8 +57,6 @@ pub enum Heard {
 /// A provider's side of one connection.
 pub trait Provider: Send + 'static {
     fn pacing(&self) -> Pacing;
-    /// How much of a pause the provider must hear to end a turn, for catching up.
-    fn pauses(&self) -> Pauses;
     /// Ends the open turn now (the provider's force-endpoint message), for a pause the
     /// relay left out while catching up.
     fn end_turn(&self) -> Option<Message> {
@@ -132,7 +130,7 @@ pub fn spawn<P: Provider>(
     events: EventSink,
 ) {
     tokio::spawn(async move {
-        let catch_up = CatchUp::new(audio.sample_rate(), provider.pauses());
+        let catch_up = CatchUp::new(audio.sample_rate());
         let mut relay = Relay {
             backend,
             provider,
@@ -272,8 +270,9 @@ impl<P: Provider> Relay<P> {
                         let n = self.audio.pop(&mut buf[..n]);
                         let mut frame = buf[..n].to_vec();
                         frame.resize(padded.max(n), 0);
-                        self.catch_up.sent(&frame);
-                        if unanswered_since.is_none() && rms(&frame) > VOICED_RMS {
+                        let voiced = rms(&frame) > VOICED_RMS;
+                        self.catch_up.sent(frame.len(), voiced);
+                        if unanswered_since.is_none() && voiced {
                             unanswered_since = Some(Instant::now());
                         }
                         self.sent += frame.len() as u64;

@@ -65,6 +65,18 @@ async fn server(
     TestServer::start(config, registry).await
 }
 
+/// A server whose profile `p` relays only the customer channel, to a mock of `provider`
+/// configured as backend `name` with `extra` lines.
+async fn customer_relay(provider: Provider, name: &str, extra: &str) -> (MockProvider, TestServer) {
+    let m = mock(provider).await;
+    let config = backend_config(&m, provider, extra);
+    let server = server(&[(name, config)], &[name], false, |p, _| {
+        p.channels = vec![hark::protocol::Channel::Customer];
+    })
+    .await;
+    (m, server)
+}
+
 fn final_words(got: &Received, channel: Channel) -> Vec<String> {
     got.finals(channel.as_str())
         .iter()
@@ -389,12 +401,7 @@ async fn faults_mid_call_reconnect_with_no_word_lost_or_doubled() {
     let runs = cases
         .into_iter()
         .map(|(provider, fault, connections)| async move {
-            let m = mock(provider).await;
-            let config = backend_config(&m, provider, "stall_timeout_ms = 1500");
-            let server = server(&[("net", config)], &["net"], false, |p, _| {
-                p.channels = vec![hark::protocol::Channel::Customer];
-            })
-            .await;
+            let (m, server) = customer_relay(provider, "net", "stall_timeout_ms = 1500").await;
             // Only the customer channel is relayed, so the script applies to its connection.
             m.script(vec![fault.clone()]);
             let customer = &[
@@ -706,12 +713,7 @@ async fn wss_urls_go_through_tls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_longer_than_max_lag_is_heard_again_not_failed() {
     for provider in [Provider::Deepgram, Provider::AssemblyAi] {
-        let m = mock(provider).await;
-        let config = backend_config(&m, provider, "");
-        let server = server(&[("net", config)], &["net"], false, |p, _| {
-            p.channels = vec![hark::protocol::Channel::Customer];
-        })
-        .await;
+        let (m, server) = customer_relay(provider, "net", "").await;
         m.script(vec![Fault::DropAfter(4.6)]);
         let long = &[
             "hello alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike oscar papa",
@@ -800,14 +802,9 @@ async fn a_providers_codes_and_words_never_become_labels_or_raw_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_reconnect_the_channel_catches_up_over_pauses_without_losing_a_word() {
     let runs = [Provider::Deepgram, Provider::AssemblyAi].map(|provider| async move {
-        let m = mock(provider).await;
         // Metrics are process-wide: each provider's backend has a name of its own.
         let name = format!("{provider:?}").to_lowercase();
-        let config = backend_config(&m, provider, "");
-        let server = server(&[(&name, config)], &[&name], false, |p, _| {
-            p.channels = vec![hark::protocol::Channel::Customer];
-        })
-        .await;
+        let (m, server) = customer_relay(provider, &name, "").await;
         // Mid-sentence: the second sentence runs from about 4.1 s to 5.6 s.
         m.script(vec![Fault::DropAfter(4.6)]);
         let customer = &[
@@ -867,14 +864,7 @@ async fn after_a_reconnect_the_channel_catches_up_over_pauses_without_losing_a_w
 /// close starts the count again, even on a channel that gives no final between closes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routine_closes_of_a_long_call_do_not_use_up_the_reconnect_budget() {
-    let m = mock(Provider::AssemblyAi).await;
-    // One reconnect in a row allowed: the third connection would be one too many without
-    // the healthy stretches in between.
-    let config = backend_config(&m, Provider::AssemblyAi, "max_reconnects = 1");
-    let server = server(&[("aai", config)], &["aai"], false, |p, _| {
-        p.channels = vec![hark::protocol::Channel::Customer];
-    })
-    .await;
+    let (m, server) = customer_relay(Provider::AssemblyAi, "aai", "max_reconnects = 1").await;
     let expiry = Fault::CloseAfter(
         10.5,
         3008,
@@ -904,12 +894,7 @@ async fn routine_closes_of_a_long_call_do_not_use_up_the_reconnect_budget() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_half_open_provider_connection_is_found_out_during_silence() {
     let runs = [Provider::Deepgram, Provider::AssemblyAi].map(|provider| async move {
-        let m = mock(provider).await;
-        let config = backend_config(&m, provider, "");
-        let server = server(&[("net", config)], &["net"], false, |p, _| {
-            p.channels = vec![hark::protocol::Channel::Customer];
-        })
-        .await;
+        let (m, server) = customer_relay(provider, "net", "").await;
         m.script(vec![Fault::DeafAfter(2.0)]);
         let rate = 16_000;
         let mut first = words::sentence("hello alpha bravo", rate);

@@ -160,9 +160,7 @@ impl Pool {
     /// arriving together is not all admitted on the strength of a load they have not yet
     /// brought.
     pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
-        let mut booked = lock(&self.booked);
-        booked.retain(|(_, _, at)| at.elapsed() < BOOKING_HOLD);
-        let held = booked.iter().map(|(_, n, _)| n).sum();
+        let held = booked_channels(&mut lock(&self.booked));
         self.fits(held, channels, limit)
     }
 
@@ -170,9 +168,7 @@ impl Pool {
     /// booking is dropped (the call started its channels, or ended before it could).
     pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Option<Booking> {
         let mut booked = lock(&self.booked);
-        booked.retain(|(_, _, at)| at.elapsed() < BOOKING_HOLD);
-        let held = booked.iter().map(|(_, n, _)| n).sum();
-        if !self.fits(held, channels, limit) {
+        if !self.fits(booked_channels(&mut booked), channels, limit) {
             return None;
         }
         let id = self.next_booking.fetch_add(1, Ordering::Relaxed);
@@ -185,6 +181,7 @@ impl Pool {
         }))
     }
 
+    /// Whether `channels` more fit beside the live, starting and `booked` ones.
     fn fits(&self, booked: usize, channels: usize, limit: f64) -> bool {
         /// A channel's share of the decoders before it has history: what conversational
         /// calls take on 2 cores (26 held: BENCHMARKS.md, "Against the targets"), so an
@@ -301,6 +298,12 @@ pub fn spawn_decoder(
         .spawn(move || decode_loop(&pool, index, &transcriber))
         .map(|_| ())
         .map_err(|e| format!("cannot start decoder thread: {e}"))
+}
+
+/// Channels booked and still held: bookings older than `BOOKING_HOLD` are forgotten.
+fn booked_channels(booked: &mut Vec<(u64, usize, Instant)>) -> usize {
+    booked.retain(|(_, _, at)| at.elapsed() < BOOKING_HOLD);
+    booked.iter().map(|(_, n, _)| n).sum()
 }
 
 fn listen(pool: &Pool, jobs: &Receiver<Job>) {
