@@ -27,6 +27,10 @@ pub const MAX_REQUEST_BUFFER: usize = 16 * 1024;
 /// Header fields a request may carry (hyper's default is 100).
 const MAX_HEADERS: usize = 64;
 
+/// How long a connection open before the drain may still send a request: a probe's
+/// request follows its connect within milliseconds, so two seconds cover a loaded host.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
 /// Idle time before the kernel probes a silent peer, and between probes: a peer gone
 /// without a FIN is found in about a minute and a half.
 const KEEPALIVE_IDLE: Duration = Duration::from_secs(60);
@@ -113,8 +117,13 @@ async fn serve_http<S>(
             }
         }
         _ = async { shutdown.wait_for(|stop| *stop).await.map(|_| ()) }, if !draining => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+            // hyper closes an idle connection at once on graceful shutdown, unanswered even
+            // if a request is on its way (a probe that connected just before SIGTERM): let
+            // such a request come and get its 503 first.
+            if tokio::time::timeout(DRAIN_GRACE, conn.as_mut()).await.is_err() {
+                conn.as_mut().graceful_shutdown();
+                let _ = conn.await;
+            }
         }
     }
 }

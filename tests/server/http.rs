@@ -272,6 +272,41 @@ async fn at_capacity_upgrades_get_503_with_retry_after() {
     server.shutdown().await.unwrap();
 }
 
+/// A probe whose connection was accepted just before SIGTERM, its request still on the way,
+/// gets the draining answer (503) rather than a connection closed unanswered: a load balancer
+/// reads the first as "take me out", the second as a failure (CI caught the race).
+#[tokio::test]
+async fn a_request_on_its_way_as_the_drain_begins_is_answered() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut server = TestServer::start(recorder_config(), backends::registry()).await;
+    // A live call keeps the server draining rather than stopping at once.
+    let mut call = Call::open(&server.ws_url(PATH), 16000, 1)
+        .await
+        .expect("call opens");
+    call.play(&[&[0i16; 1600]], 16000, 20, false).await;
+
+    let mut probe = tokio::net::TcpStream::connect(server.addr)
+        .await
+        .expect("connect");
+    // Accepted and idle, as a probe is between its connect and its request.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.begin_shutdown();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let req = format!(
+        "GET /readyz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        server.addr
+    );
+    probe.write_all(req.as_bytes()).await.expect("request sent");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), probe.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 503"),
+        "the probe is answered not ready, not dropped: {answer:?}"
+    );
+    call.hang_up().await;
+}
+
 #[tokio::test]
 async fn shutdown_drains_live_calls_then_closes_them_going_away() {
     const DRAIN: Duration = Duration::from_millis(1500);
