@@ -1781,13 +1781,15 @@ fn main() {
         println!(
             "\nTime to final of the finals after a fault, by when they arrived (seconds after the fault): p50 / p95 / max (n)\n"
         );
-        let buckets: [(f64, f64); 9] = [
+        let buckets: [(f64, f64); 11] = [
             (0.0, 1.0),
             (1.0, 2.0),
             (2.0, 3.0),
             (3.0, 4.0),
-            (4.0, 5.0),
-            (5.0, 7.5),
+            (4.0, 4.5),
+            (4.5, 5.0),
+            (5.0, 6.0),
+            (6.0, 7.5),
             (7.5, 10.0),
             (10.0, 20.0),
             (20.0, f64::INFINITY),

@@ -14,6 +14,7 @@ use crate::backend::Options;
 use crate::backend::assemblyai::AssemblyAiConfig;
 use crate::backend::deepgram::DeepgramConfig;
 use crate::backend::moonshine::{self, MoonshineConfig};
+use crate::backend::riva::RivaConfig;
 use crate::protocol::Channel;
 
 /// Name of the profile served at `/api/custom-transcriber` (no profile in the path).
@@ -198,6 +199,7 @@ impl TlsConfig {
 pub enum BackendConfig {
     Deepgram(DeepgramConfig),
     Assemblyai(AssemblyAiConfig),
+    Riva(RivaConfig),
 }
 
 impl BackendConfig {
@@ -206,14 +208,16 @@ impl BackendConfig {
         match self {
             Self::Deepgram(c) => c.problems(),
             Self::Assemblyai(c) => c.problems(),
+            Self::Riva(c) => c.problems(),
         }
     }
 
-    /// The environment variable holding the backend's API key.
-    pub fn api_key_env(&self) -> &str {
+    /// The environment variable holding the backend's API key, if it takes one.
+    pub fn api_key_env(&self) -> Option<&str> {
         match self {
-            Self::Deepgram(c) => &c.api_key_env,
-            Self::Assemblyai(c) => &c.api_key_env,
+            Self::Deepgram(c) => Some(&c.api_key_env),
+            Self::Assemblyai(c) => Some(&c.api_key_env),
+            Self::Riva(c) => c.api_key_env.as_deref(),
         }
     }
 }
@@ -432,11 +436,19 @@ impl Config {
         }
         // A URL may carry a token in its user info or query.
         for backend in masked.backends.values_mut() {
-            let url = match backend {
-                BackendConfig::Deepgram(c) => &mut c.url,
-                BackendConfig::Assemblyai(c) => &mut c.url,
-            };
-            *url = crate::backend::masked_url(url);
+            match backend {
+                BackendConfig::Deepgram(c) => c.url = crate::backend::masked_url(&c.url),
+                BackendConfig::Assemblyai(c) => c.url = crate::backend::masked_url(&c.url),
+                BackendConfig::Riva(c) => {
+                    for url in c.url.iter_mut() {
+                        *url = crate::backend::masked_url(url);
+                    }
+                    // Metadata may carry a credential of the hosted API's own.
+                    for value in c.metadata.values_mut() {
+                        *value = MASK.into();
+                    }
+                }
+            }
         }
         let mut unset = Vec::new();
         unset_keys(&serde_json::to_value(&masked)?, "", &mut unset);
@@ -590,7 +602,7 @@ mod tests {
         assert!(
             matches!(c.backends["dg"], BackendConfig::Deepgram(ref d) if d.model == "nova-2-phonecall")
         );
-        assert_eq!(c.backends["aai"].api_key_env(), "AAI_KEY");
+        assert_eq!(c.backends["aai"].api_key_env(), Some("AAI_KEY"));
         let sales = c.profile("sales").unwrap();
         assert_eq!(
             sales.chain().collect::<Vec<_>>(),

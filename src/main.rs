@@ -148,7 +148,10 @@ fn check_config(args: ServeArgs) -> anyhow::Result<()> {
     print!("{}", config.to_masked_toml()?);
     // Keys live only in the environment: say whether each is there, never what it is.
     for (name, backend) in &config.backends {
-        let var = backend.api_key_env();
+        let Some(var) = backend.api_key_env() else {
+            println!("# backends.{name}: no API key (none configured)");
+            continue;
+        };
         let state = match std::env::var(var) {
             Ok(v) if !v.trim().is_empty() => "set",
             _ => "NOT SET",

@@ -36,6 +36,7 @@ pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
 pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
 pub const READY: &str = "hark_ready";
 pub const BACKEND_READY: &str = "hark_backend_ready";
+pub const BACKEND_COOLDOWNS: &str = "hark_backend_cooldowns_total";
 pub const SESSIONS_MAX: &str = "hark_sessions_max";
 
 /// What a metric is, as Prometheus types it.
@@ -149,7 +150,13 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         PROVIDER_ERRORS,
         Kind::Counter,
         &["backend", "code"],
-        "Errors from network recognizers, by backend and code, from a fixed set: connect, connect-timeout, http-400/401/402/403/404/408/429/500/502/503/504, http-4xx, http-5xx, http-other, close-1000..close-1015, close-3xxx, close-4xxx, close-other, error (a provider's error message), stall, connection-lost.",
+        "Errors from network recognizers, by backend and code, from a fixed set: connect, connect-timeout, http-400/401/402/403/404/408/429/500/502/503/504, http-4xx, http-5xx, http-other, close-1000..close-1015, close-3xxx, close-4xxx, close-other, error (a provider's error message), stall, connection-lost; riva: grpc-<status> (e.g. grpc-unavailable, grpc-resource-exhausted), ended (the server ended a stream unasked).",
+    ),
+    (
+        BACKEND_COOLDOWNS,
+        Kind::Counter,
+        &["backend"],
+        "Times a riva backend's server answered RESOURCE_EXHAUSTED, so that the backend took no new streams for its cooldown_ms (reported not ready meanwhile).",
     ),
     (
         READY,

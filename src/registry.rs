@@ -7,6 +7,7 @@ use anyhow::anyhow;
 use crate::backend::assemblyai::AssemblyAi;
 use crate::backend::deepgram::Deepgram;
 use crate::backend::moonshine::{self, Moonshine};
+use crate::backend::riva::Riva;
 use crate::backend::{ApiKey, Registry};
 use crate::config::{BackendConfig, Config};
 
@@ -18,9 +19,14 @@ pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
     let moonshine = Moonshine::spawn(&config.moonshine, config.wants_turn_model());
     registry.insert(moonshine::NAME, moonshine);
     for (name, backend) in &config.backends {
-        let key = ApiKey::from_env(backend.api_key_env())
+        let key = backend
+            .api_key_env()
+            .map(ApiKey::from_env)
+            .transpose()
             .map_err(|e| anyhow!("backend {name:?}: {e}"))?;
-        registry.insert(name.clone(), network(name, backend.clone(), key));
+        let backend =
+            network(name, backend.clone(), key).map_err(|e| anyhow!("backend {name:?}: {e}"))?;
+        registry.insert(name.clone(), backend);
     }
     Ok(registry)
 }
@@ -38,17 +44,23 @@ pub fn names(config: &Config) -> Vec<&str> {
 pub fn problems(config: &Config) -> Vec<String> {
     let mut out = config.problems(&names(config));
     for (name, backend) in &config.backends {
-        if let Err(e) = ApiKey::from_env(backend.api_key_env()) {
+        if let Some(Err(e)) = backend.api_key_env().map(ApiKey::from_env) {
             out.push(format!("backend {name:?}: {e}"));
         }
     }
     out
 }
 
-/// A network backend from its config section and key.
-pub fn network(name: &str, config: BackendConfig, key: ApiKey) -> Arc<dyn crate::backend::Backend> {
-    match config {
-        BackendConfig::Deepgram(c) => Arc::new(Deepgram::new(name, c, key)),
-        BackendConfig::Assemblyai(c) => Arc::new(AssemblyAi::new(name, c, key)),
-    }
+/// A network backend from its config section and key (which the cloud services need).
+pub fn network(
+    name: &str,
+    config: BackendConfig,
+    key: Option<ApiKey>,
+) -> Result<Arc<dyn crate::backend::Backend>, String> {
+    let needed = || format!("no API key ({})", config.api_key_env().unwrap_or_default());
+    Ok(match config.clone() {
+        BackendConfig::Deepgram(c) => Arc::new(Deepgram::new(name, c, key.ok_or_else(needed)?)),
+        BackendConfig::Assemblyai(c) => Arc::new(AssemblyAi::new(name, c, key.ok_or_else(needed)?)),
+        BackendConfig::Riva(c) => Arc::new(Riva::new(name, c, key)),
+    })
 }

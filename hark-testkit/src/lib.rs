@@ -7,6 +7,7 @@ pub mod dirs;
 pub mod layers;
 pub mod provider_mock;
 pub mod raw;
+pub mod riva_mock;
 pub mod words;
 
 use std::net::SocketAddr;

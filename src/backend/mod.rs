@@ -26,6 +26,7 @@ pub mod deepgram;
 pub mod moonshine;
 pub mod options;
 mod relay;
+pub mod riva;
 
 pub use options::Options;
 pub use relay::masked_url;

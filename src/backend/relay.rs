@@ -568,7 +568,7 @@ pub(crate) fn check_url(url: &str, allow_insecure: bool) -> Result<(), String> {
     }
 }
 
-fn is_loopback(host: &str) -> bool {
+pub(super) fn is_loopback(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost")
         || host

@@ -7,3 +7,4 @@
 mod failures;
 mod provider_mocks;
 mod relay;
+mod riva;

@@ -12,7 +12,7 @@ use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 use hark_testkit::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
 use hark_testkit::{Call, Received, TestServer, test_config, words};
 
-const KEY: &str = "test-key-7f3a";
+pub(crate) const KEY: &str = "test-key-7f3a";
 
 async fn mock(provider: Provider) -> MockProvider {
     MockProvider::start(MockOptions {
@@ -38,7 +38,7 @@ fn backend_config(mock: &MockProvider, provider: Provider, extra: &str) -> Backe
 
 /// A server whose profile `p` uses `chain` of backends; `net` gives the network backends
 /// (name, config); `moonshine` adds the embedded recognizer.
-async fn server(
+pub(crate) async fn server(
     net: &[(&str, BackendConfig)],
     chain: &[&str],
     moonshine: bool,
@@ -51,7 +51,12 @@ async fn server(
     for (name, config) in net {
         registry.insert(
             *name,
-            hark::registry::network(name, config.clone(), ApiKey::new("TEST_KEY", KEY.into())),
+            hark::registry::network(
+                name,
+                config.clone(),
+                Some(ApiKey::new("TEST_KEY", KEY.into())),
+            )
+            .expect("backend"),
         );
     }
     let mut config = test_config();
@@ -77,14 +82,14 @@ async fn customer_relay(provider: Provider, name: &str, extra: &str) -> (MockPro
     (m, server)
 }
 
-fn final_words(got: &Received, channel: Channel) -> Vec<String> {
+pub(crate) fn final_words(got: &Received, channel: Channel) -> Vec<String> {
     got.finals(channel.as_str())
         .iter()
         .flat_map(|f| hark_bench::wer::normalize(f))
         .collect()
 }
 
-fn spoken(sentences: &[&str]) -> Vec<String> {
+pub(crate) fn spoken(sentences: &[&str]) -> Vec<String> {
     sentences
         .iter()
         .flat_map(|s| hark_bench::wer::normalize(s))
@@ -93,7 +98,7 @@ fn spoken(sentences: &[&str]) -> Vec<String> {
 
 /// Speech of `sentences`, each followed by `pause_ms` of silence (long enough for the
 /// mocks to end the utterance).
-fn script(sentences: &[&str], rate: u32, pause_ms: u32) -> Vec<i16> {
+pub(crate) fn script(sentences: &[&str], rate: u32, pause_ms: u32) -> Vec<i16> {
     let mut out = words::silence(rate, 200);
     for s in sentences {
         out.extend(words::sentence(s, rate));
@@ -102,7 +107,10 @@ fn script(sentences: &[&str], rate: u32, pause_ms: u32) -> Vec<i16> {
     out
 }
 
-fn is_final_with(channel: Channel, word: &'static str) -> impl Fn(&ServerMessage) -> bool {
+pub(crate) fn is_final_with(
+    channel: Channel,
+    word: &'static str,
+) -> impl Fn(&ServerMessage) -> bool {
     move |m| {
         matches!(m, ServerMessage::TranscriberResponse { transcription, channel: c, transcript_type: TranscriptType::Final }
             if *c == channel && hark_bench::wer::normalize(transcription).iter().any(|w| w == word))
@@ -111,7 +119,7 @@ fn is_final_with(channel: Channel, word: &'static str) -> impl Fn(&ServerMessage
 
 /// Plays a stereo call (customer, assistant) paced in real time, waits for the final that
 /// holds the last word of each channel in `wait`, and hangs up.
-async fn play_call_waiting(
+pub(crate) async fn play_call_waiting(
     url: &str,
     rate: u32,
     customer: &[&str],
@@ -154,7 +162,7 @@ async fn play_call_waiting(
 
 /// Plays `audio` as a one-channel call to profile `p` in real time, waits (bounded) for the
 /// final holding `last`, and hangs up: whether it came, and everything received.
-async fn play_mono(
+pub(crate) async fn play_mono(
     server: &TestServer,
     audio: &[i16],
     rate: u32,
@@ -176,7 +184,12 @@ async fn play_mono(
     (came, call.hang_up().await)
 }
 
-async fn play_call(url: &str, rate: u32, customer: &[&str], assistant: &[&str]) -> Received {
+pub(crate) async fn play_call(
+    url: &str,
+    rate: u32,
+    customer: &[&str],
+    assistant: &[&str],
+) -> Received {
     play_call_waiting(
         url,
         rate,
