@@ -12,7 +12,7 @@
 //! this instance, new calls start on the profile's fallback and live channels fail over.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -344,12 +344,19 @@ fn connect(config: &RivaConfig) -> Result<Vec<Channel>, String> {
     Ok(out)
 }
 
-/// When the server last asked for room: until then the backend takes no new streams.
+/// Streams in a row that failed before the server answered them (the fleet unreachable,
+/// refusing, or not answering): the backend cools as if the server had said it is full.
+const FAILED_STARTS: u32 = 3;
+
+/// When the server last asked for room, or could not be reached: until then the backend
+/// takes no new streams.
 #[derive(Default)]
 struct Cooling {
     /// Milliseconds after `epoch` until which the backend cools; 0: not cooling.
     until_ms: AtomicU64,
     epoch: OnceLock<Instant>,
+    /// Streams that failed before an answer since the last stream that got one.
+    failed_starts: AtomicU32,
 }
 
 impl Cooling {
@@ -361,6 +368,23 @@ impl Cooling {
         let until = self.now_ms() + cooldown.as_millis() as u64;
         self.until_ms.fetch_max(until, Ordering::AcqRel);
         metrics::counter!(m::BACKEND_COOLDOWNS, "backend" => backend.to_string()).increment(1);
+    }
+
+    /// A stream failed before the server answered it; the third in a row cools.
+    fn failed_start(&self, backend: &str, cooldown: Duration) {
+        if self.failed_starts.fetch_add(1, Ordering::AcqRel) + 1 >= FAILED_STARTS {
+            self.failed_starts.store(0, Ordering::Release);
+            warn!(
+                backend,
+                cooldown_ms = cooldown.as_millis() as u64,
+                "streams fail before the server answers: taking no new streams for a while"
+            );
+            self.start(backend, cooldown);
+        }
+    }
+
+    fn answered(&self) {
+        self.failed_starts.store(0, Ordering::Release);
     }
 
     fn is_cooling(&self) -> bool {
@@ -396,6 +420,7 @@ impl Backend for Riva {
             audio,
             sent: 0,
             open: false,
+            answered: false,
         };
         tokio::spawn(stream.run(events));
         Ok(())
@@ -436,6 +461,8 @@ struct Stream {
     sent: u64,
     /// An utterance has partials but no final yet.
     open: bool,
+    /// The server answered the stream (its response headers came).
+    answered: bool,
 }
 
 impl Stream {
@@ -443,8 +470,21 @@ impl Stream {
         match self.stream(&events).await {
             Ok(()) => events.done(),
             Err(Failure::Gone) => std::mem::forget(events),
-            Err(Failure::Permanent(message)) => events.fail(message),
-            Err(Failure::Transient(message)) => events.fail_transient(message),
+            Err(Failure::Permanent(message)) => {
+                self.unanswered();
+                events.fail(message)
+            }
+            Err(Failure::Transient(message)) => {
+                self.unanswered();
+                events.fail_transient(message)
+            }
+        }
+    }
+
+    /// A stream that failed before the server answered counts toward cooling the backend.
+    fn unanswered(&self) {
+        if !self.answered {
+            self.cooling.failed_start(&self.backend, self.cooldown);
         }
     }
 
@@ -485,7 +525,11 @@ impl Stream {
                 opened = async { Some(opening.as_mut()?.as_mut().await) }, if opening.is_some() => {
                     opening = None;
                     match opened {
-                        Some(Ok(response)) => responses = Some(response.into_inner()),
+                        Some(Ok(response)) => {
+                            self.answered = true;
+                            self.cooling.answered();
+                            responses = Some(response.into_inner());
+                        }
                         Some(Err(status)) => return self.failed(&status, finish_by.is_some()),
                         None => {}
                     }

@@ -242,3 +242,72 @@ url = "ws://127.0.0.1:9/v1/listen"
         assert!(!said.contains("tok-s3cr3t"), "{said}");
     }
 }
+
+/// A `riva` section: plain gRPC on the operator's network needs no key; a key goes only
+/// over TLS (or to this machine); metadata values are masked in the dump; the key
+/// variable, when named, must be set.
+#[test]
+fn check_config_knows_riva_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(
+        dir.path(),
+        "riva.toml",
+        r#"
+[backends.gpu]
+type = "riva"
+url = ["grpc://asr-0.internal:50051", "grpc://asr-1.internal:50051"]
+model = "parakeet-1.1b-en-US-asr-streaming"
+[backends.nim]
+type = "riva"
+url = "https://grpc.nvcf.nvidia.com:443"
+api_key_env = "HARK_TEST_NIM_KEY"
+metadata = { "function-id" = "fn-tok-s3cr3t" }
+[profiles.default]
+backend = "gpu"
+fallback = ["nim", "moonshine"]
+"#,
+    );
+    let out = hark(
+        &["check-config", "--config", &good],
+        &[("HARK_TEST_NIM_KEY", "nvapi-0123456789abcdef")],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("type = \"riva\""), "{stdout}");
+    assert!(stdout.contains("backends.gpu: no API key"), "{stdout}");
+    assert!(stdout.contains("HARK_TEST_NIM_KEY is set"), "{stdout}");
+    assert!(
+        !stdout.contains("tok-s3cr3t") && !stdout.contains("nvapi-"),
+        "{stdout}"
+    );
+
+    let bad = write(
+        dir.path(),
+        "riva-bad.toml",
+        r#"
+[backends.gpu]
+type = "riva"
+url = "grpc://asr.internal:50051"
+api_key_env = "HARK_TEST_NIM_KEY"
+[backends.x]
+type = "riva"
+url = "wss://asr.internal"
+language = ""
+[profiles.default]
+backend = "gpu"
+"#,
+    );
+    let out = hark(&["check-config", "--config", &bad], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success());
+    let said = format!("{stdout}{stderr}");
+    assert!(
+        said.contains("[backends.gpu]") && said.contains("in clear"),
+        "{said}"
+    );
+    assert!(said.contains("HARK_TEST_NIM_KEY"), "{said}");
+    assert!(
+        said.contains("grpc://") && said.contains("language is empty"),
+        "{said}"
+    );
+}

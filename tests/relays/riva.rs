@@ -283,7 +283,7 @@ async fn a_server_without_room_is_left_alone_for_its_cooldown() {
     primary.script(vec![RivaFault::StatusAfter(1.3, Code::ResourceExhausted)]);
     let server = riva_server(
         &[
-            ("gpu", &primary, "cooldown_ms = 3000"),
+            ("full", &primary, "cooldown_ms = 3000"),
             ("gpu2", &backup, ""),
         ],
         true,
@@ -309,12 +309,12 @@ async fn a_server_without_room_is_left_alone_for_its_cooldown() {
         .await
         .expect("metrics");
     assert!(
-        metrics.contains("hark_backend_cooldowns_total{backend=\"gpu\"} 1"),
+        metrics.contains("hark_backend_cooldowns_total{backend=\"full\"} 1"),
         "{metrics}"
     );
     assert!(
         metrics.contains(
-            "hark_provider_errors_total{backend=\"gpu\",code=\"grpc-resource-exhausted\"} 1"
+            "hark_provider_errors_total{backend=\"full\",code=\"grpc-resource-exhausted\"} 1"
         ),
         "{metrics}"
     );
@@ -331,4 +331,50 @@ async fn a_server_without_room_is_left_alone_for_its_cooldown() {
     let (came, _) = play_mono(&server, &script(&SAID[..1], 16000, 700), 16000, "charlie").await;
     assert!(came);
     assert_eq!(primary.streams().len(), 2, "back on the first backend");
+}
+
+/// A fleet that cannot be reached: after three streams in a row fail before an answer the
+/// backend cools too, so readiness turns new calls away and new calls start on the
+/// fallback rather than each trying the dead servers first.
+#[tokio::test]
+async fn an_unreachable_fleet_cools_the_backend_and_calls_go_to_the_fallback() {
+    let gone = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listener.local_addr().unwrap()
+    };
+    let backup = RivaMock::start(RivaOptions::default()).await;
+    let dead: BackendConfig = toml::from_str(&format!(
+        "type = \"riva\"\nurl = \"grpc://{gone}\"\ncooldown_ms = 60000"
+    ))
+    .unwrap();
+    let mut registry = hark::backend::Registry::default();
+    registry.insert("gpu", hark::registry::network("gpu", dead, None).unwrap());
+    registry.insert(
+        "gpu2",
+        hark::registry::network("gpu2", riva_config(&backup, ""), None).unwrap(),
+    );
+    let mut config = test_config();
+    let profile = hark::config::Profile {
+        backend: "gpu".into(),
+        fallback: vec!["gpu2".into()],
+        channels: vec![hark::protocol::Channel::Customer],
+        ..Default::default()
+    };
+    config.profiles.insert("p".into(), profile.clone());
+    config.profiles.insert("default".into(), profile);
+    let server = TestServer::start(config, registry).await;
+    assert_eq!(http_get_opt(server.addr, "/readyz").await, Some(200));
+
+    let audio = script(&SAID, 16000, 700);
+    let (came, got) = play_mono(&server, &audio, 16000, "golf").await;
+    assert!(came, "{got:?}");
+    assert_eq!(final_words(&got, Channel::Customer), spoken(&SAID));
+    assert_eq!(
+        http_get_opt(server.addr, "/readyz").await,
+        Some(503),
+        "the default profile's backend is cooling"
+    );
+    let (came, _) = play_mono(&server, &script(&SAID[..1], 16000, 700), 16000, "charlie").await;
+    assert!(came, "a new call is admitted and starts on the fallback");
+    assert_eq!(backup.streams().len(), 2);
 }
