@@ -56,6 +56,7 @@ use hark_bench::report::Stats;
 use tokio_tungstenite::tungstenite::Message;
 
 use hark_testkit::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
+use hark_testkit::riva_mock::{RivaFault, RivaMock, RivaOptions, RivaStream};
 use hark_testkit::words;
 
 const KEY: &str = "relay-load-key-5d1e";
@@ -110,6 +111,9 @@ struct Args {
     /// The profile's first backend (steady mode).
     #[arg(long, value_enum, default_value_t = Primary::Dg)]
     primary: Primary,
+    /// `--primary riva`: the backend's HTTP/2 connections that all streams share.
+    #[arg(long, default_value_t = 1)]
+    riva_connections: usize,
     /// Keep the temporary directory (config and hark's log) and print its path.
     #[arg(long)]
     keep: bool,
@@ -135,6 +139,8 @@ enum Mode {
 enum Primary {
     Dg,
     Aai,
+    /// The Riva mock (gRPC), with dg as the fallback; failover mode fails its streams.
+    Riva,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -627,11 +633,14 @@ fn snapshot(pid: u32) -> Snapshot {
     }
 }
 
-fn write_config(dir: &Path, args: &Args, dg: &str, aai: &str) -> PathBuf {
+fn write_config(dir: &Path, args: &Args, dg: &str, aai: &str, riva: &str) -> PathBuf {
     let (backend, fallback) = match args.primary {
         Primary::Dg => ("dg", "aai"),
         Primary::Aai => ("aai", "dg"),
+        Primary::Riva => ("riva", "dg"),
     };
+    // Failover mode refuses streams on purpose: no cooling, so that odd calls reconnect.
+    let cooldown = if args.mode == Mode::Failover { 0 } else { 5000 };
     let text = format!(
         r#"# written by examples/relay_load.rs
 listen = "127.0.0.1:0"
@@ -649,11 +658,20 @@ type = "assemblyai"
 url = "{aai}"
 api_key_env = "{AAI_KEY_ENV}"
 
+# The mocks' endpointing alike: Deepgram's mock ends an utterance after 300 ms.
+[backends.riva]
+type = "riva"
+url = "{riva}"
+endpointing_ms = 300
+connections = {connections}
+cooldown_ms = {cooldown}
+
 [profiles.{PROFILE}]
 backend = "{backend}"
 fallback = ["{fallback}"]
 "#,
         max = args.calls + 16,
+        connections = args.riva_connections,
     );
     let path = dir.join("hark.toml");
     std::fs::write(&path, text).expect("write the config");
@@ -892,6 +910,7 @@ fn align(spoken: &[&str], got: &[String]) -> Vec<Option<usize>> {
 enum Backend {
     Dg,
     Aai,
+    Riva,
 }
 
 impl Backend {
@@ -899,6 +918,7 @@ impl Backend {
         match self {
             Backend::Dg => "dg",
             Backend::Aai => "aai",
+            Backend::Riva => "riva",
         }
     }
 }
@@ -926,10 +946,44 @@ fn transcript_of(backend: Backend, json: &str) -> Option<(bool, String)> {
                 && v["turn_is_formatted"].as_bool() == Some(true),
             v["transcript"].as_str()?,
         ),
+        (Backend::Riva, "Riva") => (
+            v["is_final"].as_bool() == Some(true),
+            v["transcript"].as_str()?,
+        ),
         _ => return None,
     };
     let text = text.trim();
     (!text.is_empty()).then(|| (is_final, text.to_string()))
+}
+
+/// A Riva stream as the analysis reads a connection: its keyterm as the call's tag, its
+/// results as messages of a type of this tool's own (`"Riva"`).
+fn riva_connection(s: &RivaStream) -> Connection {
+    let tag = s.boosted.first().and_then(|(p, _)| p.first().cloned());
+    Connection {
+        query: tag
+            .map(|t| ("keyterm".to_string(), t))
+            .into_iter()
+            .collect(),
+        refused: s.status.filter(|_| s.audio_samples == 0).map(|_| 0),
+        audio_samples: s.audio_samples,
+        words_heard: s.words_heard.clone(),
+        words_sent_final: s.words_sent_final.clone(),
+        violations: s.violations.clone(),
+        closed: s.closed,
+        fault_at: s.fault_at,
+        opened_at: s.opened_at,
+        sent: s
+            .sent
+            .iter()
+            .map(|(at, is_final, text)| {
+                let json =
+                    serde_json::json!({"type": "Riva", "is_final": is_final, "transcript": text});
+                (*at, json.to_string())
+            })
+            .collect(),
+        ..Connection::default()
+    }
 }
 
 /// The call and channel a mock connection served: the call from its tag in the query, the
@@ -1131,7 +1185,7 @@ fn analyse(
             let faulted = plan.fault.and_then(|(kind, _)| {
                 conn_of.get(&(plan.index, c))?.iter().find_map(|&(b, j)| {
                     let x = conn(b, j);
-                    (b == Backend::Dg && x.refused.is_none())
+                    (b != Backend::Aai && x.refused.is_none())
                         .then_some(x.fault_at)
                         .flatten()
                         .map(|f| (kind, (b, j), f))
@@ -1151,9 +1205,17 @@ fn analyse(
                     });
                     // Where the call was (samples sent) when the fault fired.
                     let pos = out.frames.iter().take_while(|f| **f <= fault_at).count() as u64 * fs;
-                    let name = match kind {
-                        FaultKind::Failover => "failover dg → aai (drop, reconnect refused 401)",
-                        FaultKind::Reconnect => "reconnect dg → dg (drop)",
+                    let name = match (kind, failed.0) {
+                        (FaultKind::Failover, Backend::Riva) => {
+                            "failover riva → dg (UNAVAILABLE, new stream refused UNAUTHENTICATED)"
+                        }
+                        (FaultKind::Reconnect, Backend::Riva) => {
+                            "reconnect riva → riva (UNAVAILABLE)"
+                        }
+                        (FaultKind::Failover, _) => {
+                            "failover dg → aai (drop, reconnect refused 401)"
+                        }
+                        (FaultKind::Reconnect, _) => "reconnect dg → dg (drop)",
                     };
                     if std::env::var_os("RELAY_LOAD_DEBUG").is_some() {
                         let prev_end = plan.words[c]
@@ -1278,8 +1340,10 @@ fn main() {
     let args = Args::parse();
     assert!(args.calls > 0, "--calls must be at least 1");
     assert!(
-        args.mode == Mode::Steady || args.primary == Primary::Dg,
-        "failover and direct modes use the Deepgram mock: use --primary dg"
+        args.mode == Mode::Steady
+            || args.primary == Primary::Dg
+            || (args.mode == Mode::Failover && args.primary == Primary::Riva),
+        "failover mode takes --primary dg or riva; chaos and direct modes --primary dg"
     );
     raise_fd_limit();
     if args.pin {
@@ -1314,6 +1378,8 @@ fn main() {
     let aai = start_mock(Provider::AssemblyAi);
     dg.record_sent(true);
     aai.record_sent(true);
+    let riva = mock_rt.block_on(RivaMock::start(RivaOptions::default()));
+    riva.record_sent(true);
 
     let plans: Vec<Arc<Plan>> = (0..args.calls)
         .map(|i| Arc::new(Plan::new(i, &args)))
@@ -1332,6 +1398,22 @@ fn main() {
     }
     for p in &plans {
         if let Some((kind, at)) = p.fault {
+            if args.primary == Primary::Riva {
+                // A stream, not the shared connection, fails: the other calls go on.
+                let mut script = vec![
+                    RivaFault::StatusAfter(at, tonic::Code::Unavailable),
+                    RivaFault::StatusAfter(at, tonic::Code::Unavailable),
+                ];
+                if kind == FaultKind::Failover {
+                    script.extend([
+                        RivaFault::Refuse(tonic::Code::Unauthenticated),
+                        RivaFault::Refuse(tonic::Code::Unauthenticated),
+                    ]);
+                }
+                riva.script_for(&p.tag, script);
+                faults_scripted += 1;
+                continue;
+            }
             // The call's two connections (one per channel) drop at the same audio second.
             let mut script = vec![Fault::DropAfter(at), Fault::DropAfter(at)];
             if kind == FaultKind::Failover {
@@ -1342,7 +1424,7 @@ fn main() {
         }
     }
 
-    let config = write_config(dir.path(), &args, &dg.url(), &aai.url());
+    let config = write_config(dir.path(), &args, &dg.url(), &aai.url(), &riva.url());
     let mut hark = start_hark(&args, &config, dir.path());
     let pid = hark.child.id();
     eprintln!(
@@ -1448,9 +1530,15 @@ fn main() {
     let conns = vec![
         (Backend::Dg, dg.connections()),
         (Backend::Aai, aai.connections()),
+        (
+            Backend::Riva,
+            riva.streams().iter().map(riva_connection).collect(),
+        ),
     ];
+    let riva_tcp = riva.connections();
     drop(dg);
     drop(aai);
+    drop(riva);
 
     // ---- analysis
     let tally = analyse(&plans, &outcomes, &conns);
@@ -1520,6 +1608,7 @@ fn main() {
     let primary = match args.primary {
         Primary::Dg => "dg (fallback aai)",
         Primary::Aai => "aai (fallback dg)",
+        Primary::Riva => "riva (fallback dg)",
     };
     println!(
         "\n### relay_load: {n} calls × {:.0} s, {} Hz, mode {mode}, profile {primary}, seed {}\n",
@@ -1537,6 +1626,17 @@ fn main() {
         },
         status.map_or("killed".into(), |s| s.to_string())
     );
+    if args.primary == Primary::Riva {
+        let streams = conns
+            .iter()
+            .filter(|(b, _)| *b == Backend::Riva)
+            .map(|(_, l)| l.len())
+            .sum::<usize>();
+        println!(
+            "| riva | {streams} streams over {riva_tcp} HTTP/2 connection(s) (`connections = {}`) |",
+            args.riva_connections
+        );
+    }
     if args.mode == Mode::Chaos {
         let fired = |b: Backend| {
             conns

@@ -53,6 +53,8 @@ pub mod proto {
 
 /// Riva's end of utterance when the client sets none (`stop_history`, ms).
 pub const DEFAULT_STOP_HISTORY_MS: f64 = 800.0;
+/// Audio between interim results: a streaming Riva model's chunk (Parakeet's 160 ms).
+const INTERIM_EVERY_SECS: f64 = 0.16;
 /// The rates the mock's one model takes, as a deployed Riva model lists them.
 const RATES: [i32; 2] = [8000, 16000];
 const LINEAR_PCM: i32 = 1;
@@ -132,11 +134,17 @@ pub struct RivaStream {
     /// When the scripted fault fired (std clock).
     pub fault_at: Option<std::time::Instant>,
     pub opened_at: Option<std::time::Instant>,
+    /// Each result sent (std clock just before it went to the stream, is_final, transcript).
+    /// Recorded only after [`RivaMock::record_sent`]`(true)`.
+    pub sent: Vec<(std::time::Instant, bool, String)>,
 }
 
 struct Shared {
     options: RivaOptions,
     script: Mutex<VecDeque<RivaFault>>,
+    /// Scripts for streams whose first boosted phrase is the key: see [`RivaMock::script_for`].
+    keyed: Mutex<Vec<(String, VecDeque<RivaFault>)>>,
+    record_sent: AtomicBool,
     streams: Mutex<Vec<RivaStream>>,
     closed: Notify,
     connections: Mutex<usize>,
@@ -164,6 +172,8 @@ impl RivaMock {
         let shared = Arc::new(Shared {
             options,
             script: Mutex::new(VecDeque::new()),
+            keyed: Mutex::new(Vec::new()),
+            record_sent: AtomicBool::new(false),
             streams: Mutex::new(Vec::new()),
             closed: Notify::new(),
             connections: Mutex::new(0),
@@ -202,6 +212,21 @@ impl RivaMock {
     /// Faults for the next streams, in order; after the list, streams are normal.
     pub fn script(&self, faults: Vec<RivaFault>) {
         *lock(&self.shared.script) = faults.into();
+    }
+
+    /// Faults for the streams whose first boosted phrase (`speech_contexts`) is `phrase`, in
+    /// the order they open; such a stream takes its fault from here, not from
+    /// [`RivaMock::script`]. Lets concurrent calls each script their own streams (a call's
+    /// keyterm names it).
+    pub fn script_for(&self, phrase: &str, faults: Vec<RivaFault>) {
+        let mut keyed = lock(&self.shared.keyed);
+        keyed.retain(|(p, _)| p != phrase);
+        keyed.push((phrase.into(), faults.into()));
+    }
+
+    /// Records every result sent (with its time) in [`RivaStream::sent`] from now on.
+    pub fn record_sent(&self, on: bool) {
+        self.shared.record_sent.store(on, Ordering::Relaxed);
     }
 
     /// What each stream saw so far, in the order they opened.
@@ -283,7 +308,6 @@ impl RivaSpeechRecognition for Mock {
         &self,
         request: Request<Streaming<StreamingRecognizeRequest>>,
     ) -> Result<Response<Responses>, Status> {
-        let fault = lock(&self.shared.script).pop_front();
         let wire = request.extensions().get::<WireSwitch>().cloned();
         let mut record = RivaStream {
             metadata: request
@@ -334,13 +358,6 @@ impl RivaSpeechRecognition for Mock {
                 Status::not_found("Function not found: check function-id"),
             );
         }
-        if let Some(RivaFault::Refuse(code)) = fault {
-            record.fault_at = Some(std::time::Instant::now());
-            return refuse(&mut record, Status::new(code, "refused by script"));
-        }
-        if let Some(RivaFault::SlowStart(delay)) = fault {
-            tokio::time::sleep(delay).await;
-        }
         let mut inbound = request.into_inner();
         // The first message: the streaming config and nothing else.
         let config = match inbound.message().await {
@@ -366,6 +383,24 @@ impl RivaSpeechRecognition for Mock {
                 Status::invalid_argument("streaming_config without config"),
             );
         };
+        // The fault: the one scripted for the call the stream's keyterm names, else the next.
+        let tag = rc.speech_contexts.first().and_then(|c| c.phrases.first());
+        let keyed = tag.and_then(|tag| {
+            let mut keyed = lock(&self.shared.keyed);
+            let (_, faults) = keyed.iter_mut().find(|(p, _)| p == tag)?;
+            Some(faults.pop_front())
+        });
+        let fault = match keyed {
+            Some(fault) => fault,
+            None => lock(&self.shared.script).pop_front(),
+        };
+        if let Some(RivaFault::Refuse(code)) = fault {
+            record.fault_at = Some(std::time::Instant::now());
+            return refuse(&mut record, Status::new(code, "refused by script"));
+        }
+        if let Some(RivaFault::SlowStart(delay)) = fault {
+            tokio::time::sleep(delay).await;
+        }
         record.sample_rate = rc.sample_rate_hertz;
         record.language = rc.language_code.clone();
         record.model = rc.model.clone();
@@ -412,6 +447,7 @@ impl RivaSpeechRecognition for Mock {
             utterance: Vec::new(),
             stop_ms,
             interim,
+            last_interim: 0.0,
             word_times: rc.enable_word_time_offsets,
             fault,
             wire,
@@ -430,6 +466,8 @@ struct Heard {
     utterance: Vec<Word>,
     stop_ms: f64,
     interim: bool,
+    /// Audio seconds at the last interim result.
+    last_interim: f64,
     word_times: bool,
     fault: Option<RivaFault>,
     wire: Option<WireSwitch>,
@@ -513,7 +551,11 @@ impl Heard {
             }
             if self.decoder.trailing_silence_ms() >= self.stop_ms && !self.utterance.is_empty() {
                 self.finalize().await;
-            } else if self.interim && (self.decoder.in_word() || !self.utterance.is_empty()) {
+            } else if self.interim
+                && (self.decoder.in_word() || !self.utterance.is_empty())
+                && secs - self.last_interim >= INTERIM_EVERY_SECS
+            {
+                self.last_interim = secs;
                 let text = words_text(&self.utterance);
                 let result = StreamingRecognitionResult {
                     alternatives: vec![SpeechRecognitionAlternative {
@@ -600,6 +642,16 @@ impl Heard {
     }
 
     async fn send(&self, result: StreamingRecognitionResult) -> bool {
+        if self.shared.record_sent.load(Ordering::Relaxed)
+            && let Some(best) = result.alternatives.first()
+        {
+            let entry = (
+                std::time::Instant::now(),
+                result.is_final,
+                best.transcript.clone(),
+            );
+            self.record(|r| r.sent.push(entry));
+        }
         let response = StreamingRecognizeResponse {
             results: vec![result],
             ..Default::default()
