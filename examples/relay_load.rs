@@ -1662,8 +1662,13 @@ fn main() {
         );
     }
     if args.mode == Mode::Failover {
+        let what = if args.primary == Primary::Riva {
+            "riva streams end UNAVAILABLE"
+        } else {
+            "dg connections drop"
+        };
         println!(
-            "| faults | both channels' dg connections drop {:.1} s into a {}-word sentence both sides speak (after ≥ {:.0} s of the call) |",
+            "| faults | both channels' {what} {:.1} s into a {}-word sentence both sides speak (after ≥ {:.0} s of the call) |",
             args.fault_into, args.barge_words, args.fault_after
         );
     }
@@ -1700,7 +1705,7 @@ fn main() {
             summary(v)
         );
     }
-    for b in ["dg", "aai"] {
+    for b in ["dg", "aai", "riva"] {
         let key = format!("hark_event_to_socket_seconds{{backend=\"{b}\"}}");
         if metrics.histograms.contains_key(&key) {
             println!(
@@ -1777,18 +1782,17 @@ fn main() {
         mb(after_calls.hark_rss_kb),
         (mb(w1.hark_rss_kb) - mb(idle.hark_rss_kb)) / n as f64
     );
-    let total_conns: usize = conns.iter().map(|(_, l)| l.len()).sum();
     println!(
-        "| mock connections / violations | {} dg, {} aai / {}{} |",
+        "| mock connections / violations | {} dg, {} aai, {} riva streams / {}{} |",
         conns[0].1.len(),
         conns[1].1.len(),
+        conns[2].1.len(),
         violations.len(),
         violations
             .first()
             .map_or(String::new(), |v| format!(" (first: {v})"))
     );
-    let _ = total_conns;
-    for b in ["dg", "aai"] {
+    for b in ["dg", "aai", "riva"] {
         let key = format!("hark_recognizer_lag_seconds{{backend=\"{b}\",channel=\"customer\"}}");
         if metrics.histograms.contains_key(&key) {
             let lag = metrics.quantiles_text(&key);

@@ -662,3 +662,40 @@ fn kubernetes_manifests_agree_with_the_image_and_each_other() {
         assert!(resources.contains(&file), "{file} in kustomization.yaml");
     }
 }
+
+/// The Riva overlay: its patch names the base's container and points HARK_CONFIG at where
+/// it mounts the ConfigMap, and the config it ships passes `hark check-config`.
+#[test]
+fn the_riva_overlay_mounts_a_config_hark_accepts() {
+    let patch = manifest("riva/config-patch.yaml");
+    let base = manifest("deployment.yaml");
+    let name = |d: &Value| {
+        str_of(
+            &d["spec"]["template"]["spec"]["containers"][0]["name"],
+            "container name",
+        )
+        .to_string()
+    };
+    assert_eq!(
+        name(&patch),
+        name(&base),
+        "the patch merges into the base's container"
+    );
+    let container = &patch["spec"]["template"]["spec"]["containers"][0];
+    let config = str_of(&env_value(container, "HARK_CONFIG")["value"], "HARK_CONFIG");
+    let mount = str_of(&container["volumeMounts"][0]["mountPath"], "mountPath");
+    assert_eq!(Path::new(config).parent(), Some(Path::new(mount)));
+    let kustomization = manifest("riva/kustomization.yaml");
+    let file = str_of(&kustomization["configMapGenerator"][0]["files"][0], "files");
+    assert_eq!(Path::new(config).file_name(), Path::new(file).file_name());
+
+    let path = Path::new(ROOT).join("deploy/kubernetes/riva").join(file);
+    let out = Command::new(env!("CARGO_BIN_EXE_hark"))
+        .args(["check-config", "--config"])
+        .arg(&path)
+        .env_clear()
+        .output()
+        .expect("hark runs");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("type = \"riva\""), "{}", text(&out));
+}
