@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc};
@@ -72,6 +72,10 @@ pub struct RivaOptions {
     pub languages: Vec<String>,
     /// The model's name; a stream asking for another is refused INVALID_ARGUMENT.
     pub model: String,
+    /// Send the response headers as soon as the stream is accepted. Off (the default), they
+    /// go with the first result, as a gRPC C++ server sends them: a silent channel's stream
+    /// stays unanswered until its first words.
+    pub headers_at_once: bool,
 }
 
 impl Default for RivaOptions {
@@ -81,6 +85,7 @@ impl Default for RivaOptions {
             function_id: None,
             languages: vec!["en-US".into()],
             model: "parakeet-1.1b-en-US-asr-streaming".into(),
+            headers_at_once: false,
         }
     }
 }
@@ -454,7 +459,19 @@ impl RivaSpeechRecognition for Mock {
             tx,
         };
         tokio::spawn(heard.run(inbound));
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx)) as Responses))
+        let mut rx = ReceiverStream::new(rx);
+        if options.headers_at_once {
+            return Ok(Response::new(Box::pin(rx) as Responses));
+        }
+        // Headers with the first result; a status before any result is the whole answer.
+        match rx.next().await {
+            Some(Ok(first)) => {
+                let rest = futures_util::stream::once(async { Ok(first) }).chain(rx);
+                Ok(Response::new(Box::pin(rest) as Responses))
+            }
+            Some(Err(status)) => Err(status),
+            None => Ok(Response::new(Box::pin(rx) as Responses)),
+        }
     }
 }
 

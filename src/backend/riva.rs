@@ -83,8 +83,12 @@ pub struct RivaConfig {
     pub connect_timeout_ms: u64,
     /// Voiced audio flowing with no answer for this long counts as a stall.
     pub stall_timeout_ms: u64,
-    /// HTTP/2 ping interval; a connection whose ping goes unanswered for `stall_timeout_ms`
-    /// is dropped with its streams, which reconnect.
+    /// HTTP/2 ping interval while streams are open; a connection whose ping goes unanswered
+    /// for `stall_timeout_ms` is dropped with its streams, which reconnect. gRPC servers
+    /// by default take a ping at most every 5 minutes while they send nothing (longer
+    /// silences) and answer more with GOAWAY "too_many_pings"; go lower only with a server
+    /// whose `grpc.http2.min_ping_interval_without_data_ms` allows it. Voice unanswered for
+    /// `stall_timeout_ms` finds a dead connection sooner anyway.
     pub keepalive_ms: u64,
     /// How long the backend takes no new streams after the server said RESOURCE_EXHAUSTED.
     pub cooldown_ms: u64,
@@ -113,7 +117,7 @@ impl Default for RivaConfig {
             connections: 1,
             connect_timeout_ms: 3_000,
             stall_timeout_ms: 2_500,
-            keepalive_ms: 10_000,
+            keepalive_ms: 300_000,
             cooldown_ms: 5_000,
             max_reconnects: 3,
             allow_insecure: false,
@@ -308,7 +312,12 @@ impl Riva {
         }
         for (k, v) in &self.config.metadata {
             // Checked by `problems` before the server started.
-            if let (Ok(k), Ok(v)) = (k.parse::<AsciiMetadataKey>(), v.parse()) {
+            if let (Ok(k), Ok(mut v)) = (
+                k.parse::<AsciiMetadataKey>(),
+                v.parse::<AsciiMetadataValue>(),
+            ) {
+                // It may be a credential of the hosted API's own: kept out of HPACK's table.
+                v.set_sensitive(true);
                 map.insert(k, v);
             }
         }
@@ -328,7 +337,7 @@ fn connect(config: &RivaConfig) -> Result<Vec<Channel>, String> {
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_millis(config.keepalive_ms.max(1)))
             .keep_alive_timeout(Duration::from_millis(config.stall_timeout_ms.max(1)))
-            .keep_alive_while_idle(true);
+            .keep_alive_while_idle(false);
         if tls {
             endpoint = endpoint
                 .tls_config(ClientTlsConfig::new().with_webpki_roots())
@@ -421,6 +430,10 @@ impl Backend for Riva {
             sent: 0,
             open: false,
             answered: false,
+            opened: Instant::now(),
+            connect_timeout: Duration::from_millis(self.config.connect_timeout_ms),
+            processed: 0,
+            voiced_until: 0,
         };
         tokio::spawn(stream.run(events));
         Ok(())
@@ -463,6 +476,12 @@ struct Stream {
     open: bool,
     /// The server answered the stream (its response headers came).
     answered: bool,
+    opened: Instant,
+    connect_timeout: Duration,
+    /// The highest stream position the server says it processed (`audio_processed`).
+    processed: u64,
+    /// The end of the last voiced chunk sent: audio up to here may hold words.
+    voiced_until: u64,
 }
 
 impl Stream {
@@ -470,10 +489,7 @@ impl Stream {
         match self.stream(&events).await {
             Ok(()) => events.done(),
             Err(Failure::Gone) => std::mem::forget(events),
-            Err(Failure::Permanent(message)) => {
-                self.unanswered();
-                events.fail(message)
-            }
+            Err(Failure::Permanent(message)) => events.fail(message),
             Err(Failure::Transient(message)) => {
                 self.unanswered();
                 events.fail_transient(message)
@@ -481,9 +497,13 @@ impl Stream {
         }
     }
 
-    /// A stream that failed before the server answered counts toward cooling the backend.
+    /// A stream that failed soon after it opened, before the server answered, counts toward
+    /// cooling the backend: the server cannot be reached or is not taking streams. (A
+    /// refusal of the request itself, permanent, is the call's doing, not the fleet's; and a
+    /// server that sends its headers with its first result leaves a silent channel's stream
+    /// unanswered for long, so only early failures count.)
     fn unanswered(&self) {
-        if !self.answered {
+        if !self.answered && self.opened.elapsed() < self.connect_timeout {
             self.cooling.failed_start(&self.backend, self.cooldown);
         }
     }
@@ -509,6 +529,8 @@ impl Stream {
         // When voiced audio first went out after the server's last answer.
         let mut unanswered_since: Option<Instant> = None;
         let mut finish_by: Option<tokio::time::Instant> = None;
+        // We ended the audio (the half-close): the stream's end is now expected.
+        let mut half_closed = false;
         let mut housekeeping = interval(HOUSEKEEPING);
         housekeeping.set_missed_tick_behavior(MissedTickBehavior::Delay);
 
@@ -517,6 +539,7 @@ impl Stream {
             if tx.is_some() && available == 0 && self.audio.is_finished() {
                 // Half-close: the server finalizes what it has, then ends the stream.
                 tx = None;
+                half_closed = true;
                 finish_by = Some(tokio::time::Instant::now() + FINISH_TIMEOUT);
             }
             let sending = tx.clone();
@@ -530,7 +553,7 @@ impl Stream {
                             self.cooling.answered();
                             responses = Some(response.into_inner());
                         }
-                        Some(Err(status)) => return self.failed(&status, finish_by.is_some()),
+                        Some(Err(status)) => return self.failed(&status, half_closed),
                         None => {}
                     }
                 }
@@ -541,34 +564,39 @@ impl Stream {
                             self.audio.owe_from(None);
                             self.report(&response, events);
                         }
-                        Some(Ok(None)) if finish_by.is_some() => return Ok(()),
+                        Some(Ok(None)) if half_closed => return Ok(()),
                         Some(Ok(None)) => {
                             self.count_error("ended");
                             return Err(Failure::Transient("the server ended the stream".into()));
                         }
-                        Some(Err(status)) => return self.failed(&status, finish_by.is_some()),
+                        Some(Err(status)) => return self.failed(&status, half_closed),
                         None => {}
                     }
                 }
                 permit = async { sending.as_ref()?.reserve().await.ok() }, if sending.is_some() && available > 0 => {
                     let Some(permit) = permit else {
-                        // The stream is gone: its status says why, soon.
+                        // The stream broke: its status says why, soon (no half-close: an
+                        // end now is a failure).
                         tx = None;
                         finish_by.get_or_insert_with(|| tokio::time::Instant::now() + FINISH_TIMEOUT);
                         continue;
                     };
                     let n = self.audio.pop(&mut buf);
                     let frame = &buf[..n];
-                    if unanswered_since.is_none() && rms(frame) > VOICED_RMS {
+                    let voiced = rms(frame) > VOICED_RMS;
+                    if unanswered_since.is_none() && voiced {
                         unanswered_since = Some(Instant::now());
                         self.audio.owe_from(Some(self.audio.position() - n as u64));
                     }
                     self.sent += n as u64;
+                    if voiced {
+                        self.voiced_until = self.sent;
+                    }
                     permit.send(audio_request(frame));
                 }
                 _ = self.audio.readable(), if tx.is_some() && available == 0 => {}
                 _ = sleep_until(finish_by.unwrap_or_else(tokio::time::Instant::now)), if finish_by.is_some() => {
-                    if tx.is_none() && self.audio.is_finished() {
+                    if half_closed {
                         warn!(backend = %self.backend, "server did not end the stream in time");
                         return Ok(());
                     }
@@ -588,10 +616,13 @@ impl Stream {
                             since.elapsed().as_secs_f64()
                         )));
                     }
-                    if !self.open && unanswered_since.is_none() && responses.is_some() {
+                    // No utterance open and the server has processed every voiced chunk sent:
+                    // what it processed, less a margin, holds no word still to come.
+                    if !self.open && self.processed >= self.voiced_until {
                         let margin = (IDLE_SETTLE_MARGIN.as_secs_f64() * f64::from(self.rate)) as u64;
-                        if self.sent > margin {
-                            events.settled(self.sent - margin);
+                        let done = self.processed.min(self.sent);
+                        if done > margin {
+                            events.settled(done - margin);
                         }
                     }
                 }
@@ -601,6 +632,10 @@ impl Stream {
 
     /// Hands one response's results to the session.
     fn report(&mut self, response: &StreamingRecognizeResponse, events: &EventSink) {
+        for result in &response.results {
+            let processed = (f64::from(result.audio_processed) * f64::from(self.rate)).max(0.0);
+            self.processed = self.processed.max(processed as u64);
+        }
         for heard in read(response, &mut self.open) {
             match heard {
                 Heard::Partial(text) => events.partial(&text),

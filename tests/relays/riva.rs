@@ -226,6 +226,17 @@ async fn an_unknown_model_ends_the_call_with_the_servers_reason() {
     assert_eq!(error, "pipeline-error-custom-transcriber-failed");
     assert!(message.contains("Unavailable model requested"), "{message}");
     assert_eq!(mock.streams().len(), 1, "not retried");
+
+    // A refused request is the call's fault, not the fleet's: however many, the backend
+    // stays ready for calls that ask right.
+    for _ in 0..3 {
+        let mut call = Call::open(&server.ws_url("/api/custom-transcriber/p"), 16000, 1)
+            .await
+            .expect("call opens");
+        let _ = call.play(&[&audio], 16000, 20, true).await;
+        assert!(call.finish(Duration::from_secs(10)).await.error().is_some());
+    }
+    assert_eq!(http_get_opt(server.addr, "/readyz").await, Some(200));
 }
 
 /// Faults a reconnect heals: every word comes back once, on the same backend.
@@ -283,7 +294,7 @@ async fn a_server_without_room_is_left_alone_for_its_cooldown() {
     primary.script(vec![RivaFault::StatusAfter(1.3, Code::ResourceExhausted)]);
     let server = riva_server(
         &[
-            ("full", &primary, "cooldown_ms = 3000"),
+            ("full", &primary, "cooldown_ms = 10000"),
             ("gpu2", &backup, ""),
         ],
         true,
@@ -320,7 +331,7 @@ async fn a_server_without_room_is_left_alone_for_its_cooldown() {
     );
 
     // The cooldown over, the server takes calls again.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while http_get_opt(server.addr, "/readyz").await != Some(200) {
         assert!(
             tokio::time::Instant::now() < deadline,
