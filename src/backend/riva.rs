@@ -616,13 +616,13 @@ impl Stream {
                             since.elapsed().as_secs_f64()
                         )));
                     }
-                    // No utterance open and the server has processed every voiced chunk sent:
-                    // what it processed, less a margin, holds no word still to come.
+                    // No utterance open and the server has processed every voiced chunk sent
+                    // (by its own `audio_processed`, not just any answer): what was sent,
+                    // less a margin, holds no word still to come, as for the websocket relays.
                     if !self.open && self.processed >= self.voiced_until {
                         let margin = (IDLE_SETTLE_MARGIN.as_secs_f64() * f64::from(self.rate)) as u64;
-                        let done = self.processed.min(self.sent);
-                        if done > margin {
-                            events.settled(done - margin);
+                        if self.sent > margin {
+                            events.settled(self.sent - margin);
                         }
                     }
                 }
