@@ -38,6 +38,10 @@
 //!   last transcript before the failure → first transcript after it on that channel, as the
 //!   client sees it; also failure → first transcript; and hark's `hark_failover_gap_seconds`.
 //!   `RELAY_LOAD_DEBUG=1` prints, per faulted channel, the time to final of every later final.
+//! - `--primary riva`: the profile relays to the Riva mock (`hark_testkit::riva_mock`, gRPC)
+//!   with dg as its fallback, its streams sharing `--riva-connections` HTTP/2 connections; in
+//!   failover mode both channels' streams end UNAVAILABLE instead of dropping, and even
+//!   calls' new streams are refused UNAUTHENTICATED (so they fail over to dg).
 
 use std::collections::BTreeMap;
 use std::io::Read;
