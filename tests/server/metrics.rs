@@ -408,6 +408,8 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
             "hark_decode",
             "hark_provider_errors",
             "hark_backend_reconnects",
+            // Only once a riva backend has cooled.
+            "hark_backend_cooldowns",
         ];
         if !only_with.iter().any(|p| name.starts_with(p)) {
             assert!(
