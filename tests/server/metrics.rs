@@ -197,7 +197,9 @@ async fn recorded_call(call: &mut Call, secs: f64) {
     let samples: Vec<i16> = (0..(f64::from(RATE) * secs) as usize)
         .map(|n| ((n * 37) % 4000) as i16 - 2000)
         .collect();
-    assert!(call.play(&[&samples, &samples], RATE, 20, false).await);
+    // Paced: the session samples lag every 250 ms, and an unpaced call to the instant
+    // recorder can end before the first sample (the lag series then never appears).
+    assert!(call.play(&[&samples, &samples], RATE, 20, true).await);
     let want = format!("n={} h=", samples.len());
     let heard = call
         .wait_for(PROMPT, |m| {
