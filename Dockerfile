@@ -15,6 +15,9 @@ COPY hark-bench ./hark-bench
 COPY hark-testkit ./hark-testkit
 COPY src ./src
 COPY benches ./benches
+# The build script compiles the vendored Riva protos (proto/) for the riva backend.
+COPY build.rs ./
+COPY proto ./proto
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked --bin hark \

@@ -168,6 +168,13 @@ fn image() -> Image {
             );
         }
     }
+    // The server's build script and what it compiles (the riva backend's protos).
+    for needed in ["build.rs", "proto"] {
+        assert!(
+            copied.iter().any(|c| c.starts_with(&format!("{needed} "))),
+            "{needed} is copied into the build: {copied:?}"
+        );
+    }
     let copy = steps(&all, runtime, "COPY");
     assert!(
         copy.iter().any(
