@@ -156,7 +156,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         BACKEND_COOLDOWNS,
         Kind::Counter,
         &["backend"],
-        "Times a riva backend's server answered RESOURCE_EXHAUSTED, so that the backend took no new streams for its cooldown_ms (reported not ready meanwhile).",
+        "Times a riva backend took no new streams for its cooldown_ms (reported not ready meanwhile): its server answered RESOURCE_EXHAUSTED, or three streams in a row failed unanswered soon after opening.",
     ),
     (
         READY,

@@ -57,10 +57,10 @@ pub fn network(
     config: BackendConfig,
     key: Option<ApiKey>,
 ) -> Result<Arc<dyn crate::backend::Backend>, String> {
-    let needed = || format!("no API key ({})", config.api_key_env().unwrap_or_default());
-    Ok(match config.clone() {
-        BackendConfig::Deepgram(c) => Arc::new(Deepgram::new(name, c, key.ok_or_else(needed)?)),
-        BackendConfig::Assemblyai(c) => Arc::new(AssemblyAi::new(name, c, key.ok_or_else(needed)?)),
+    let needed = format!("no API key ({})", config.api_key_env().unwrap_or_default());
+    Ok(match config {
+        BackendConfig::Deepgram(c) => Arc::new(Deepgram::new(name, c, key.ok_or(needed)?)),
+        BackendConfig::Assemblyai(c) => Arc::new(AssemblyAi::new(name, c, key.ok_or(needed)?)),
         BackendConfig::Riva(c) => Arc::new(Riva::new(name, c, key)),
     })
 }

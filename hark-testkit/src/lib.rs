@@ -115,6 +115,27 @@ impl TestServer {
     }
 }
 
+/// Waits (bounded by `limit`) until `done` holds, looking again each time `notify` fires;
+/// false on timeout. How the mocks wait for their connections to close.
+pub async fn wait_notified(
+    notify: &tokio::sync::Notify,
+    limit: Duration,
+    done: impl Fn() -> bool,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if done() {
+            return true;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return done();
+        }
+    }
+}
+
 /// A GET's status, or `None` while nothing answers (a server still starting).
 pub async fn http_get_opt(addr: SocketAddr, path: &str) -> Option<u16> {
     http_fetch(addr, path).await.map(|(status, _)| status)

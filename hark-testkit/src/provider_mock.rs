@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::{Instant, sleep_until, timeout, timeout_at};
+use tokio::time::{Instant, sleep_until, timeout};
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -244,24 +244,14 @@ impl MockProvider {
     /// Waits (bounded) until `n` connections have closed (either side; a refused upgrade
     /// counts as closed); false on timeout.
     pub async fn wait_closed(&self, n: usize, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
-        let closed = || {
+        crate::wait_notified(&self.shared.closed, limit, || {
             lock(&self.shared.connections)
                 .iter()
                 .filter(|c| c.closed)
                 .count()
-        };
-        loop {
-            let notified = self.shared.closed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if closed() >= n {
-                return true;
-            }
-            if timeout_at(deadline, notified).await.is_err() {
-                return closed() >= n;
-            }
-        }
+                >= n
+        })
+        .await
     }
 }
 

@@ -246,23 +246,14 @@ impl RivaMock {
 
     /// Waits (bounded) until `n` streams have closed; false on timeout.
     pub async fn wait_closed(&self, n: usize, limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            let notified = self.shared.closed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if lock(&self.shared.streams)
+        crate::wait_notified(&self.shared.closed, limit, || {
+            lock(&self.shared.streams)
                 .iter()
                 .filter(|s| s.closed)
                 .count()
                 >= n
-            {
-                return true;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return false;
-            }
-        }
+        })
+        .await
     }
 }
 

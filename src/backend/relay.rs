@@ -108,8 +108,8 @@ impl RelaySettings {
 
 /// Audio kept unsettled behind the send position while the provider is idle, for words it
 /// has heard but not yet answered.
-const IDLE_SETTLE_MARGIN: Duration = Duration::from_secs(1);
-const HOUSEKEEPING: Duration = Duration::from_millis(100);
+pub(super) const IDLE_SETTLE_MARGIN: Duration = Duration::from_secs(1);
+pub(super) const HOUSEKEEPING: Duration = Duration::from_millis(100);
 /// Nothing heard from the provider for this long: ping it. A provider that answers
 /// neither the ping nor anything else within the stall bound is gone (a half-open
 /// connection, a peer that stopped reading), even while no voice flows to show it.
@@ -141,20 +141,34 @@ pub fn spawn<P: Provider>(
             sent: 0,
             heard: Vec::new(),
         };
-        match relay.run(request, &events).await {
-            Ok(()) => events.done(),
-            Err(Failure::Gone) => std::mem::forget(events),
-            Err(Failure::Permanent(message)) => events.fail(message),
-            Err(Failure::Transient(message)) => events.fail_transient(message),
-        }
+        report(relay.run(request, &events).await, events);
     });
 }
 
-enum Failure {
+/// How a network backend's attempt ended badly.
+pub(super) enum Failure {
     /// The session no longer listens: nothing to report.
     Gone,
     Permanent(String),
     Transient(String),
+}
+
+/// Tells the session how an attempt ended.
+pub(super) fn report(outcome: Result<(), Failure>, events: EventSink) {
+    match outcome {
+        Ok(()) => events.done(),
+        Err(Failure::Gone) => std::mem::forget(events),
+        Err(Failure::Permanent(message)) => events.fail(message),
+        Err(Failure::Transient(message)) => events.fail_transient(message),
+    }
+}
+
+/// Counts a provider error by a code from a fixed set (`close_code`, `http_code`, a few
+/// names): a provider's own codes and words never become label values.
+pub(super) fn count_error(backend: &str, code: impl Into<std::borrow::Cow<'static, str>>) {
+    let code: std::borrow::Cow<'static, str> = code.into();
+    metrics::counter!(m::PROVIDER_ERRORS, "backend" => backend.to_string(), "code" => code)
+        .increment(1);
 }
 
 struct Relay<P> {
@@ -174,9 +188,7 @@ impl<P: Provider> Relay<P> {
     /// Counted by a code from a fixed set (`close_code`, `http_code`, a few names): a
     /// provider's own codes and words never become label values.
     fn count_error(&self, code: impl Into<std::borrow::Cow<'static, str>>) {
-        let code: std::borrow::Cow<'static, str> = code.into();
-        metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => code)
-            .increment(1);
+        count_error(&self.backend, code);
     }
 
     async fn run(&mut self, request: Request, events: &EventSink) -> Result<(), Failure> {

@@ -32,7 +32,7 @@ use self::proto::nvidia::riva::asr::{
     StreamingRecognizeRequest, StreamingRecognizeResponse, streaming_recognize_request,
 };
 use super::catch_up::{VOICED_RMS, rms};
-use super::relay::Heard;
+use super::relay::{Failure, HOUSEKEEPING, Heard, IDLE_SETTLE_MARGIN, count_error, report};
 use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink};
 use crate::audio::AudioSource;
 use crate::metrics as m;
@@ -222,7 +222,8 @@ fn target(url: &str, keyed: bool, allow_insecure: bool) -> Result<(String, bool)
 pub struct Riva {
     name: Arc<str>,
     config: RivaConfig,
-    key: Option<ApiKey>,
+    /// The key and the configured metadata, sent with every stream; made once.
+    metadata: Result<MetadataMap, String>,
     /// Made at the first stream: tonic's channels need the runtime.
     channels: OnceLock<Result<Vec<Channel>, String>>,
     next: AtomicUsize,
@@ -231,13 +232,17 @@ pub struct Riva {
 
 impl Riva {
     pub fn new(name: &str, config: RivaConfig, key: Option<ApiKey>) -> Self {
+        let name: Arc<str> = name.into();
         Self {
-            name: name.into(),
+            metadata: metadata(key.as_ref(), &config.metadata),
+            cooling: Arc::new(Cooling::new(
+                name.clone(),
+                Duration::from_millis(config.cooldown_ms),
+            )),
+            name,
             config,
-            key,
             channels: OnceLock::new(),
             next: AtomicUsize::new(0),
-            cooling: Arc::new(Cooling::default()),
         }
     }
 
@@ -299,30 +304,30 @@ impl Riva {
             ..StreamingRecognizeRequest::default()
         }
     }
+}
 
-    /// The key and the configured metadata, sent with every stream.
-    fn metadata(&self) -> Result<MetadataMap, BackendError> {
-        let mut map = MetadataMap::new();
-        if let Some(key) = &self.key {
-            let value = key.header("Bearer ")?;
-            let mut value = AsciiMetadataValue::try_from(value.as_bytes())
-                .map_err(|_| BackendError::new("the API key is not a valid metadata value"))?;
-            value.set_sensitive(true);
-            map.insert("authorization", value);
-        }
-        for (k, v) in &self.config.metadata {
-            // Checked by `problems` before the server started.
-            if let (Ok(k), Ok(mut v)) = (
-                k.parse::<AsciiMetadataKey>(),
-                v.parse::<AsciiMetadataValue>(),
-            ) {
-                // It may be a credential of the hosted API's own: kept out of HPACK's table.
-                v.set_sensitive(true);
-                map.insert(k, v);
-            }
-        }
-        Ok(map)
+/// The key (`authorization: Bearer …`) and the configured metadata, all marked sensitive
+/// (a value may be a credential of the hosted API's own: kept out of HPACK's table).
+fn metadata(key: Option<&ApiKey>, extra: &BTreeMap<String, String>) -> Result<MetadataMap, String> {
+    let mut map = MetadataMap::new();
+    if let Some(key) = key {
+        let value = key.header("Bearer ").map_err(|e| e.0)?;
+        let mut value = AsciiMetadataValue::try_from(value.as_bytes())
+            .map_err(|_| "the API key is not a valid metadata value".to_string())?;
+        value.set_sensitive(true);
+        map.insert("authorization", value);
     }
+    for (k, v) in extra {
+        // Checked by `problems` before the server started.
+        if let (Ok(k), Ok(mut v)) = (
+            k.parse::<AsciiMetadataKey>(),
+            v.parse::<AsciiMetadataValue>(),
+        ) {
+            v.set_sensitive(true);
+            map.insert(k, v);
+        }
+    }
+    Ok(map)
 }
 
 /// The backend's HTTP/2 connections, `connections` per endpoint, each dialled when its
@@ -359,36 +364,44 @@ const FAILED_STARTS: u32 = 3;
 
 /// When the server last asked for room, or could not be reached: until then the backend
 /// takes no new streams.
-#[derive(Default)]
 struct Cooling {
-    /// Milliseconds after `epoch` until which the backend cools; 0: not cooling.
+    backend: Arc<str>,
+    cooldown: Duration,
+    epoch: Instant,
+    /// Milliseconds after `epoch` until which the backend cools.
     until_ms: AtomicU64,
-    epoch: OnceLock<Instant>,
     /// Streams that failed before an answer since the last stream that got one.
     failed_starts: AtomicU32,
 }
 
 impl Cooling {
-    fn now_ms(&self) -> u64 {
-        self.epoch.get_or_init(Instant::now).elapsed().as_millis() as u64
+    fn new(backend: Arc<str>, cooldown: Duration) -> Self {
+        Self {
+            backend,
+            cooldown,
+            epoch: Instant::now(),
+            until_ms: AtomicU64::new(0),
+            failed_starts: AtomicU32::new(0),
+        }
     }
 
-    fn start(&self, backend: &str, cooldown: Duration) {
-        let until = self.now_ms() + cooldown.as_millis() as u64;
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// No new streams for the cooldown, saying `why`.
+    fn start(&self, why: &str) {
+        warn!(backend = %self.backend, cooldown_ms = self.cooldown.as_millis() as u64, "{why}: taking no new streams for a while");
+        let until = self.now_ms() + self.cooldown.as_millis() as u64;
         self.until_ms.fetch_max(until, Ordering::AcqRel);
-        metrics::counter!(m::BACKEND_COOLDOWNS, "backend" => backend.to_string()).increment(1);
+        metrics::counter!(m::BACKEND_COOLDOWNS, "backend" => self.backend.to_string()).increment(1);
     }
 
     /// A stream failed before the server answered it; the third in a row cools.
-    fn failed_start(&self, backend: &str, cooldown: Duration) {
+    fn failed_start(&self) {
         if self.failed_starts.fetch_add(1, Ordering::AcqRel) + 1 >= FAILED_STARTS {
             self.failed_starts.store(0, Ordering::Release);
-            warn!(
-                backend,
-                cooldown_ms = cooldown.as_millis() as u64,
-                "streams fail before the server answers: taking no new streams for a while"
-            );
-            self.start(backend, cooldown);
+            self.start("streams fail before the server answers");
         }
     }
 
@@ -397,8 +410,7 @@ impl Cooling {
     }
 
     fn is_cooling(&self) -> bool {
-        let until = self.until_ms.load(Ordering::Acquire);
-        until != 0 && self.now_ms() < until
+        self.now_ms() < self.until_ms.load(Ordering::Acquire)
     }
 }
 
@@ -421,9 +433,8 @@ impl Backend for Riva {
             backend: self.name.clone(),
             client: RivaSpeechRecognitionClient::new(self.channel()?),
             first: Some(self.streaming_config(&spec)),
-            metadata: self.metadata()?,
+            metadata: self.metadata.clone().map_err(BackendError)?,
             stall_timeout: Duration::from_millis(self.config.stall_timeout_ms),
-            cooldown: Duration::from_millis(self.config.cooldown_ms),
             cooling: self.cooling.clone(),
             rate: audio.sample_rate(),
             audio,
@@ -447,17 +458,6 @@ const CHUNK: Duration = Duration::from_millis(100);
 const IN_FLIGHT: usize = 8;
 /// After the audio ends, how long to wait for the server's last finals.
 const FINISH_TIMEOUT: Duration = Duration::from_secs(3);
-/// Audio kept unsettled behind the send position while no utterance is open, for words
-/// the server has heard but not yet answered.
-const IDLE_SETTLE_MARGIN: Duration = Duration::from_secs(1);
-const HOUSEKEEPING: Duration = Duration::from_millis(100);
-
-enum Failure {
-    /// The session no longer listens: nothing to report.
-    Gone,
-    Permanent(String),
-    Transient(String),
-}
 
 /// One channel attempt's stream.
 struct Stream {
@@ -466,7 +466,6 @@ struct Stream {
     first: Option<StreamingRecognizeRequest>,
     metadata: MetadataMap,
     stall_timeout: Duration,
-    cooldown: Duration,
     cooling: Arc<Cooling>,
     audio: AudioSource,
     rate: u32,
@@ -486,15 +485,11 @@ struct Stream {
 
 impl Stream {
     async fn run(mut self, events: EventSink) {
-        match self.stream(&events).await {
-            Ok(()) => events.done(),
-            Err(Failure::Gone) => std::mem::forget(events),
-            Err(Failure::Permanent(message)) => events.fail(message),
-            Err(Failure::Transient(message)) => {
-                self.unanswered();
-                events.fail_transient(message)
-            }
+        let outcome = self.stream(&events).await;
+        if matches!(outcome, Err(Failure::Transient(_))) {
+            self.unanswered();
         }
+        report(outcome, events);
     }
 
     /// A stream that failed soon after it opened, before the server answered, counts toward
@@ -504,7 +499,7 @@ impl Stream {
     /// unanswered for long, so only early failures count.)
     fn unanswered(&self) {
         if !self.answered && self.opened.elapsed() < self.connect_timeout {
-            self.cooling.failed_start(&self.backend, self.cooldown);
+            self.cooling.failed_start();
         }
     }
 
@@ -661,8 +656,7 @@ impl Stream {
             quote(status.message())
         );
         if status.code() == Code::ResourceExhausted {
-            warn!(backend = %self.backend, cooldown_ms = self.cooldown.as_millis() as u64, "server has no room: taking no new streams for a while");
-            self.cooling.start(&self.backend, self.cooldown);
+            self.cooling.start("the server has no room");
         }
         if is_permanent(status.code()) {
             Err(Failure::Permanent(message))
@@ -678,8 +672,7 @@ impl Stream {
     }
 
     fn count_error(&self, code: &'static str) {
-        metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => code)
-            .increment(1);
+        count_error(&self.backend, code);
     }
 }
 
