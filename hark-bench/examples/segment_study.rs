@@ -12,6 +12,7 @@
 //!   PAD=MS              silence a final's decode ends with (hark's default: DECODE_PAD_MS)
 //!   CONTEXT=MS          longest decode with left context (hark's default: CONTEXT_SPAN_MS; 0 off)
 //!   GAP=MS              longest pause inside a turn (hark's default: TURN_GAP_MS)
+//!   RELEASE=SCORE       detector score that keeps an open utterance voiced (default: THRESHOLD)
 //! ```
 
 use std::path::PathBuf;
@@ -27,6 +28,10 @@ fn main() {
     let arg = |i: usize, d: f64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
     let mut config = SegmenterConfig::from_ms(arg(0, 200.0) as u64, 500);
     config.threshold = arg(1, 0.5) as f32;
+    config.release = std::env::var("RELEASE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(config.threshold);
     config.min_voice = (arg(2, 64.0) * 16.0) as usize;
     config.preroll = (arg(3, config.preroll as f64 / 16.0) * 16.0) as usize;
     if let Some(pad) = std::env::var("PAD")

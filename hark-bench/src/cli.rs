@@ -77,6 +77,11 @@ pub struct BenchArgs {
     /// `file<TAB>customer reference<TAB>assistant reference` for stereo real calls (played whole).
     #[arg(long, value_name = "DIR")]
     pub corpus: Option<PathBuf>,
+    /// Play every utterance of --corpus exactly once, dealt round the --calls calls in the
+    /// order of transcripts.tsv (--duration does not apply): a WER over the whole corpus,
+    /// each recording counted once.
+    #[arg(long, requires = "corpus")]
+    pub each: bool,
     /// Take every recording through a phone line first: 8 kHz, 300-3400 Hz.
     #[arg(long)]
     pub phone_band: bool,
@@ -133,6 +138,7 @@ impl BenchArgs {
         Source {
             clips: self.clips.clone(),
             corpus: self.corpus.clone(),
+            each: self.each.then_some(self.calls),
             phone: self.phone_band.then_some((self.rate, self.mu_law)),
         }
     }

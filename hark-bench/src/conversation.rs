@@ -150,6 +150,15 @@ impl Default for Density {
     }
 }
 
+/// How long a generated conversation goes on.
+#[derive(Clone, Copy)]
+enum Plan<'a> {
+    /// Until this many seconds are filled, the recordings taken round from a random one.
+    Fill(f64),
+    /// Until the customer has said these recordings, in this order.
+    Each(&'a [usize]),
+}
+
 /// A call's audio, both channels at the call's rate, and what is said when.
 pub struct Conversation {
     pub rate: u32,
@@ -182,6 +191,40 @@ impl Conversation {
         seed: u64,
         density: &Density,
     ) -> anyhow::Result<Self> {
+        if !(duration_secs.is_finite() && duration_secs > 0.0) {
+            bail!(
+                "a conversation's length must be a positive number of seconds, not {duration_secs}"
+            );
+        }
+        Self::build_turns(corpus, rate, seed, density, Plan::Fill(duration_secs))
+    }
+
+    /// Alternating turns whose customer says the recordings `customer` (indices into
+    /// `corpus.customer`) once each, in that order: every recording of a corpus measured
+    /// exactly once (`hark-bench --each`).
+    pub fn build_once(
+        corpus: &Corpus,
+        rate: u32,
+        seed: u64,
+        density: &Density,
+        customer: &[usize],
+    ) -> anyhow::Result<Self> {
+        if customer.is_empty() {
+            bail!("a conversation needs at least one of the customer's recordings");
+        }
+        if let Some(&i) = customer.iter().find(|&&i| i >= corpus.customer.len()) {
+            bail!("no customer recording {i}");
+        }
+        Self::build_turns(corpus, rate, seed, density, Plan::Each(customer))
+    }
+
+    fn build_turns(
+        corpus: &Corpus,
+        rate: u32,
+        seed: u64,
+        density: &Density,
+        plan: Plan<'_>,
+    ) -> anyhow::Result<Self> {
         let between = |rng: &mut fastrand::Rng, (lo, hi): (f64, f64)| lo + rng.f64() * (hi - lo);
         let mut rng = fastrand::Rng::with_seed(seed);
         let convert = |r: &Recording| -> anyhow::Result<(Vec<i16>, usize, usize)> {
@@ -204,16 +247,20 @@ impl Conversation {
         if customer.is_empty() || assistant.is_empty() {
             bail!("a conversation needs recordings for both sides");
         }
-        if !(duration_secs.is_finite() && duration_secs > 0.0) {
-            bail!(
-                "a conversation's length must be a positive number of seconds, not {duration_secs}"
-            );
-        }
-        let total = (duration_secs * f64::from(rate)) as usize;
+        let total = match plan {
+            Plan::Fill(secs) => (secs * f64::from(rate)) as usize,
+            Plan::Each(_) => usize::MAX,
+        };
+        // With a list, the customer's next recording is its `said`-th entry.
+        let mut said_by_customer = 0usize;
+        let pick = |index: usize, said: usize| match plan {
+            Plan::Fill(_) => Some(index),
+            Plan::Each(list) => list.get(said).copied(),
+        };
         let mut conv = Self {
             rate,
-            customer: Vec::with_capacity(total),
-            assistant: Vec::with_capacity(total),
+            customer: Vec::with_capacity(total.min(1 << 24)),
+            assistant: Vec::with_capacity(total.min(1 << 24)),
             utterances: Vec::new(),
             call_references: None,
         };
@@ -234,6 +281,11 @@ impl Conversation {
                 lo.max(1)
             };
             for k in 0..said {
+                let next = match turn {
+                    Channel::Customer => pick(*index, said_by_customer),
+                    Channel::Assistant => Some(*index),
+                };
+                let Some(next) = next else { break };
                 if k > 0 {
                     if conv.customer.len() >= total {
                         break;
@@ -241,9 +293,12 @@ impl Conversation {
                     let gap = between(&mut rng, density.turn_gap_s);
                     conv.pause(gap);
                 }
-                let (samples, onset, offset) = &pool[*index % pool.len()];
-                let rec = &recordings[*index % pool.len()];
+                let (samples, onset, offset) = &pool[next % pool.len()];
+                let rec = &recordings[next % pool.len()];
                 *index += 1;
+                if turn == Channel::Customer {
+                    said_by_customer += 1;
+                }
                 let start = conv.customer.len();
                 conv.utterances.push(Utterance {
                     channel: turn,
@@ -258,6 +313,11 @@ impl Conversation {
                 };
                 speaking.extend_from_slice(samples);
                 silent.resize(speaking.len(), 0);
+            }
+            if let Plan::Each(list) = plan
+                && said_by_customer >= list.len()
+            {
+                break;
             }
             // Turn-taking pause.
             let pause = between(&mut rng, density.pause_s);
@@ -372,5 +432,41 @@ mod tests {
                 .chain([Channel::Assistant; 3])
                 .collect::<Vec<_>>()[..]
         );
+    }
+
+    #[test]
+    fn each_listed_recording_is_said_once_in_order_and_nothing_else_by_the_customer() {
+        let rec = |name: &str| {
+            let mut samples = vec![0i16; 1600];
+            samples.extend((0..4000).map(|i| if i % 2 == 0 { 9000 } else { -9000 }));
+            samples.extend(vec![0i16; 1600]);
+            let speech = speech_bounds(&samples, 16000);
+            Recording {
+                name: name.into(),
+                rate: 16000,
+                samples,
+                reference: name.into(),
+                speech,
+            }
+        };
+        let corpus = Corpus {
+            customer: ["c0", "c1", "c2", "c3", "c4"].map(rec).to_vec(),
+            assistant: vec![rec("a")],
+        };
+        let density = Density {
+            turn_utterances: (1, 2),
+            ..Density::default()
+        };
+        let conv = Conversation::build_once(&corpus, 8000, 3, &density, &[4, 1, 3]).unwrap();
+        let said: Vec<&str> = conv
+            .utterances
+            .iter()
+            .filter(|u| u.channel == Channel::Customer)
+            .map(|u| u.recording.as_str())
+            .collect();
+        assert_eq!(said, ["c4", "c1", "c3"]);
+        assert!(conv.duration_secs() < 30.0, "it stops once they are said");
+        assert!(Conversation::build_once(&corpus, 8000, 3, &density, &[]).is_err());
+        assert!(Conversation::build_once(&corpus, 8000, 3, &density, &[5]).is_err());
     }
 }

@@ -113,6 +113,12 @@ impl RealCall {
 /// The speech a run plays: generated turn-taking conversations, or real calls.
 pub enum Speech {
     Turns(Corpus),
+    /// Turns in which the customer says every recording once, dealt round the calls
+    /// (`--each`): call k says recordings k, k + calls, k + 2 calls, …
+    Once {
+        corpus: Corpus,
+        calls: usize,
+    },
     Calls(Vec<RealCall>),
 }
 
@@ -127,6 +133,16 @@ impl Conversations for Speech {
     ) -> anyhow::Result<Conversation> {
         match self {
             Self::Turns(corpus) => corpus.conversation(rate, duration_secs, seed, call, density),
+            Self::Once { corpus, calls } => {
+                let mine: Vec<usize> = (call..corpus.customer.len()).step_by(*calls).collect();
+                if mine.is_empty() {
+                    bail!(
+                        "--each: call {call} has no recording to play ({} recordings for {calls} calls)",
+                        corpus.customer.len()
+                    );
+                }
+                Conversation::build_once(corpus, rate, seed ^ call as u64, density, &mine)
+            }
             Self::Calls(real) if real.is_empty() => bail!("no real calls to play"),
             Self::Calls(real) => real[call % real.len()].conversation(rate),
         }
@@ -135,12 +151,13 @@ impl Conversations for Speech {
     fn variants(&self) -> usize {
         match self {
             Self::Turns(_) => 1,
+            Self::Once { calls, .. } => (*calls).max(1),
             Self::Calls(real) => real.len().max(1),
         }
     }
 
     fn recorded(&self) -> bool {
-        matches!(self, Self::Calls(_))
+        !matches!(self, Self::Turns(_))
     }
 }
 
@@ -151,6 +168,8 @@ pub struct Source {
     pub clips: Option<PathBuf>,
     pub corpus: Option<PathBuf>,
     pub phone: Option<(u32, bool)>,
+    /// `--each`: every utterance of the corpus said once, spread over this many calls.
+    pub each: Option<usize>,
 }
 
 impl Speech {
@@ -170,6 +189,26 @@ impl Speech {
         let speech = match &args.corpus {
             Some(dir) => Self::load_user(dir, builtin)?,
             None => Self::Turns(Corpus::load(&builtin()?)?),
+        };
+        let speech = match (speech, args.each) {
+            (Self::Turns(corpus), Some(calls)) => {
+                if calls == 0 || calls > corpus.customer.len() {
+                    bail!(
+                        "--each spreads {} recordings over {calls} calls: give 1 to {} calls",
+                        corpus.customer.len(),
+                        corpus.customer.len()
+                    );
+                }
+                eprintln!(
+                    "playing each of {} recordings once, over {calls} call(s) (--duration does not apply)",
+                    corpus.customer.len()
+                );
+                Self::Once { corpus, calls }
+            }
+            (Self::Calls(_), Some(_)) => {
+                bail!("--each is for a corpus of mono utterances; real calls are played whole")
+            }
+            (speech, _) => speech,
         };
         if let Self::Calls(calls) = &speech {
             eprintln!(
@@ -264,27 +303,32 @@ impl Speech {
     pub fn through_phone(self, rate: u32, mu_law: bool) -> anyhow::Result<Self> {
         let scale =
             |i: usize, from: u32| (i as u64 * u64::from(rate) / u64::from(from.max(1))) as usize;
-        match self {
-            Self::Turns(corpus) => {
-                let line = |recs: Vec<Recording>| -> anyhow::Result<Vec<Recording>> {
-                    recs.into_iter()
-                        .map(|r| {
-                            let samples = phone::phone_line(&r.samples, r.rate, rate, mu_law)?;
-                            let speech = (scale(r.speech.0, r.rate), scale(r.speech.1, r.rate));
-                            Ok(Recording {
-                                rate,
-                                samples,
-                                speech,
-                                ..r
-                            })
+        let turns = |corpus: Corpus| -> anyhow::Result<Corpus> {
+            let line = |recs: Vec<Recording>| -> anyhow::Result<Vec<Recording>> {
+                recs.into_iter()
+                    .map(|r| {
+                        let samples = phone::phone_line(&r.samples, r.rate, rate, mu_law)?;
+                        let speech = (scale(r.speech.0, r.rate), scale(r.speech.1, r.rate));
+                        Ok(Recording {
+                            rate,
+                            samples,
+                            speech,
+                            ..r
                         })
-                        .collect()
-                };
-                Ok(Self::Turns(Corpus {
-                    customer: line(corpus.customer)?,
-                    assistant: line(corpus.assistant)?,
-                }))
-            }
+                    })
+                    .collect()
+            };
+            Ok(Corpus {
+                customer: line(corpus.customer)?,
+                assistant: line(corpus.assistant)?,
+            })
+        };
+        match self {
+            Self::Turns(corpus) => Ok(Self::Turns(turns(corpus)?)),
+            Self::Once { corpus, calls } => Ok(Self::Once {
+                corpus: turns(corpus)?,
+                calls,
+            }),
             Self::Calls(calls) => calls
                 .into_iter()
                 .map(|c| {
