@@ -12,7 +12,7 @@
 //!   PAD=MS              silence a final's decode ends with (hark's default: DECODE_PAD_MS)
 //!   CONTEXT=MS          longest decode with left context (hark's default: CONTEXT_SPAN_MS; 0 off)
 //!   GAP=MS              longest pause inside a turn (hark's default: TURN_GAP_MS)
-//!   RELEASE=SCORE       detector score that keeps an open utterance voiced (default: THRESHOLD)
+//!   RELEASE=SCORE       detector score that keeps an open utterance voiced (hark's default: RELEASE)
 //! ```
 
 use std::path::PathBuf;
@@ -31,7 +31,7 @@ fn main() {
     config.release = std::env::var("RELEASE")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(config.threshold);
+        .unwrap_or(config.threshold.min(config.release));
     config.min_voice = (arg(2, 64.0) * 16.0) as usize;
     config.preroll = (arg(3, config.preroll as f64 / 16.0) * 16.0) as usize;
     if let Some(pad) = std::env::var("PAD")

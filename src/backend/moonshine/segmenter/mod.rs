@@ -51,8 +51,11 @@ pub struct SegmenterConfig {
     pub max_utterance: usize,
     /// Utterances with less voice than this are noise: dropped without a decode.
     pub min_voice: usize,
-    /// Detector score at or above which a frame is voice.
+    /// Detector score at or above which a frame opens an utterance.
     pub threshold: f32,
+    /// Once an utterance is open, frames scoring at or above this still count as voice
+    /// (hysteresis): a distorted or quiet voice dips below `threshold` inside its words.
+    pub release: f32,
     /// Silence a decode that may become a final ends with, after the last voiced frame
     /// (zeros appended where the utterance has less). Cut right after its last word, the
     /// model repeats words and ends sentences on commas (BENCHMARKS.md, "decode padding").
@@ -71,6 +74,10 @@ pub struct SegmenterConfig {
     pub judge_turns: bool,
 }
 
+/// See [`SegmenterConfig::release`]. Silero VAD's default hysteresis (0.15 under the
+/// opening score); measured with `examples/segment_study.rs RELEASE=…` (BENCHMARKS.md,
+/// "Hysteresis").
+pub const RELEASE: f32 = 0.35;
 /// See [`SegmenterConfig::pad`].
 pub const DECODE_PAD_MS: u64 = 400;
 /// See [`SegmenterConfig::context_span`].
@@ -89,6 +96,7 @@ impl SegmenterConfig {
             max_utterance: ms(12_000),
             min_voice: ms(64),
             threshold: 0.5,
+            release: RELEASE,
             pad: ms(DECODE_PAD_MS),
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
@@ -263,7 +271,13 @@ impl Segmenter {
             rest = &rest[take..];
             if self.carry.len() == FRAME {
                 let frame = std::mem::take(&mut self.carry);
-                let voiced = self.score(&frame) >= self.config.threshold;
+                let score = self.score(&frame);
+                let bar = if self.open.is_some() {
+                    self.config.release
+                } else {
+                    self.config.threshold
+                };
+                let voiced = score >= bar;
                 self.frame(&frame, voiced, at_input, now);
                 self.carry = frame;
                 self.carry.clear();
