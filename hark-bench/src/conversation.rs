@@ -251,6 +251,8 @@ impl Conversation {
             Plan::Fill(secs) => (secs * f64::from(rate)) as usize,
             Plan::Each(_) => usize::MAX,
         };
+        // A list's length is known only once it is played: let the buffers grow.
+        let capacity = if total == usize::MAX { 0 } else { total };
         // With a list, the customer's next recording is its `said`-th entry.
         let mut said_by_customer = 0usize;
         let pick = |index: usize, said: usize| match plan {
@@ -259,8 +261,8 @@ impl Conversation {
         };
         let mut conv = Self {
             rate,
-            customer: Vec::with_capacity(total.min(1 << 24)),
-            assistant: Vec::with_capacity(total.min(1 << 24)),
+            customer: Vec::with_capacity(capacity),
+            assistant: Vec::with_capacity(capacity),
             utterances: Vec::new(),
             call_references: None,
         };
@@ -400,21 +402,24 @@ mod tests {
         }
     }
 
+    /// A 16 kHz recording: `len` samples of a loud square wave between 0.1 s silences.
+    fn buzz(name: &str, len: usize) -> Recording {
+        let mut samples = vec![0i16; 1600];
+        samples.extend((0..len).map(|i| if i % 2 == 0 { 9000 } else { -9000 }));
+        samples.extend(vec![0i16; 1600]);
+        let speech = speech_bounds(&samples, 16000);
+        Recording {
+            name: name.into(),
+            rate: 16000,
+            samples,
+            reference: name.into(),
+            speech,
+        }
+    }
+
     #[test]
     fn monologues_keep_one_side_speaking_for_several_utterances() {
-        let rec = |name: &str| {
-            let mut samples = vec![0i16; 1600];
-            samples.extend((0..8000).map(|i| if i % 2 == 0 { 9000 } else { -9000 }));
-            samples.extend(vec![0i16; 1600]);
-            let speech = speech_bounds(&samples, 16000);
-            Recording {
-                name: name.into(),
-                rate: 16000,
-                samples,
-                reference: name.into(),
-                speech,
-            }
-        };
+        let rec = |name: &str| buzz(name, 8000);
         let corpus = Corpus {
             customer: vec![rec("c")],
             assistant: vec![rec("a")],
@@ -436,19 +441,7 @@ mod tests {
 
     #[test]
     fn each_listed_recording_is_said_once_in_order_and_nothing_else_by_the_customer() {
-        let rec = |name: &str| {
-            let mut samples = vec![0i16; 1600];
-            samples.extend((0..4000).map(|i| if i % 2 == 0 { 9000 } else { -9000 }));
-            samples.extend(vec![0i16; 1600]);
-            let speech = speech_bounds(&samples, 16000);
-            Recording {
-                name: name.into(),
-                rate: 16000,
-                samples,
-                reference: name.into(),
-                speech,
-            }
-        };
+        let rec = |name: &str| buzz(name, 4000);
         let corpus = Corpus {
             customer: ["c0", "c1", "c2", "c3", "c4"].map(rec).to_vec(),
             assistant: vec![rec("a")],
