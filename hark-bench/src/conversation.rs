@@ -247,12 +247,14 @@ impl Conversation {
         if customer.is_empty() || assistant.is_empty() {
             bail!("a conversation needs recordings for both sides");
         }
-        let total = match plan {
-            Plan::Fill(secs) => (secs * f64::from(rate)) as usize,
-            Plan::Each(_) => usize::MAX,
+        // A list's length is known only once it is played: its buffers grow.
+        let (total, capacity) = match plan {
+            Plan::Fill(secs) => {
+                let total = (secs * f64::from(rate)) as usize;
+                (total, total)
+            }
+            Plan::Each(_) => (usize::MAX, 0),
         };
-        // A list's length is known only once it is played: let the buffers grow.
-        let capacity = if total == usize::MAX { 0 } else { total };
         // With a list, the customer's next recording is its `said`-th entry.
         let mut said_by_customer = 0usize;
         let pick = |index: usize, said: usize| match plan {
