@@ -34,6 +34,7 @@ pub const CATCH_UP_SKIPPED: &str = "hark_catch_up_skipped_seconds";
 pub const DECODER_LOAD: &str = "hark_decoder_load";
 pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
 pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
+pub const FINAL_RECOVERIES: &str = "hark_final_recoveries_total";
 pub const READY: &str = "hark_ready";
 pub const BACKEND_READY: &str = "hark_backend_ready";
 pub const BACKEND_COOLDOWNS: &str = "hark_backend_cooldowns_total";
@@ -235,6 +236,12 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         Kind::Histogram,
         &[],
         "Time the end-of-turn model spent per verdict on a customer's pause.",
+    ),
+    (
+        FINAL_RECOVERIES,
+        Kind::Counter,
+        &["how"],
+        "Embedded recognizer's utterances whose first decode as a final heard no words, by how the final was found: retried (a retry alone, after more silence, had words), partial (the last partial went as the final), wordless (nothing had words; nothing was sent).",
     ),
     (
         TURN_VERDICTS,

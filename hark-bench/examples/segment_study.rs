@@ -13,6 +13,9 @@
 //!   CONTEXT=MS          longest decode with left context (hark's default: CONTEXT_SPAN_MS; 0 off)
 //!   GAP=MS              longest pause inside a turn (hark's default: TURN_GAP_MS)
 //!   RELEASE=SCORE       detector score that keeps an open utterance voiced (hark's default: RELEASE)
+//!   LOUD=DB             margin over the noise floor at which RELEASE opens an utterance (hark's default: LOUD_MARGIN_DB; inf never)
+//!   SAME=1              one segmenter for all clips in turn, as one channel of a call hears them
+//!   SILENCE=MS          silence before and after each clip (default 1000)
 //! ```
 
 use std::path::PathBuf;
@@ -51,6 +54,14 @@ fn main() {
     if let Some(ms) = ms_var("GAP") {
         config.turn_gap = ms * 16;
     }
+    if let Some(db) = std::env::var("LOUD").ok().and_then(|v| v.parse().ok()) {
+        config.loud_margin_db = db;
+    }
+    let silence = ms_var("SILENCE").unwrap_or(1000) * 16;
+    let same = std::env::var("SAME").is_ok();
+    let mut shared = Segmenter::new(config);
+    // Finals by `Recovery`: none, retried, partial, wordless.
+    let mut recoveries = [0usize; 4];
     let mut input = Vec::new();
     let (mut finals_seen, mut finals_terminal) = (0usize, 0usize);
     let paths = wheel::ensure_engine(&FetchOptions::default()).expect("engine");
@@ -91,10 +102,11 @@ fn main() {
             pairs.push((name.to_string(), reference.to_string(), text));
             continue;
         }
-        let mut audio = vec![0.0f32; 16_000];
+        let mut audio = vec![0.0f32; silence];
         audio.extend(clip);
-        audio.extend(vec![0.0f32; 16_000]);
-        let mut seg = Segmenter::new(config);
+        audio.extend(vec![0.0f32; silence]);
+        let mut own = Segmenter::new(config);
+        let seg = if same { &mut shared } else { &mut own };
         let mut out = Vec::new();
         let mut finals = Vec::new();
         let mut decode_ms = 0.0;
@@ -125,8 +137,8 @@ fn main() {
                 if want.kind == DecodeKind::Final && !quiet {
                     println!(
                         "  final  {:5.2}s..{:5.2}s ({:4.2}s) {:?}",
-                        (at as f64 - piece.len() as f64) / 16e3 - 1.0,
-                        at as f64 / 16e3 - 1.0,
+                        (at as f64 - piece.len() as f64) / 16e3 - silence as f64 / 16e3,
+                        at as f64 / 16e3 - silence as f64 / 16e3,
                         piece.len() as f64 / 16e3,
                         text
                     );
@@ -137,12 +149,13 @@ fn main() {
                 }
             }
             for e in out.drain(..) {
-                if let Emit::Final(text, waited) = e {
+                if let Emit::Final(text, waited, recovery) = e {
+                    recoveries[recovery as usize] += 1;
                     // Audio time of the final, and the silence the segmenter waited.
                     if !quiet {
                         println!(
                             "  final at {:5.2}s (waited {:3.0} ms): {text}",
-                            at as f64 / 16e3 - 1.0,
+                            at as f64 / 16e3 - silence as f64 / 16e3,
                             waited.as_secs_f64() * 1000.0
                         );
                     }
@@ -159,7 +172,8 @@ fn main() {
             seg.decoded(want.ticket, joined_text(&lines), Instant::now(), &mut out);
         }
         for e in out.drain(..) {
-            if let Emit::Final(text, _) = e {
+            if let Emit::Final(text, _, recovery) = e {
+                recoveries[recovery as usize] += 1;
                 finals.push(text);
             }
         }
@@ -192,6 +206,16 @@ fn main() {
     }
     let total = wer::wer(pairs.iter().map(|(_, r, h)| (r.as_str(), h.as_str())));
     println!("WER {:.1} %", total * 100.0);
+    let silent: Vec<&str> = pairs
+        .iter()
+        .filter(|(_, _, h)| h.trim().is_empty())
+        .map(|(n, _, _)| n.as_str())
+        .collect();
+    println!("clips without a final: {} {silent:?}", silent.len());
+    println!(
+        "finals found on a retry {}, from a partial {}, wordless {}",
+        recoveries[1], recoveries[2], recoveries[3]
+    );
     if finals_seen > 0 {
         println!(
             "finals ending in . ? ! : {finals_terminal} of {finals_seen} ({:.0} %)",

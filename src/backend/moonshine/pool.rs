@@ -31,7 +31,7 @@ use tracing::warn;
 
 use super::MODEL_RATE;
 use super::ffi::{self, Transcriber};
-use super::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig, Want};
+use super::segmenter::{DecodeKind, Emit, Recovery, Segmenter, SegmenterConfig, Want};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink};
 use crate::metrics as m;
@@ -653,9 +653,13 @@ impl ChannelState {
         for emit in self.emits.drain(..) {
             match emit {
                 Emit::Partial(text) => events.partial(&text),
-                Emit::Final(text, waited) => {
+                Emit::Final(text, waited, recovery) => {
                     metrics::histogram!(m::TIME_TO_FINAL, "backend" => super::NAME)
                         .record(waited.as_secs_f64());
+                    if recovery != Recovery::None {
+                        metrics::counter!(m::FINAL_RECOVERIES, "how" => recovery.as_str())
+                            .increment(1);
+                    }
                     events.final_text(&text);
                 }
             }

@@ -56,6 +56,11 @@ pub struct SegmenterConfig {
     /// Once an utterance is open, frames scoring at or above this still count as voice
     /// (hysteresis): a distorted or quiet voice dips below `threshold` inside its words.
     pub release: f32,
+    /// A frame this many dB above the channel's noise floor opens an utterance at `release`
+    /// rather than `threshold` (`f32::INFINITY`: never). After a distorted voice the
+    /// detector's recurrent state kept the next short word of it under `threshold`, on a
+    /// line where nothing else was that loud (BENCHMARKS.md, "Hard speech").
+    pub loud_margin_db: f32,
     /// Silence a decode that may become a final ends with, after the last voiced frame
     /// (zeros appended where the utterance has less). Cut right after its last word, the
     /// model repeats words and ends sentences on commas (BENCHMARKS.md, "decode padding").
@@ -78,6 +83,10 @@ pub struct SegmenterConfig {
 /// opening score); measured with `examples/segment_study.rs RELEASE=…` (BENCHMARKS.md,
 /// "Hysteresis").
 pub const RELEASE: f32 = 0.35;
+/// See [`SegmenterConfig::loud_margin_db`].
+pub const LOUD_MARGIN_DB: f32 = 30.0;
+/// How fast the noise floor rises while the line is louder than it (it falls at once).
+const FLOOR_RISE_DB_PER_FRAME: f32 = 1.0 * FRAME as f32 / RATE as f32;
 /// See [`SegmenterConfig::pad`].
 pub const DECODE_PAD_MS: u64 = 400;
 /// See [`SegmenterConfig::context_span`].
@@ -97,6 +106,7 @@ impl SegmenterConfig {
             min_voice: ms(64),
             threshold: 0.5,
             release: RELEASE,
+            loud_margin_db: LOUD_MARGIN_DB,
             pad: ms(DECODE_PAD_MS),
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
@@ -144,15 +154,49 @@ pub struct Ticket {
     context_from: u64,
     /// Padded (and with context where there is some): good enough to be a final.
     whole: bool,
+    /// A second try at a final whose first decode heard no words: alone, after more
+    /// silence (see [`RETRY_LEAD`]).
+    retry: bool,
 }
 
 /// Text for the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Emit {
     Partial(String),
-    /// With the time from the end of the voice to now.
-    Final(String, Duration),
+    /// With the time from the end of the voice to now, and how its text was found.
+    Final(String, Duration, Recovery),
 }
+
+/// How a final's text was found: every utterance the voice detector opened (and that had
+/// enough voice not to be noise) ends in a final, unless no decode of it had a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// The first decode that could be the final had words.
+    None,
+    /// It had none; a retry (alone, after more silence) did.
+    Retried,
+    /// No decode that could be the final had words; the utterance's last partial did.
+    Partial,
+    /// Nothing had words: the final is empty, and a transcript may not be (PROTOCOL.md),
+    /// so nothing is sent.
+    Wordless,
+}
+
+impl Recovery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Retried => "retried",
+            Self::Partial => "partial",
+            Self::Wordless => "wordless",
+        }
+    }
+}
+
+/// Silence a retry's decode starts with, so that it reads other input than the first try
+/// (decoding is deterministic) and the onset is not at the very start. No gain: on sound
+/// effects a louder retry turned noise into words (BENCHMARKS.md, "Hard speech").
+const RETRY_LEAD: usize = RATE * 3 / 10;
 
 /// What a decode costs, `base + per second × length` (tiny-en on 2 cores, BENCHMARKS.md
 /// "decode cost by length"), in samples of audio time: how long before the endpoint a
@@ -180,6 +224,8 @@ struct Open {
     /// Length of `audio` when it was last decoded, and that decode's text.
     decoded_len: usize,
     decoded_text: Option<String>,
+    /// The latest decode of it that had words.
+    heard: Option<String>,
     /// The longest decode that could be the final ([`Ticket::whole`]): length and text.
     whole: Option<(usize, String)>,
     /// The end-of-turn model was asked at this length of `audio`, and its verdict.
@@ -197,6 +243,11 @@ struct Ended {
     voiced_end: usize,
     /// Known once a decode covers its last voiced frame.
     text: Option<String>,
+    /// The first decode that could be its final heard no words: a retry is wanted.
+    retry: bool,
+    /// The last partial of it that had words, for when no decode that could be the final does.
+    heard: Option<String>,
+    recovery: Recovery,
     /// Whether the speaker finished, once the end-of-turn model has said; `judging` while
     /// it is still to say.
     turn: Option<bool>,
@@ -233,6 +284,9 @@ pub struct Segmenter {
     dither: u32,
     /// Samples short of a whole detector frame.
     carry: Vec<f32>,
+    /// The channel's noise floor, dB of a frame's power against full scale: the quietest
+    /// frame lately, rising slowly while the line is louder (0 until it has heard a frame).
+    floor_db: f32,
     /// The last `preroll` samples while nobody speaks.
     recent: VecDeque<f32>,
     open: Option<Open>,
@@ -253,6 +307,7 @@ impl Segmenter {
             heard: Vec::with_capacity(FRAME),
             dither: 0x9E37_79B9,
             carry: Vec::with_capacity(FRAME),
+            floor_db: 0.0,
             recent: VecDeque::with_capacity(config.preroll + FRAME),
             open: None,
             ended: VecDeque::new(),
@@ -272,7 +327,9 @@ impl Segmenter {
             if self.carry.len() == FRAME {
                 let frame = std::mem::take(&mut self.carry);
                 let score = self.score(&frame);
-                let bar = if self.open.is_some() {
+                // What the detector heard, dither included: digital silence has a floor.
+                let loud = self.loudness() >= self.config.loud_margin_db;
+                let bar = if self.open.is_some() || loud {
                     self.config.release
                 } else {
                     self.config.threshold
@@ -311,8 +368,13 @@ impl Segmenter {
                 ticket: Ticket {
                     utterance: ended.id,
                     len: ended.audio.len(),
-                    context_from: self.context_for(ended.id),
+                    context_from: if ended.retry {
+                        0
+                    } else {
+                        self.context_for(ended.id)
+                    },
                     whole: true,
+                    retry: ended.retry,
                 },
             });
         }
@@ -322,6 +384,7 @@ impl Segmenter {
             len: open.audio.len(),
             context_from,
             whole,
+            retry: false,
         };
         if open.silence > 0 {
             if open
@@ -379,7 +442,8 @@ impl Segmenter {
 
     /// Copies what a decode reads into `out`: for a decode that may become a final, the
     /// turn's earlier audio (see [`SegmenterConfig::context_span`]), the ticket's audio, and zeros
-    /// up to `pad` of silence after the last voiced frame; for a partial the audio alone.
+    /// up to `pad` of silence after the last voiced frame; for a partial the audio alone; a
+    /// retry (no context) starts with [`RETRY_LEAD`] of silence.
     pub fn decode_input(&self, want: &Want, out: &mut Vec<f32>) {
         out.clear();
         let Some(Utterance {
@@ -395,6 +459,9 @@ impl Segmenter {
         if !want.ticket.whole {
             out.extend_from_slice(audio);
             return;
+        }
+        if want.ticket.retry {
+            out.resize(RETRY_LEAD, 0.0);
         }
         for (context, _) in self.context(want.ticket.context_from, start) {
             out.extend_from_slice(context);
@@ -442,9 +509,9 @@ impl Segmenter {
                 .map(|(_, text)| text)
                 .collect();
             let own = strip_context(&context.join(" "), &text);
-            if own.is_empty() && !text.trim().is_empty() {
-                // The alignment gave all the words to the context: rather than risk losing
-                // the utterance's, decode it again alone.
+            if own.is_empty() {
+                // No words of its own (or the alignment gave them all to the context):
+                // rather than risk losing the utterance's, decode it again alone.
                 self.plain = ticket.utterance;
                 return;
             }
@@ -455,7 +522,21 @@ impl Segmenter {
         };
         if let Some(ended) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
             if ticket.whole && ticket.len >= ended.voiced_end && ended.text.is_none() {
-                ended.text = Some(text);
+                if !text.trim().is_empty() {
+                    if ticket.retry {
+                        ended.recovery = Recovery::Retried;
+                    }
+                    ended.text = Some(text);
+                } else if !ticket.retry {
+                    ended.retry = true;
+                    return;
+                } else if let Some(heard) = ended.heard.take() {
+                    ended.recovery = Recovery::Partial;
+                    ended.text = Some(heard);
+                } else {
+                    ended.recovery = Recovery::Wordless;
+                    ended.text = Some(text);
+                }
                 self.drain_ready(out);
             }
             return;
@@ -474,9 +555,12 @@ impl Segmenter {
         }
         open.decoded_len = ticket.len;
         open.since = now;
-        if !text.trim().is_empty() && text != self.last_partial {
-            self.last_partial.clone_from(&text);
-            out.push(Emit::Partial(text.clone()));
+        if !text.trim().is_empty() {
+            open.heard = Some(text.clone());
+            if text != self.last_partial {
+                self.last_partial.clone_from(&text);
+                out.push(Emit::Partial(text.clone()));
+            }
         }
         open.decoded_text = Some(text);
     }
@@ -513,6 +597,21 @@ impl Segmenter {
         self.detector.predict_f32(&self.heard)
     }
 
+    /// How far the frame the detector last heard is above the noise floor, in dB, and the
+    /// floor updated with it.
+    fn loudness(&mut self) -> f32 {
+        let heard = &self.heard;
+        let power = heard.iter().map(|x| x * x).sum::<f32>() / heard.len().max(1) as f32;
+        let db = 10.0 * (power + 1e-12).log10();
+        let above = db - self.floor_db;
+        self.floor_db = if db < self.floor_db {
+            db
+        } else {
+            (self.floor_db + FLOOR_RISE_DB_PER_FRAME).min(db)
+        };
+        above
+    }
+
     fn frame(&mut self, frame: &[f32], voiced: bool, at_input: u64, now: Instant) {
         let config = self.config;
         match &mut self.open {
@@ -533,6 +632,7 @@ impl Segmenter {
                     silence: 0,
                     decoded_len: 0,
                     decoded_text: None,
+                    heard: None,
                     whole: None,
                     judged: None,
                     since: now,
@@ -579,16 +679,22 @@ impl Segmenter {
             return;
         }
         let voiced_end = open.voiced_end;
+        // A decode of it as a whole that heard no words is the first try: a retry follows.
+        let whole = open
+            .whole
+            .filter(|(len, _)| *len >= voiced_end)
+            .map(|(_, text)| text);
+        let retry = whole.as_ref().is_some_and(|t| t.trim().is_empty());
         self.ended.push_back(Ended {
             id: open.id,
             start: open.start,
             preroll: open.preroll,
             voiced_end,
             audio: std::mem::take(&mut audio),
-            text: open
-                .whole
-                .filter(|(len, _)| *len >= voiced_end)
-                .map(|(_, text)| text),
+            text: whole.filter(|_| !retry),
+            retry,
+            heard: open.heard,
+            recovery: Recovery::None,
             turn: open.judged.and_then(|(_, verdict)| verdict),
             judging: open.judged.is_some_and(|(_, verdict)| verdict.is_none()),
             at_input,
@@ -611,6 +717,7 @@ impl Segmenter {
                 turn,
                 since,
                 silence,
+                recovery,
                 ..
             }) = self.ended.pop_front()
             else {
@@ -639,7 +746,7 @@ impl Segmenter {
                 }
             }
             let silence = Duration::from_secs_f64(silence as f64 / RATE as f64);
-            out.push(Emit::Final(text, silence + since.elapsed()));
+            out.push(Emit::Final(text, silence + since.elapsed(), recovery));
         }
     }
 }
@@ -666,13 +773,14 @@ mod tests {
             len: open.audio.len(),
             context_from: s.context_for(open.id),
             whole: true,
+            retry: false,
         }
     }
 
     fn finals(out: &[Emit]) -> Vec<&str> {
         out.iter()
             .filter_map(|e| match e {
-                Emit::Final(text, _) => Some(text.as_str()),
+                Emit::Final(text, ..) => Some(text.as_str()),
                 Emit::Partial(_) => None,
             })
             .collect()
@@ -1104,5 +1212,76 @@ mod tests {
         assert_eq!(again.ticket.context_from, 0);
         s.decoded(again.ticket, "Hi.".into(), Instant::now(), &mut out);
         assert_eq!(finals(&out), ["Hi."]);
+    }
+
+    fn recoveries(out: &[Emit]) -> Vec<(&str, Recovery)> {
+        out.iter()
+            .filter_map(|e| match e {
+                Emit::Final(text, _, how) => Some((text.as_str(), *how)),
+                Emit::Partial(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_final_that_hears_no_words_is_retried_alone_after_more_silence() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        let first = s.want().unwrap();
+        assert_eq!(first.kind, DecodeKind::Final);
+        let mut out = Vec::new();
+        s.decoded(first.ticket, " ".into(), Instant::now(), &mut out);
+        assert!(out.is_empty(), "no empty final");
+        let retry = s.want().unwrap();
+        assert_eq!(retry.kind, DecodeKind::Final);
+        assert!(retry.ticket.retry);
+        let (mut plain, mut again) = (Vec::new(), Vec::new());
+        s.decode_input(&first, &mut plain);
+        s.decode_input(&retry, &mut again);
+        assert_eq!(again.len(), RETRY_LEAD + plain.len());
+        assert!(again[..RETRY_LEAD].iter().all(|&x| x == 0.0));
+        assert_eq!(again[RETRY_LEAD..], plain[..]);
+        s.decoded(retry.ticket, "Six.".into(), Instant::now(), &mut out);
+        assert_eq!(recoveries(&out), [("Six.", Recovery::Retried)]);
+        assert!(s.is_idle());
+    }
+
+    #[test]
+    fn a_final_no_decode_hears_words_in_is_its_last_partial_or_wordless() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 12, true, &mut at);
+        let partial = s.want().unwrap();
+        assert_eq!(partial.kind, DecodeKind::FirstPartial);
+        let mut out = Vec::new();
+        s.decoded(partial.ticket, "Six".into(), Instant::now(), &mut out);
+        feed(&mut s, 18, true, &mut at);
+        // A speculative decode in the pause hears nothing: the final goes straight to the
+        // retry rather than decoding the same audio again.
+        feed(&mut s, 9, false, &mut at);
+        let speculative = s.want().unwrap();
+        assert_eq!(speculative.kind, DecodeKind::Speculative);
+        s.decoded(speculative.ticket, String::new(), Instant::now(), &mut out);
+        feed(&mut s, 3, false, &mut at);
+        let retry = s.want().unwrap();
+        assert!(retry.ticket.retry);
+        s.decoded(retry.ticket, String::new(), Instant::now(), &mut out);
+        assert_eq!(recoveries(&out), [("Six", Recovery::Partial)]);
+
+        // Without a partial that had words, the final is empty: nothing to send. In the
+        // same turn, the first try has context, the next is alone, the last the retry.
+        out.clear();
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        let mut tries = Vec::new();
+        while let Some(want) = s.want() {
+            tries.push((want.ticket.context_from != 0, want.ticket.retry));
+            s.decoded(want.ticket, String::new(), Instant::now(), &mut out);
+        }
+        assert_eq!(tries, [(true, false), (false, false), (false, true)]);
+        assert_eq!(recoveries(&out), [("", Recovery::Wordless)]);
+        assert!(s.is_idle());
     }
 }
