@@ -14,6 +14,7 @@
 //!   GAP=MS              longest pause inside a turn (hark's default: TURN_GAP_MS)
 //!   RELEASE=SCORE       detector score that keeps an open utterance voiced (hark's default: RELEASE)
 //!   LOUD=DB             margin over the noise floor at which RELEASE opens an utterance (hark's default: LOUD_MARGIN_DB; inf never)
+//!   LOUD_FRAMES=N       frames in a row that LOUD needs (hark's default: LOUD_FRAMES)
 //!   SAME=1              one segmenter for all clips in turn, as one channel of a call hears them
 //!   SILENCE=MS          silence before and after each clip (default 1000)
 //! ```
@@ -56,6 +57,9 @@ fn main() {
     }
     if let Some(db) = std::env::var("LOUD").ok().and_then(|v| v.parse().ok()) {
         config.loud_margin_db = db;
+    }
+    if let Some(frames) = ms_var("LOUD_FRAMES") {
+        config.loud_frames = frames;
     }
     let silence = ms_var("SILENCE").unwrap_or(1000) * 16;
     let same = std::env::var("SAME").is_ok();

@@ -56,11 +56,13 @@ pub struct SegmenterConfig {
     /// Once an utterance is open, frames scoring at or above this still count as voice
     /// (hysteresis): a distorted or quiet voice dips below `threshold` inside its words.
     pub release: f32,
-    /// A frame this many dB above the channel's noise floor opens an utterance at `release`
-    /// rather than `threshold` (`f32::INFINITY`: never). After a distorted voice the
-    /// detector's recurrent state kept the next short word of it under `threshold`, on a
-    /// line where nothing else was that loud (BENCHMARKS.md, "Hard speech").
+    /// `loud_frames` frames in a row this many dB above the channel's noise floor open an
+    /// utterance at `release` rather than `threshold` (`f32::INFINITY`: never). After a
+    /// distorted voice the detector's recurrent state kept the next short word of it under
+    /// `threshold`, on a line where nothing else was that loud; a run rather than one frame,
+    /// so that a click does not open one (BENCHMARKS.md, "Hard speech").
     pub loud_margin_db: f32,
+    pub loud_frames: usize,
     /// Silence a decode that may become a final ends with, after the last voiced frame
     /// (zeros appended where the utterance has less). Cut right after its last word, the
     /// model repeats words and ends sentences on commas (BENCHMARKS.md, "decode padding").
@@ -85,6 +87,8 @@ pub struct SegmenterConfig {
 pub const RELEASE: f32 = 0.35;
 /// See [`SegmenterConfig::loud_margin_db`].
 pub const LOUD_MARGIN_DB: f32 = 30.0;
+/// See [`SegmenterConfig::loud_margin_db`].
+pub const LOUD_FRAMES: usize = 2;
 /// How fast the noise floor rises while the line is louder than it (it falls at once).
 const FLOOR_RISE_DB_PER_FRAME: f32 = 1.0 * FRAME as f32 / RATE as f32;
 /// See [`SegmenterConfig::pad`].
@@ -107,6 +111,7 @@ impl SegmenterConfig {
             threshold: 0.5,
             release: RELEASE,
             loud_margin_db: LOUD_MARGIN_DB,
+            loud_frames: LOUD_FRAMES,
             pad: ms(DECODE_PAD_MS),
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
@@ -287,6 +292,8 @@ pub struct Segmenter {
     /// The channel's noise floor, dB of a frame's power against full scale: the quietest
     /// frame lately, rising slowly while the line is louder (0 until it has heard a frame).
     floor_db: f32,
+    /// Frames in a row that were loud and scored at least `release`.
+    loud_run: usize,
     /// The last `preroll` samples while nobody speaks.
     recent: VecDeque<f32>,
     open: Option<Open>,
@@ -308,6 +315,7 @@ impl Segmenter {
             dither: 0x9E37_79B9,
             carry: Vec::with_capacity(FRAME),
             floor_db: 0.0,
+            loud_run: 0,
             recent: VecDeque::with_capacity(config.preroll + FRAME),
             open: None,
             ended: VecDeque::new(),
@@ -329,12 +337,16 @@ impl Segmenter {
                 let score = self.score(&frame);
                 // What the detector heard, dither included: digital silence has a floor.
                 let loud = self.loudness() >= self.config.loud_margin_db;
-                let bar = if self.open.is_some() || loud {
-                    self.config.release
+                self.loud_run = if loud && score >= self.config.release {
+                    self.loud_run + 1
                 } else {
-                    self.config.threshold
+                    0
                 };
-                let voiced = score >= bar;
+                let voiced = if self.open.is_some() {
+                    score >= self.config.release
+                } else {
+                    score >= self.config.threshold || self.loud_run >= self.config.loud_frames
+                };
                 self.frame(&frame, voiced, at_input, now);
                 self.carry = frame;
                 self.carry.clear();
