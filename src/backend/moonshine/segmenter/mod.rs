@@ -55,6 +55,9 @@ pub struct SegmenterConfig {
     pub threshold: f32,
     /// Once an utterance is open, frames scoring at or above this still count as voice
     /// (hysteresis): a distorted or quiet voice dips below `threshold` inside its words.
+    /// The endpoint still runs from the last frame at `threshold` (the score takes tens of
+    /// ms to fall under `release` after a word, which cost time to final), but waits for
+    /// half of it under `release` as well.
     pub release: f32,
     /// `loud_frames` frames in a row this many dB above the channel's noise floor open an
     /// utterance at `release` rather than `threshold` (`f32::INFINITY`: never). After a
@@ -164,6 +167,15 @@ pub struct Ticket {
     retry: bool,
 }
 
+/// What the detector made of a frame: at `threshold` (or opening on a loud line), at
+/// `release` only, or under it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Heard {
+    Voice,
+    Weak,
+    Silence,
+}
+
 /// Text for the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Emit {
@@ -222,8 +234,12 @@ struct Open {
     /// How much of `audio` came before the onset.
     preroll: usize,
     voice: usize,
-    /// Samples since the last voiced frame (0 while voiced).
+    /// Samples since the last frame at `threshold` (0 while voiced): the endpoint's clock.
     silence: usize,
+    /// Samples since the last frame at `release`: the endpoint also waits for this much
+    /// quiet, so that a voice dipping under `threshold` is not cut (hysteresis), while the
+    /// usual fall of the score after a word does not delay the final.
+    quiet: usize,
     /// Length of `audio` at the end of its last voiced frame.
     voiced_end: usize,
     /// Length of `audio` when it was last decoded, and that decode's text.
@@ -342,12 +358,16 @@ impl Segmenter {
                 } else {
                     0
                 };
-                let voiced = if self.open.is_some() {
-                    score >= self.config.release
+                let heard = if score >= self.config.threshold
+                    || (self.open.is_none() && self.loud_run >= self.config.loud_frames)
+                {
+                    Heard::Voice
+                } else if score >= self.config.release {
+                    Heard::Weak
                 } else {
-                    score >= self.config.threshold || self.loud_run >= self.config.loud_frames
+                    Heard::Silence
                 };
-                self.frame(&frame, voiced, at_input, now);
+                self.frame(&frame, heard, at_input, now);
                 self.carry = frame;
                 self.carry.clear();
             }
@@ -624,10 +644,10 @@ impl Segmenter {
         above
     }
 
-    fn frame(&mut self, frame: &[f32], voiced: bool, at_input: u64, now: Instant) {
+    fn frame(&mut self, frame: &[f32], heard: Heard, at_input: u64, now: Instant) {
         let config = self.config;
         match &mut self.open {
-            None if voiced => {
+            None if heard == Heard::Voice => {
                 let mut audio = Vec::with_capacity(config.preroll + 4 * RATE);
                 let start = self.position.saturating_sub(self.recent.len() as u64);
                 audio.extend(self.recent.drain(..));
@@ -642,6 +662,7 @@ impl Segmenter {
                     audio,
                     voice: FRAME,
                     silence: 0,
+                    quiet: 0,
                     decoded_len: 0,
                     decoded_text: None,
                     heard: None,
@@ -657,10 +678,15 @@ impl Segmenter {
             }
             Some(open) => {
                 open.audio.extend_from_slice(frame);
-                if voiced {
+                if heard == Heard::Silence {
+                    open.quiet += FRAME;
+                } else {
                     open.voice += FRAME;
-                    open.silence = 0;
+                    open.quiet = 0;
                     open.voiced_end = open.audio.len();
+                }
+                if heard == Heard::Voice {
+                    open.silence = 0;
                     open.judged = None;
                 } else {
                     if open.silence == 0 {
@@ -669,8 +695,8 @@ impl Segmenter {
                     open.silence += FRAME;
                 }
                 let long = open.audio.len() >= config.max_utterance;
-                if open.silence >= config.endpoint
-                    || (long && !voiced)
+                if (open.silence >= config.endpoint && open.quiet >= config.endpoint / 2)
+                    || (long && heard == Heard::Silence)
                     || open.audio.len() >= 2 * config.max_utterance
                 {
                     self.close(at_input, now);
@@ -801,9 +827,10 @@ mod tests {
     /// Feeds `frames` frames, all voiced or all not, through the policy (no detector).
     fn feed(s: &mut Segmenter, frames: usize, voiced: bool, at: &mut u64) {
         let frame = [if voiced { 0.1 } else { 0.0 }; FRAME];
+        let heard = if voiced { Heard::Voice } else { Heard::Silence };
         for _ in 0..frames {
             *at += FRAME as u64;
-            s.frame(&frame, voiced, *at, Instant::now());
+            s.frame(&frame, heard, *at, Instant::now());
         }
     }
 
@@ -1295,5 +1322,32 @@ mod tests {
         assert_eq!(tries, [(true, false), (false, false), (false, true)]);
         assert_eq!(recoveries(&out), [("", Recovery::Wordless)]);
         assert!(s.is_idle());
+    }
+
+    #[test]
+    fn a_voice_dipping_under_the_threshold_is_not_cut_but_its_end_is_not_delayed() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 20, true, &mut at);
+        let weak = [0.05; FRAME];
+        // Longer than the endpoint under the threshold, but over the release: still open.
+        for _ in 0..20 {
+            at += FRAME as u64;
+            s.frame(&weak, Heard::Weak, at, Instant::now());
+        }
+        assert!(s.open.is_some());
+        feed(&mut s, 20, true, &mut at);
+        // The score falls through the release 3 frames after the word: the endpoint runs
+        // from the last frame at the threshold.
+        for _ in 0..3 {
+            at += FRAME as u64;
+            s.frame(&weak, Heard::Weak, at, Instant::now());
+        }
+        feed(&mut s, 9, false, &mut at);
+        assert!(
+            s.open.is_none(),
+            "closed 12 frames after the last voiced one"
+        );
+        assert_eq!(s.ended.len(), 1);
     }
 }
