@@ -266,7 +266,8 @@ struct Ended {
     text: Option<String>,
     /// The first decode that could be its final heard no words: a retry is wanted.
     retry: bool,
-    /// The last partial of it that had words, for when no decode that could be the final does.
+    /// Its latest decode that had words (a partial or a speculative one: [`Open::heard`]),
+    /// for when no decode that could be the final does.
     heard: Option<String>,
     recovery: Recovery,
     /// Whether the speaker finished, once the end-of-turn model has said; `judging` while
