@@ -49,8 +49,7 @@ pub struct SegmenterConfig {
     pub partial_every: usize,
     /// Longer utterances are cut at the next unvoiced frame, and hard at twice this.
     pub max_utterance: usize,
-    /// Utterances with less voice than this are noise: dropped without a final, unless a
-    /// partial decode of them heard words.
+    /// Utterances with less voice than this are noise: dropped without a decode.
     pub min_voice: usize,
     /// Detector score at or above which a frame opens an utterance.
     pub threshold: f32,
@@ -715,9 +714,7 @@ impl Segmenter {
         let tail = open.silence.min(self.config.preroll);
         let mut audio = open.audio;
         self.recent.extend(&audio[audio.len() - tail..]);
-        // Little voice is noise, unless a decode of it already heard words (a partial may
-        // have been sent): whisper barely moves the detector (BENCHMARKS.md, "Hard speech").
-        if open.voice < self.config.min_voice && open.heard.is_none() {
+        if open.voice < self.config.min_voice {
             return;
         }
         let voiced_end = open.voiced_end;
@@ -969,36 +966,6 @@ mod tests {
         s.drain_ready(&mut out);
         assert_eq!(out, [Emit::Partial("first".into())]);
         assert_eq!(s.want().unwrap().kind, DecodeKind::Final);
-    }
-
-    #[test]
-    fn little_voice_that_a_decode_heard_words_in_still_ends_in_a_final() {
-        let mut s = Segmenter::new(config());
-        let mut at = 0;
-        // 48 ms of voice, under `min_voice`, as whisper scores: the decode in the pause
-        // hears words.
-        feed(&mut s, 3, true, &mut at);
-        feed(&mut s, 1, false, &mut at);
-        let mut out = Vec::new();
-        for _ in 0..12 {
-            if s.want().is_some() {
-                break;
-            }
-            feed(&mut s, 1, false, &mut at);
-        }
-        assert_eq!(s.want().unwrap().kind, DecodeKind::Speculative);
-        s.decoded(ticket(&s), "here's good".into(), Instant::now(), &mut out);
-        assert_eq!(out, [Emit::Partial("here's good".into())]);
-        out.clear();
-        feed(&mut s, 12, false, &mut at);
-        s.drain_ready(&mut out);
-        assert_eq!(finals(&out), ["here's good"]);
-        // The same little voice with nothing heard is noise.
-        feed(&mut s, 3, true, &mut at);
-        feed(&mut s, 4, false, &mut at);
-        s.decoded(ticket(&s), " ".into(), Instant::now(), &mut out);
-        feed(&mut s, 12, false, &mut at);
-        assert!(s.is_idle());
     }
 
     #[test]
