@@ -435,9 +435,8 @@ pub async fn find_capacity(
     Ok(run)
 }
 
-/// `--ramp`: one run adding a call every `--ramp` seconds up to `--max-calls`; each
-/// utterance counts at the number of calls open when its words ended, and a failed call at
-/// the level of its first missing final.
+/// `--ramp`: one run adding a call every `--ramp` seconds up to `--max-calls`, measured by
+/// calls open ([`shape::ramp_levels`]).
 async fn ramp_capacity(
     args: &BenchArgs,
     corpus: &(impl Conversations + ?Sized),
@@ -450,38 +449,30 @@ async fn ramp_capacity(
     }
     let mut run = measure_run(args, corpus, args.max_calls).await?;
     for t in &mut run.targets {
-        let spans: Vec<(f64, f64)> = t
-            .timing
+        let calls: Vec<shape::RampCall> = t
+            .per_call
             .iter()
-            .map(|c| (c.audio_from_ms, c.audio_from_ms + c.audio_s * 1000.0))
-            .collect();
-        let level_at = |ms: f64| shape::open_calls(&spans, ms).max(1);
-        // calls open → (times to final, missing finals, failed calls)
-        let mut by: BTreeMap<usize, (Vec<f64>, usize, usize)> = BTreeMap::new();
-        for (c, timing) in t.per_call.iter().zip(&t.timing) {
-            let mut first_missing = None;
-            for u in &c.utterances {
-                let level = level_at(timing.audio_from_ms + u.offset_s * 1000.0);
-                let entry = by.entry(level).or_default();
-                match u.time_to_final_ms {
-                    Some(ms) => entry.0.push(ms),
-                    None => {
-                        entry.1 += 1;
-                        first_missing.get_or_insert(level);
-                    }
-                }
-            }
-            if c.failed() {
-                let level = first_missing.unwrap_or_else(|| level_at(timing.audio_from_ms));
-                by.entry(level).or_default().2 += 1;
-            }
-        }
-        let levels: Vec<Level> = by
-            .into_iter()
-            .map(|(calls, (ttf, missing, failed))| {
-                Level::new(calls, ttf, missing, failed, args.max_p95_ms)
+            .zip(&t.timing)
+            .map(|(c, timing)| shape::RampCall {
+                dialed_ms: timing.dialed_ms,
+                span: (timing.audio_s > 0.0).then_some((
+                    timing.audio_from_ms,
+                    timing.audio_from_ms + timing.audio_s * 1000.0,
+                )),
+                failed: c.failed(),
+                utterances: c
+                    .utterances
+                    .iter()
+                    .map(|u| {
+                        (
+                            timing.audio_from_ms + u.offset_s * 1000.0,
+                            u.time_to_final_ms,
+                        )
+                    })
+                    .collect(),
             })
             .collect();
+        let levels = shape::ramp_levels(&calls, args.max_p95_ms);
         t.capacity = Some(Capacity {
             mode: "ramp",
             calls: shape::capacity(&levels),

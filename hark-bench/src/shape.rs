@@ -1,6 +1,8 @@
 //! Load shapes: when each call starts, on which target, and which conversation it plays.
 //! Kept apart from the run so that a schedule can be checked without timing anything.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::report::Stats;
@@ -96,6 +98,57 @@ pub fn open_calls(spans: &[(f64, f64)], at_ms: f64) -> usize {
         .iter()
         .filter(|(from, to)| *from <= at_ms && at_ms < *to)
         .count()
+}
+
+/// One call of a `--ramp` run, as the levels see it.
+#[derive(Debug, Clone)]
+pub struct RampCall {
+    /// When it was dialed, ms after the run started.
+    pub dialed_ms: f64,
+    /// From its first audio frame to its last, if it ever started.
+    pub span: Option<(f64, f64)>,
+    pub failed: bool,
+    /// When each utterance's words ended, and its time to final if one came.
+    pub utterances: Vec<(f64, Option<f64>)>,
+}
+
+/// `--ramp` levels: each utterance counts at the number of calls open when its words ended,
+/// a failed call at the level of its first missing final. A call that never started (the
+/// server refused it) failed at the level it would have made, and its planned utterances are
+/// not missing finals: they were never spoken, and counted at their planned instants they
+/// would land on the ramp's way down and fail a level that held.
+pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
+    let spans: Vec<(f64, f64)> = calls.iter().filter_map(|c| c.span).collect();
+    let level_at = |ms: f64| open_calls(&spans, ms).max(1);
+    // calls open → (times to final, missing finals, failed calls)
+    let mut by: BTreeMap<usize, (Vec<f64>, usize, usize)> = BTreeMap::new();
+    for call in calls {
+        if call.span.is_none() {
+            by.entry(open_calls(&spans, call.dialed_ms) + 1)
+                .or_default()
+                .2 += 1;
+            continue;
+        }
+        let mut first_missing = None;
+        for &(ended_ms, time_to_final) in &call.utterances {
+            let level = level_at(ended_ms);
+            let entry = by.entry(level).or_default();
+            match time_to_final {
+                Some(ms) => entry.0.push(ms),
+                None => {
+                    entry.1 += 1;
+                    first_missing.get_or_insert(level);
+                }
+            }
+        }
+        if call.failed {
+            let level = first_missing.unwrap_or_else(|| level_at(call.dialed_ms));
+            by.entry(level).or_default().2 += 1;
+        }
+    }
+    by.into_iter()
+        .map(|(calls, (ttf, missing, failed))| Level::new(calls, ttf, missing, failed, max_p95_ms))
+        .collect()
 }
 
 /// One concurrency level of `--find-capacity`: a step (a run with this many calls) or, with
@@ -230,6 +283,49 @@ mod tests {
         ];
         assert_eq!(capacity(&levels), Some(2));
         assert_eq!(capacity(&[level(1, 300.0, 1)]), None);
+    }
+
+    #[test]
+    fn a_ramp_call_the_server_refused_fails_the_level_it_would_have_made() {
+        let call = |from: f64, failed, utterances: Vec<(f64, Option<f64>)>| RampCall {
+            dialed_ms: from,
+            span: Some((from, 30_000.0)),
+            failed,
+            utterances,
+        };
+        let calls = [
+            call(
+                0.0,
+                false,
+                vec![(5_000.0, Some(300.0)), (25_000.0, Some(400.0))],
+            ),
+            call(10_000.0, false, vec![(15_000.0, Some(350.0))]),
+            // Refused at the door while two were open; its turns would have come later.
+            RampCall {
+                span: None,
+                failed: true,
+                ..call(20_000.0, false, vec![(29_000.0, None), (31_000.0, None)])
+            },
+        ];
+        let levels = ramp_levels(&calls, 800.0);
+        let summary: Vec<(usize, usize, usize, bool)> = levels
+            .iter()
+            .map(|l| (l.calls, l.missing_finals, l.failed_calls, l.held))
+            .collect();
+        assert_eq!(
+            summary,
+            [(1, 0, 0, true), (2, 0, 0, true), (3, 0, 1, false)]
+        );
+        assert_eq!(capacity(&levels), Some(2));
+        // A call that started and then lost a final fails where the final went missing.
+        let lost = [call(
+            0.0,
+            true,
+            vec![(5_000.0, Some(300.0)), (6_000.0, None)],
+        )];
+        let levels = ramp_levels(&lost, 800.0);
+        assert_eq!((levels[0].missing_finals, levels[0].failed_calls), (1, 1));
+        assert_eq!(capacity(&levels), None);
     }
 
     #[test]
