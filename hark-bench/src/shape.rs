@@ -123,12 +123,12 @@ pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
     // calls open → (times to final, missing finals, failed calls)
     let mut by: BTreeMap<usize, (Vec<f64>, usize, usize)> = BTreeMap::new();
     for call in calls {
-        if call.span.is_none() {
+        let Some((from, _)) = call.span else {
             by.entry(open_calls(&spans, call.dialed_ms) + 1)
                 .or_default()
                 .2 += 1;
             continue;
-        }
+        };
         let mut first_missing = None;
         for &(ended_ms, time_to_final) in &call.utterances {
             let level = level_at(ended_ms);
@@ -142,7 +142,7 @@ pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
             }
         }
         if call.failed {
-            let level = first_missing.unwrap_or_else(|| level_at(call.dialed_ms));
+            let level = first_missing.unwrap_or_else(|| level_at(from));
             by.entry(level).or_default().2 += 1;
         }
     }
