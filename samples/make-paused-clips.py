@@ -68,16 +68,16 @@ def gaps(rate, samples):
     ranked = sorted(levels)
     floor, peak = ranked[len(ranked) // 20], ranked[-1]
     voiced = [level > floor + 0.3 * (peak - floor) for level in levels]
-    runs, start = [], None
+    runs, start, spoken = [], None, False
     for i, v in enumerate(voiced):
-        if not v and start is None:
+        if v:
+            if start is not None:
+                runs.append((start, i))
+            start, spoken = None, True
+        elif spoken and start is None:
             start = i
-        elif v and start is not None:
-            runs.append((start, i))
-            start = None
-    first = voiced.index(True) if True in voiced else len(voiced)
     min_frames = MIN_GAP_MS // FRAME_MS
-    return [(a * n, b * n) for a, b in runs if a > first and b - a >= min_frames]
+    return [(a * n, b * n) for a, b in runs if b - a >= min_frames]
 
 
 def widen(samples, gap, pause):

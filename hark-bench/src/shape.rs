@@ -303,8 +303,7 @@ mod tests {
             // Refused at the door while two were open; its turns would have come later.
             RampCall {
                 span: None,
-                failed: true,
-                ..call(20_000.0, false, vec![(29_000.0, None), (31_000.0, None)])
+                ..call(20_000.0, true, vec![(29_000.0, None), (31_000.0, None)])
             },
         ];
         let levels = ramp_levels(&calls, 800.0);
