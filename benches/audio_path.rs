@@ -95,7 +95,7 @@ fn speech_second() -> Vec<f32> {
 }
 
 fn segmenter(c: &mut Criterion) {
-    use hark::backend::moonshine::segmenter::{Segmenter, SegmenterConfig};
+    use hark::backend::embedded::segmenter::{Segmenter, SegmenterConfig};
     let audio = speech_second();
     let mut g = c.benchmark_group("segmenter");
     g.throughput(Throughput::Elements(audio.len() as u64));

@@ -15,10 +15,13 @@ use crate::backend::assemblyai::AssemblyAiConfig;
 use crate::backend::deepgram::DeepgramConfig;
 use crate::backend::moonshine::{self, MoonshineConfig};
 use crate::backend::riva::RivaConfig;
+use crate::backend::whisper::{self, WhisperConfig};
 use crate::protocol::Channel;
 
 /// Name of the profile served at `/api/custom-transcriber` (no profile in the path).
 pub const DEFAULT_PROFILE: &str = "default";
+/// The embedded engine of profiles that name no backend, the default profile's among them.
+pub const DEFAULT_ENGINE: &str = moonshine::NAME;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -77,6 +80,8 @@ pub struct Config {
     pub auth: AuthConfig,
     pub tls: TlsConfig,
     pub moonshine: MoonshineConfig,
+    /// The Whisper engine, loaded when a profile uses `backend = "whisper"`.
+    pub whisper: WhisperConfig,
     /// Network recognizers by the name profiles use for them (`[backends.NAME]`).
     pub backends: BTreeMap<String, BackendConfig>,
     /// Named profiles, served at `/api/custom-transcriber/{name}`.
@@ -106,6 +111,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             tls: TlsConfig::default(),
             moonshine: MoonshineConfig::default(),
+            whisper: WhisperConfig::default(),
             backends: BTreeMap::new(),
             profiles: BTreeMap::new(),
         }
@@ -238,7 +244,7 @@ pub struct Profile {
 impl Default for Profile {
     fn default() -> Self {
         Self {
-            backend: moonshine::NAME.into(),
+            backend: DEFAULT_ENGINE.into(),
             fallback: Vec::new(),
             channels: vec![Channel::Customer, Channel::Assistant],
             options: Options::default(),
@@ -280,6 +286,18 @@ impl Config {
     }
 
     /// The profile for a URL, with the default profile always present.
+    /// Whether some profile's chain (the default profile's included) uses `backend`: an
+    /// embedded engine is loaded only then.
+    pub fn uses(&self, backend: &str) -> bool {
+        let default = !self.profiles.contains_key(DEFAULT_PROFILE)
+            && Profile::default().chain().any(|b| b == backend);
+        default
+            || self
+                .profiles
+                .values()
+                .any(|p| p.chain().any(|b| b == backend))
+    }
+
     pub fn profile(&self, name: &str) -> Option<Profile> {
         match self.profiles.get(name) {
             Some(p) => Some(p.clone()),
@@ -415,10 +433,15 @@ impl Config {
                 out.push(format!("[backends.{name}] {e}"));
             }
         }
-        if self.backends.contains_key(moonshine::NAME) {
-            out.push(
-                "[backends.moonshine]: \"moonshine\" is the built-in embedded recognizer; choose another name".into(),
-            );
+        for engine in [moonshine::NAME, whisper::NAME] {
+            if self.backends.contains_key(engine) {
+                out.push(format!(
+                    "[backends.{engine}]: \"{engine}\" is a built-in embedded recognizer; choose another name"
+                ));
+            }
+        }
+        if self.uses(whisper::NAME) {
+            out.extend(self.whisper.problems());
         }
         out
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use tracing::error;
 
+use hark::backend::{moonshine, whisper};
 use hark::config::LogFormat;
 use hark::flags::{CommonArgs, ServeArgs};
 use hark::server::Server;
@@ -174,10 +175,7 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
     init_logging(config.log_format);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let backend = hark::backend::moonshine::Moonshine::spawn(
-            &config.moonshine,
-            config.wants_turn_model(),
-        );
+        let backend = hark::registry::default_engine(&config);
         let waiter = backend.clone();
         tokio::task::spawn_blocking(move || waiter.wait_ready(Duration::from_secs(600)))
             .await?
@@ -229,15 +227,22 @@ fn run_bench(args: BenchForward) -> anyhow::Result<()> {
 fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
     let config = args.common.load()?;
     init_logging(config.log_format);
-    let engine =
-        hark::backend::moonshine::engine_paths(&config.moonshine).map_err(anyhow::Error::msg)?;
-    let lib = hark::backend::moonshine::ffi::Library::load(&engine.lib)?;
-    println!(
-        "engine\t{}\tlibmoonshine {}",
-        engine.root.display(),
-        lib.version()
-    );
-    if args.turn_model || config.wants_turn_model() {
+    let turn_model = args.turn_model || config.wants_turn_model();
+    if config.uses(moonshine::NAME) || turn_model {
+        let engine = moonshine::engine_paths(&config.moonshine).map_err(anyhow::Error::msg)?;
+        let lib = moonshine::ffi::Library::load(&engine.lib)?;
+        println!(
+            "engine\t{}\tlibmoonshine {}",
+            engine.root.display(),
+            lib.version()
+        );
+    }
+    if config.uses(whisper::NAME) {
+        let model = whisper::ensure_model(&config.whisper).map_err(anyhow::Error::msg)?;
+        whisper::Model::load(&model).map_err(anyhow::Error::msg)?;
+        println!("whisper\t{}\t{}", model.dir.display(), model.name);
+    }
+    if turn_model {
         let cache = config
             .moonshine
             .cache_dir

@@ -6,9 +6,9 @@ use anyhow::anyhow;
 
 use crate::backend::assemblyai::AssemblyAi;
 use crate::backend::deepgram::Deepgram;
-use crate::backend::moonshine::{self, Moonshine};
 use crate::backend::riva::Riva;
 use crate::backend::{ApiKey, Registry};
+use crate::backend::{moonshine, whisper};
 use crate::config::{BackendConfig, Config};
 
 /// Creates the embedded backend and every `[backends.NAME]`. Backends that load models
@@ -16,8 +16,14 @@ use crate::config::{BackendConfig, Config};
 /// A network backend whose API key variable is unset is refused here, naming the variable.
 pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
     let mut registry = Registry::default();
-    let moonshine = Moonshine::spawn(&config.moonshine, config.wants_turn_model());
-    registry.insert(moonshine::NAME, moonshine);
+    // An embedded engine loads (and is fetched on first use) only when a profile uses it.
+    if config.uses(moonshine::NAME) {
+        let moonshine = moonshine::spawn(&config.moonshine, config.wants_turn_model());
+        registry.insert(moonshine::NAME, moonshine);
+    }
+    if config.uses(whisper::NAME) {
+        registry.insert(whisper::NAME, whisper::spawn(&config.whisper));
+    }
     for (name, backend) in &config.backends {
         let key = backend
             .api_key_env()
@@ -31,9 +37,10 @@ pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
     Ok(registry)
 }
 
-/// The backend names a config's profiles may use: the embedded one and each `[backends]`.
+/// The backend names a config's profiles may use: the embedded ones and each `[backends]`.
 pub fn names(config: &Config) -> Vec<&str> {
-    std::iter::once(moonshine::NAME)
+    [moonshine::NAME, whisper::NAME]
+        .into_iter()
         .chain(config.backends.keys().map(String::as_str))
         .collect()
 }
@@ -63,4 +70,17 @@ pub fn network(
         BackendConfig::Assemblyai(c) => Arc::new(AssemblyAi::new(name, c, key.ok_or(needed)?)),
         BackendConfig::Riva(c) => Arc::new(Riva::new(name, c, key)),
     })
+}
+
+/// The embedded engine the default profile runs (or Moonshine when it runs a network
+/// backend), started loading: what `hark transcribe` decodes files with.
+pub fn default_engine(config: &Config) -> Arc<crate::backend::embedded::Embedded> {
+    let backend = config
+        .profile(crate::config::DEFAULT_PROFILE)
+        .map(|p| p.backend)
+        .unwrap_or_default();
+    match backend.as_str() {
+        whisper::NAME => whisper::spawn(&config.whisper),
+        _ => moonshine::spawn(&config.moonshine, config.wants_turn_model()),
+    }
 }

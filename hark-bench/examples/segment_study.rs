@@ -17,15 +17,31 @@
 //!   LOUD_FRAMES=N       frames in a row that LOUD needs (hark's default: LOUD_FRAMES)
 //!   SAME=1              one segmenter for all clips in turn, as one channel of a call hears them
 //!   SILENCE=MS          silence before and after each clip (default 1000)
+//!   ENGINE=whisper      decode with Whisper instead of Moonshine (context as a text prompt)
+//!   MODEL=tiny.en|base|DIR  the Whisper model (default tiny.en)
 //! ```
+//!
+//! Prints the decoders' CPU time per second of audio decoded (both engines' threads).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use hark::backend::moonshine::ffi::{ARCH_TINY, Library, Transcriber, joined_text};
-use hark::backend::moonshine::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
-use hark::wheel::{self, FetchOptions};
+use hark::backend::embedded::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
+use hark::backend::embedded::{ContextKind, Engine};
+use hark::backend::{moonshine, whisper};
 use hark_bench::wer;
+
+/// This process's CPU time so far, in seconds.
+fn cpu_secs() -> f64 {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -63,21 +79,36 @@ fn main() {
     }
     let silence = ms_var("SILENCE").unwrap_or(1000) * 16;
     let same = std::env::var("SAME").is_ok();
+    let mut loaded = match std::env::var("ENGINE").as_deref() {
+        Ok("whisper") => whisper::load(&whisper::WhisperConfig {
+            model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
+            decoders: 1,
+            ..Default::default()
+        }),
+        _ => {
+            let mut c = moonshine::MoonshineConfig::default();
+            // OPTS="name=value,name=value": library options for the handle.
+            if let Ok(opts) = std::env::var("OPTS") {
+                c.options = opts
+                    .split(',')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+            }
+            moonshine::load(&c, false)
+        }
+    }
+    .expect("engine");
+    eprintln!("engine: {}", loaded.describe);
+    config.context_as_text = loaded.context == ContextKind::Text;
+    let mut t: Box<dyn Engine> = loaded.engines.remove(0);
+    let mut prompt = String::new();
+    let (mut cpu, mut decoded_secs) = (0.0f64, 0.0f64);
     let mut shared = Segmenter::new(config);
     // Finals by `Recovery`: none, retried, partial, wordless.
     let mut recoveries = [0usize; 4];
     let mut input = Vec::new();
     let (mut finals_seen, mut finals_terminal) = (0usize, 0usize);
-    let paths = wheel::ensure_engine(&FetchOptions::default()).expect("engine");
-    let lib = Library::load(&paths.lib).expect("library");
-    // OPTS="name=value,name=value": library options for the handle.
-    let opts: Vec<(String, String)> = std::env::var("OPTS")
-        .unwrap_or_else(|_| "vad_threshold=0".into())
-        .split(',')
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let t = Transcriber::load(lib, &paths.model_dir, ARCH_TINY, &opts).expect("model");
     let dir = std::env::var("CLIPS")
         .map(PathBuf::from)
         .unwrap_or_else(|_| {
@@ -93,10 +124,10 @@ fn main() {
             clip = through(&through(&clip, 16_000, rate), rate, 16_000);
         }
         if std::env::var("WHOLE").is_ok() {
-            let lines = t
-                .transcribe_without_streaming(&clip, 16_000)
-                .expect("decode");
-            let text = joined_text(&lines);
+            let before = cpu_secs();
+            let text = t.transcribe(&clip, "").expect("decode");
+            cpu += cpu_secs() - before;
+            decoded_secs += clip.len() as f64 / 16e3;
             if !quiet {
                 println!(
                     "{name}: {} errors\n  {text}",
@@ -120,23 +151,16 @@ fn main() {
             seg.push(chunk, at, Instant::now(), &mut out);
             while let Some(want) = seg.want() {
                 seg.decode_input(&want, &mut input);
+                seg.prompt(&want, &mut prompt);
                 let piece = seg.audio(want.ticket);
                 let started = Instant::now();
-                let lines = t
-                    .transcribe_without_streaming(&input, 16_000)
-                    .expect("decode");
+                let before = cpu_secs();
+                let text = t.transcribe(&input, &prompt).expect("decode");
+                cpu += cpu_secs() - before;
+                decoded_secs += input.len() as f64 / 16e3;
                 decode_ms += started.elapsed().as_secs_f64() * 1000.0;
-                let text = joined_text(&lines);
                 if std::env::var("LINES").is_ok() {
-                    for l in &lines {
-                        println!(
-                            "    {:?} line {:.2}+{:.2} {:?}",
-                            want.kind, l.start_time, l.duration, l.text
-                        );
-                        for w in &l.words {
-                            println!("      {:.2}-{:.2} {}", w.start, w.end, w.text);
-                        }
-                    }
+                    println!("    {:?} {prompt:?} -> {text:?}", want.kind);
                 }
                 if want.kind == DecodeKind::Final && !quiet {
                     println!(
@@ -170,10 +194,9 @@ fn main() {
         seg.finish(at, Instant::now(), &mut out);
         while let Some(want) = seg.want() {
             seg.decode_input(&want, &mut input);
-            let lines = t
-                .transcribe_without_streaming(&input, 16_000)
-                .expect("decode");
-            seg.decoded(want.ticket, joined_text(&lines), Instant::now(), &mut out);
+            seg.prompt(&want, &mut prompt);
+            let text = t.transcribe(&input, &prompt).expect("decode");
+            seg.decoded(want.ticket, text, Instant::now(), &mut out);
         }
         for e in out.drain(..) {
             if let Emit::Final(text, _, recovery) = e {
@@ -210,6 +233,12 @@ fn main() {
     }
     let total = wer::wer(pairs.iter().map(|(_, r, h)| (r.as_str(), h.as_str())));
     println!("WER {:.1} %", total * 100.0);
+    if decoded_secs > 0.0 {
+        println!(
+            "decoders' CPU {cpu:.1} s for {decoded_secs:.1} s decoded: {:.3} s per audio s",
+            cpu / decoded_secs
+        );
+    }
     let silent: Vec<&str> = pairs
         .iter()
         .filter(|(_, _, h)| h.trim().is_empty())

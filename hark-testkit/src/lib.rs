@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use hark::backend::Registry;
-use hark::backend::moonshine::Moonshine;
+use hark::backend::embedded::Embedded;
 use hark::config::Config;
 use hark::server::Server;
 pub use hark_bench::client::{Call, Received, Ws};
@@ -46,11 +46,11 @@ pub fn config_with_default_backend(backend: &str) -> Config {
     config
 }
 
-/// The real embedded recognizer, loaded once per test binary and shared by its tests.
-pub fn moonshine() -> Arc<Moonshine> {
-    static M: OnceLock<Arc<Moonshine>> = OnceLock::new();
+/// The real Moonshine engine, loaded once per test binary and shared by its tests.
+pub fn moonshine() -> Arc<Embedded> {
+    static M: OnceLock<Arc<Embedded>> = OnceLock::new();
     M.get_or_init(|| {
-        let m = Moonshine::spawn(&Config::default().moonshine, false);
+        let m = hark::backend::moonshine::spawn(&Config::default().moonshine, false);
         m.wait_ready(Duration::from_secs(600))
             .expect("embedded recognizer loads");
         m
@@ -61,6 +61,33 @@ pub fn moonshine() -> Arc<Moonshine> {
 pub fn moonshine_registry() -> Registry {
     let mut r = Registry::default();
     r.insert("moonshine", moonshine());
+    r
+}
+
+/// The real Whisper engine (the default `[whisper]` model, fetched on first use), loaded
+/// once per test binary and shared by its tests.
+pub fn whisper() -> Arc<Embedded> {
+    static W: OnceLock<Arc<Embedded>> = OnceLock::new();
+    W.get_or_init(|| {
+        let w = hark::backend::whisper::spawn(&whisper_config());
+        w.wait_ready(Duration::from_secs(600))
+            .expect("Whisper loads");
+        w
+    })
+    .clone()
+}
+
+/// The `[whisper]` section tests load: the default model, in the tests' cache.
+pub fn whisper_config() -> hark::backend::whisper::WhisperConfig {
+    hark::backend::whisper::WhisperConfig {
+        cache_dir: Some(dirs::cache_dir()),
+        ..Default::default()
+    }
+}
+
+pub fn whisper_registry() -> Registry {
+    let mut r = Registry::default();
+    r.insert("whisper", whisper());
     r
 }
 

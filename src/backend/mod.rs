@@ -23,10 +23,12 @@ use crate::protocol::Channel;
 pub mod assemblyai;
 mod catch_up;
 pub mod deepgram;
+pub mod embedded;
 pub mod moonshine;
 pub mod options;
 mod relay;
 pub mod riva;
+pub mod whisper;
 
 pub use options::Options;
 pub use relay::masked_url;

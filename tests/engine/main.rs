@@ -8,3 +8,4 @@ mod moonshine_engine;
 mod overload;
 mod speech;
 mod turn_model;
+mod whisper_engine;

@@ -138,7 +138,7 @@ async fn broken_or_silent_handshakes_do_not_keep_a_real_call_out() {
     // The other tests share this binary's engine and may load it: this one needs an idle
     // server, so an engine of its own, and a lag limit the others' load cannot reach.
     config.max_lag_ms = 60_000;
-    let engine = hark::backend::moonshine::Moonshine::spawn(&config.moonshine, false);
+    let engine = hark::backend::moonshine::spawn(&config.moonshine, false);
     engine
         .wait_ready(Duration::from_secs(600))
         .expect("embedded recognizer loads");

@@ -62,7 +62,7 @@ impl Default for MoonshineConfig {
             narrowband_endpoint_ms: 300,
             max_load: 0.8,
             turn_model: false,
-            context_span_ms: super::segmenter::CONTEXT_SPAN_MS,
+            context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             options: BTreeMap::new(),
         }
     }

@@ -29,9 +29,8 @@ use std::time::{Duration, Instant};
 
 use tracing::warn;
 
-use super::MODEL_RATE;
-use super::ffi::{self, Transcriber};
 use super::segmenter::{DecodeKind, Emit, Recovery, Segmenter, SegmenterConfig, Want};
+use super::{Engine, MODEL_RATE};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink};
 use crate::metrics as m;
@@ -65,10 +64,14 @@ pub struct Job {
     pub events: EventSink,
     pub sample_rate: u32,
     pub cuts: SegmenterConfig,
+    /// The call's keyterms, for engines that take a prompt.
+    pub keyterms: String,
 }
 
 /// What the listener and the decoders share.
 pub struct Pool {
+    /// The backend's name: threads, metrics.
+    name: &'static str,
     /// Live channels, for decoders to choose from. Only the listener adds and removes.
     channels: Mutex<Vec<Arc<Channel>>>,
     /// Bumped whenever there may be new work; decoders wait on it.
@@ -99,8 +102,9 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(decoders: usize) -> Arc<Self> {
+    pub fn new(name: &'static str, decoders: usize) -> Arc<Self> {
         Arc::new(Self {
+            name,
             channels: Mutex::new(Vec::new()),
             work: Mutex::new(0),
             work_ready: Condvar::new(),
@@ -210,6 +214,11 @@ impl Pool {
         per_channel * (live.len() + starting + booked + channels) as f64 <= limit
     }
 
+    /// Decoder slots.
+    pub fn decoders(&self) -> usize {
+        self.busy.len()
+    }
+
     /// A channel was handed to the listener: it counts as present from now on.
     pub fn starting(&self) {
         self.starting.fetch_add(1, Ordering::AcqRel);
@@ -270,7 +279,7 @@ impl Pool {
 pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<Thread, String> {
     let shared = pool.clone();
     let handle = thread::Builder::new()
-        .name("moonshine-listen".into())
+        .name(format!("{}-listen", pool.name))
         .spawn(move || listen(&shared, &jobs))
         .map_err(|e| format!("cannot start listener thread: {e}"))?;
     let listener = handle.thread().clone();
@@ -281,21 +290,17 @@ pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<Thread, St
 /// Starts the thread that owns the end-of-turn model.
 pub fn spawn_judge(pool: Arc<Pool>, model: TurnModel) -> Result<(), String> {
     thread::Builder::new()
-        .name("moonshine-turn".into())
+        .name(format!("{}-turn", pool.name))
         .spawn(move || judge_loop(&pool, model))
         .map(|_| ())
         .map_err(|e| format!("cannot start end-of-turn thread: {e}"))
 }
 
-/// Starts a decoder thread that owns `transcriber`.
-pub fn spawn_decoder(
-    pool: Arc<Pool>,
-    index: usize,
-    transcriber: Transcriber,
-) -> Result<(), String> {
+/// Starts a decoder thread that owns `engine`.
+pub fn spawn_decoder(pool: Arc<Pool>, index: usize, engine: Box<dyn Engine>) -> Result<(), String> {
     thread::Builder::new()
-        .name(format!("moonshine-{index}"))
-        .spawn(move || decode_loop(&pool, index, &transcriber))
+        .name(format!("{}-{index}", pool.name))
+        .spawn(move || decode_loop(&pool, index, engine))
         .map(|_| ())
         .map_err(|e| format!("cannot start decoder thread: {e}"))
 }
@@ -316,7 +321,7 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
             match jobs.try_recv() {
                 Ok(job) => {
                     added_count += 1;
-                    match Channel::open(job) {
+                    match Channel::open(job, pool.name) {
                         Ok(channel) => {
                             channels.push(Arc::new(channel));
                             added = true;
@@ -406,11 +411,12 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
     }
 }
 
-fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
+fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
     let mut audio = Vec::new();
+    let mut prompt = String::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
-        let Some((channel, want)) = claim(pool, &mut audio) else {
+        let Some((channel, want)) = claim(pool, &mut audio, &mut prompt) else {
             pool.wait_for_work(seen);
             continue;
         };
@@ -419,9 +425,8 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
             .record(started.saturating_duration_since(want.since).as_secs_f64());
         pool.set_busy(index, true);
         let waited_before = m::thread_run_queue_wait();
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            transcriber.transcribe_without_streaming(&audio, MODEL_RATE)
-        }));
+        let result =
+            std::panic::catch_unwind(AssertUnwindSafe(|| engine.transcribe(&audio, &prompt)));
         let waited_after = m::thread_run_queue_wait();
         pool.set_busy(index, false);
         let spent = started.elapsed();
@@ -441,8 +446,7 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
         let mut state = channel.lock();
         state.decoding = false;
         match result {
-            Ok(Ok(lines)) => {
-                let text = ffi::joined_text(&lines);
+            Ok(Ok(text)) => {
                 let now = Instant::now();
                 let ChannelState {
                     segmenter, emits, ..
@@ -450,7 +454,7 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
                 segmenter.decoded(want.ticket, text, now, emits);
                 state.report();
             }
-            Ok(Err(e)) => state.fail(e.to_string()),
+            Ok(Err(e)) => state.fail(e),
             Err(_) => state.fail("recognizer panicked".into()),
         }
         drop(state);
@@ -461,7 +465,7 @@ fn decode_loop(pool: &Pool, index: usize, transcriber: &Transcriber) {
 
 /// Picks the most urgent wanted decode of any idle channel, marks that channel as
 /// decoding and copies the audio into `audio`.
-fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
+fn claim(pool: &Pool, audio: &mut Vec<f32>, prompt: &mut String) -> Option<(Arc<Channel>, Want)> {
     loop {
         let (best, finals) = {
             let channels = lock(&pool.channels);
@@ -494,6 +498,7 @@ fn claim(pool: &Pool, audio: &mut Vec<f32>) -> Option<(Arc<Channel>, Want)> {
         let Some(want) = state.want() else { continue };
         state.decoding = true;
         state.segmenter.decode_input(&want, audio);
+        state.segmenter.prompt(&want, prompt);
         drop(state);
         return Some((channel, want));
     }
@@ -518,6 +523,8 @@ impl Channel {
 }
 
 struct ChannelState {
+    /// The backend's name, for metrics.
+    backend: &'static str,
     audio: AudioSource,
     events: Option<EventSink>,
     resampler: Option<StreamResampler>,
@@ -538,13 +545,16 @@ struct ChannelState {
 }
 
 impl Channel {
-    fn open(job: Job) -> Result<Self, (EventSink, String)> {
+    fn open(job: Job, backend: &'static str) -> Result<Self, (EventSink, String)> {
         let Job {
             audio,
             events,
             sample_rate,
             cuts,
+            keyterms,
         } = job;
+        let mut segmenter = Segmenter::new(cuts);
+        segmenter.set_keyterms(keyterms);
         let resampler = if sample_rate == MODEL_RATE {
             None
         } else {
@@ -556,10 +566,11 @@ impl Channel {
         Ok(Self {
             opened: Instant::now(),
             state: Mutex::new(ChannelState {
+                backend,
                 audio,
                 events: Some(events),
                 resampler,
-                segmenter: Segmenter::new(cuts),
+                segmenter,
                 decoding: false,
                 finished: false,
                 settled: 0,
@@ -654,7 +665,7 @@ impl ChannelState {
             match emit {
                 Emit::Partial(text) => events.partial(&text),
                 Emit::Final(text, waited, recovery) => {
-                    metrics::histogram!(m::TIME_TO_FINAL, "backend" => super::NAME)
+                    metrics::histogram!(m::TIME_TO_FINAL, "backend" => self.backend)
                         .record(waited.as_secs_f64());
                     if recovery != Recovery::None {
                         metrics::counter!(m::FINAL_RECOVERIES, "how" => recovery.as_str())
@@ -691,7 +702,7 @@ mod tests {
 
     #[test]
     fn a_decode_that_does_not_return_makes_the_pool_unhealthy() {
-        let pool = Pool::new(2);
+        let pool = Pool::new("test", 2);
         let limit = Duration::from_secs(10);
         assert!(pool.is_healthy(limit));
         pool.set_busy(1, true);

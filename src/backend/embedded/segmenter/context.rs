@@ -46,6 +46,39 @@ pub fn strip_context(context: &str, decoded: &str) -> String {
     words[split..].join(" ")
 }
 
+/// `text` without the words it begins with that `previous` ended with: a decode that read
+/// the turn's last final (as audio or as a prompt) may say its last words again ("And so my
+/// fellow Americans." then "American asked not."). Two or more words must match, allowing
+/// a word cut short at the boundary; one word only when it is the previous final's last and
+/// at least 4 letters (so "no. No." stays). A text that would be left empty is kept whole.
+pub fn drop_repeat(previous: &str, text: &str) -> String {
+    let key = |w: &str| -> String {
+        w.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let same = |a: &str, b: &str| {
+        a == b || (a.len() >= 4 && b.len() >= 4 && (a.starts_with(b) || b.starts_with(a)))
+    };
+    let prev: Vec<String> = previous.split_whitespace().map(key).collect();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let keys: Vec<String> = words.iter().map(|w| key(w)).collect();
+    let longest = prev.len().min(words.len().saturating_sub(1)).min(8);
+    for k in (1..=longest).rev() {
+        let tail = &prev[prev.len() - k..];
+        let head = &keys[..k];
+        if tail.iter().any(String::is_empty) || head.iter().any(String::is_empty) {
+            continue;
+        }
+        let matches = tail.iter().zip(head).all(|(a, b)| same(a, b));
+        if matches && (k >= 2 || head[0].len() >= 4) {
+            return words[k..].join(" ");
+        }
+    }
+    text.to_owned()
+}
+
 /// A final already sent, with its audio: left context for the turn's next utterances.
 pub(super) struct Said {
     pub(super) id: u64,

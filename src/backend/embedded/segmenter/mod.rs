@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use context::Said;
-pub use context::strip_context;
+pub use context::{drop_repeat, strip_context};
 use verdict::TURN_WAIT;
 pub use verdict::{TURN_WINDOW, TurnTicket, end_turn};
 
@@ -82,6 +82,8 @@ pub struct SegmenterConfig {
     /// An end-of-turn model decides how each final ends: with . ? ! when the speaker has
     /// finished, without when they are about to go on (see [`end_turn`]).
     pub judge_turns: bool,
+    /// The engine reads left context as text (a prompt) rather than audio.
+    pub context_as_text: bool,
 }
 
 /// See [`SegmenterConfig::release`]. Silero VAD's default hysteresis (0.15 under the
@@ -119,6 +121,7 @@ impl SegmenterConfig {
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
             judge_turns: false,
+            context_as_text: false,
         }
     }
 }
@@ -316,10 +319,20 @@ pub struct Segmenter {
     open: Option<Open>,
     ended: VecDeque<Ended>,
     last_partial: String,
+    /// The last final sent and where its voice ended, for [`drop_repeat`].
+    last_final: (String, u64),
+    /// Words to expect (the call's or profile's keyterms), prompted to engines that read
+    /// text; empty for none.
+    keyterms: String,
     next_id: u64,
 }
 
 impl Segmenter {
+    /// Words the engine should expect: prompted to engines that read context as text.
+    pub fn set_keyterms(&mut self, keyterms: String) {
+        self.keyterms = keyterms;
+    }
+
     pub fn new(config: SegmenterConfig) -> Self {
         Self {
             config,
@@ -337,6 +350,8 @@ impl Segmenter {
             open: None,
             ended: VecDeque::new(),
             last_partial: String::new(),
+            last_final: (String::new(), 0),
+            keyterms: String::new(),
             next_id: 0,
         }
     }
@@ -429,10 +444,13 @@ impl Segmenter {
             }
             let own = self.whole_len(open.audio.len(), open.voiced_end);
             let context_from = self.context_for(open.id);
-            let context: usize = self
-                .context(context_from, open.start)
-                .map(|(audio, _)| audio.len())
-                .sum();
+            let context: usize = match self.config.context_as_text {
+                true => 0,
+                false => self
+                    .context(context_from, open.start)
+                    .map(|(audio, _)| audio.len())
+                    .sum(),
+            };
             let lead = decode_lead(context + own);
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
             return (open.silence >= start_at).then(|| Want {
@@ -496,12 +514,35 @@ impl Segmenter {
         if want.ticket.retry {
             out.resize(RETRY_LEAD, 0.0);
         }
-        for (context, _) in self.context(want.ticket.context_from, start) {
-            out.extend_from_slice(context);
+        if !self.config.context_as_text {
+            for (context, _) in self.context(want.ticket.context_from, start) {
+                out.extend_from_slice(context);
+            }
         }
         out.extend_from_slice(audio);
         let padding = self.whole_len(audio.len(), voiced_end) - audio.len();
         out.resize(out.len() + padding, 0.0);
+    }
+
+    /// The text prompt of a decode, for engines that read context as text: the keyterms,
+    /// then, for a decode that may become a final, the turn's earlier finals it reads.
+    pub fn prompt(&self, want: &Want, out: &mut String) {
+        out.clear();
+        out.push_str(&self.keyterms);
+        if !self.config.context_as_text || !want.ticket.whole {
+            return;
+        }
+        let Some(start) = self.utterance(want.ticket.utterance).map(|u| u.start) else {
+            return;
+        };
+        if want.ticket.context_from != 0 {
+            for (_, text) in self.context(want.ticket.context_from, start) {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(text);
+            }
+        }
     }
 
     /// The open or ended utterance `id`.
@@ -534,7 +575,7 @@ impl Segmenter {
         let Some(start) = self.utterance(ticket.utterance).map(|u| u.start) else {
             return;
         };
-        let text = if ticket.context_from == 0 {
+        let text = if ticket.context_from == 0 || self.config.context_as_text {
             text
         } else if self.said.iter().any(|s| s.id == ticket.context_from) {
             let context: Vec<&str> = self
@@ -766,6 +807,14 @@ impl Segmenter {
                 Some(complete) => end_turn(&text, complete),
                 None => text,
             };
+            // A decode that read the turn's last final may say its last words again.
+            let same_turn = (start + preroll as u64).saturating_sub(self.last_final.1)
+                <= self.config.turn_gap as u64;
+            let text = match same_turn {
+                true => drop_repeat(&self.last_final.0, &text),
+                false => text,
+            };
+            self.last_final = (text.clone(), start + voiced_end as u64);
             self.last_partial.clear();
             if self.config.context_span > 0 {
                 self.said.push_back(Said {
@@ -1048,6 +1097,33 @@ mod tests {
         let mut out = Vec::new();
         s.finish(at, Instant::now(), &mut out);
         assert_eq!(s.want().unwrap().kind, DecodeKind::Final);
+    }
+
+    #[test]
+    fn a_final_does_not_begin_with_the_words_the_previous_one_ended_with() {
+        let cases = [
+            (
+                "And so my fellow Americans.",
+                "American asked not.",
+                "asked not.",
+            ),
+            (
+                "ask not what your country",
+                "your country can do for you",
+                "can do for you",
+            ),
+            ("I said no.", "No, I will not.", "No, I will not."),
+            (
+                "We went to the store",
+                "and bought bread",
+                "and bought bread",
+            ),
+            ("thank you very much", "very much", "very much"),
+            ("", "hello there", "hello there"),
+        ];
+        for (previous, text, kept) in cases {
+            assert_eq!(drop_repeat(previous, text), kept, "{previous:?} + {text:?}");
+        }
     }
 
     #[test]

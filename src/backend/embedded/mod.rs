@@ -1,0 +1,472 @@
+//! The embedded path every CPU engine shares: hark finds the utterances itself
+//! ([`segmenter`]) and decodes each with one call of an [`Engine`], on threads of its own
+//! ([`pool`]): one listener for every channel's audio, one decoder per engine instance, and
+//! (with the turn model) one judge. An engine only turns 16 kHz samples into text; the
+//! segmenter, decode scheduling, admission by load and the recovery of empty finals are here,
+//! so a new engine is one module beside `moonshine` and `whisper`.
+
+pub mod pool;
+pub mod segmenter;
+
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use tracing::{error, info, warn};
+
+use self::pool::{Job, Pool};
+use self::segmenter::SegmenterConfig;
+use crate::audio::AudioSource;
+use crate::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink};
+use crate::protocol::Channel;
+use crate::turn::TurnModel;
+
+/// The rate engines work at; other rates are converted with rubato first.
+pub const MODEL_RATE: u32 = 16_000;
+/// Nice value of the decoding threads where `SCHED_IDLE` is refused. Decodes keep both
+/// cores busy under load; below the runtime and the listener, they rarely delay a frame or a
+/// transcript (BENCHMARKS.md: server overhead).
+const DECODE_NICE: i32 = 10;
+/// A decode running this long is stuck in the engine (the longest utterance, 24 s, decodes
+/// in about a second): readiness turns false so no more calls are sent here.
+const WEDGED_AFTER: Duration = Duration::from_secs(10);
+/// A failed load is tried again after this long, doubling up to `RETRY_MAX` (a download
+/// that failed on a network blip, a cache being filled by another process).
+const RETRY_FIRST: Duration = Duration::from_secs(5);
+const RETRY_MAX: Duration = Duration::from_secs(300);
+
+/// A speech recognizer the embedded path runs: one instance per decoder thread, owned by
+/// that thread alone.
+pub trait Engine: Send {
+    /// Text of `audio` (16 kHz mono, f32 in [-1, 1]). `prompt` is the turn's earlier text
+    /// for engines that read context as text ([`ContextKind::Text`]); empty otherwise.
+    fn transcribe(&mut self, audio: &[f32], prompt: &str) -> Result<String, String>;
+}
+
+/// How an engine reads the turn's earlier finals (left context).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextKind {
+    /// Their audio before the utterance's own; their words are aligned off the text.
+    Audio,
+    /// Their text as a prompt: nothing to align off.
+    Text,
+}
+
+/// What an engine's loader hands the embedded path.
+pub struct Loaded {
+    /// One per decoder thread.
+    pub engines: Vec<Box<dyn Engine>>,
+    pub context: ContextKind,
+    /// For the start-up log: engine, model, compute type, threads.
+    pub describe: String,
+    /// The end-of-turn model, when one was wanted and loaded.
+    pub judge: Option<TurnModel>,
+}
+
+/// Loads an engine (fetching it first if needed): runs on the loader thread, which is
+/// already in the background scheduling class, so threads it starts inherit it.
+pub type Loader = Box<dyn Fn() -> Result<Loaded, String> + Send + Sync>;
+
+/// The settings of the embedded path, whatever the engine.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Decoder threads (engine instances).
+    pub decoders: usize,
+    pub partial_interval_ms: u64,
+    pub endpoint_ms: u64,
+    pub narrowband_endpoint_ms: u64,
+    pub max_load: f64,
+    pub turn_model: bool,
+    pub context_span_ms: u64,
+}
+
+/// An embedded recognizer: a [`Backend`] over an engine's decoder threads.
+pub struct Embedded {
+    name: &'static str,
+    pool: OnceLock<Running>,
+    load_error: std::sync::Mutex<Option<String>>,
+    settings: Settings,
+}
+
+/// The loaded pool and the way to hand it channels.
+struct Running {
+    pool: Arc<Pool>,
+    jobs: Sender<Job>,
+    listener: Thread,
+    /// The end-of-turn model is loaded.
+    judging: bool,
+    context: ContextKind,
+}
+
+impl Embedded {
+    /// Starts loading the engine in the background (`name` labels its threads, logs and
+    /// metrics); `is_ready` turns true once it is loaded. A load that fails is logged and
+    /// tried again with backoff, so a cache filled late or a network back up is picked up
+    /// without a restart; meanwhile the backend is not ready (`/readyz` 503).
+    pub fn spawn(name: &'static str, settings: Settings, loader: Loader) -> Arc<Self> {
+        let backend = Arc::new(Self {
+            name,
+            pool: OnceLock::new(),
+            load_error: std::sync::Mutex::new(None),
+            settings,
+        });
+        let weak = Arc::downgrade(&backend);
+        let spawned = thread::Builder::new()
+            .name(format!("{name}-load"))
+            .spawn(move || {
+                // The listener keeps the server's priority; everything started after
+                // `run_in_background` on this thread (the engine's own threads, the
+                // decoders) runs below it.
+                let decoders = weak.upgrade().map_or(1, |b| b.settings.decoders.max(1));
+                let pool = Pool::new(name, decoders);
+                let (jobs, rx) = mpsc::channel();
+                let listener = match pool::spawn_listener(pool.clone(), rx) {
+                    Ok(listener) => listener,
+                    Err(e) => {
+                        if let Some(backend) = weak.upgrade() {
+                            *lock(&backend.load_error) = Some(e);
+                        }
+                        return;
+                    }
+                };
+                run_in_background();
+                let mut wait = RETRY_FIRST;
+                loop {
+                    let Some(backend) = weak.upgrade() else {
+                        return;
+                    };
+                    match start_pool(name, &loader, &pool) {
+                        Ok((judging, context)) => {
+                            *lock(&backend.load_error) = None;
+                            let _ = backend.pool.set(Running {
+                                pool,
+                                jobs,
+                                listener,
+                                judging,
+                                context,
+                            });
+                            return;
+                        }
+                        Err(e) => {
+                            error!(
+                                backend = name,
+                                error = %e,
+                                retry_in_s = wait.as_secs(),
+                                "embedded recognizer unavailable; retrying"
+                            );
+                            *lock(&backend.load_error) = Some(e);
+                        }
+                    }
+                    drop(backend);
+                    thread::sleep(wait);
+                    wait = (wait * 2).min(RETRY_MAX);
+                }
+            });
+        if let Err(e) = spawned {
+            *lock(&backend.load_error) = Some(format!("cannot start loader thread: {e}"));
+        }
+        backend
+    }
+
+    /// Where a channel's utterances end: the profile's timing if it has one, else the
+    /// server-wide one; calls below the model's rate get the narrowband endpoint.
+    fn cuts(&self, spec: &ChannelSpec, judging: bool, context: ContextKind) -> SegmenterConfig {
+        let o = &spec.options;
+        let s = &self.settings;
+        let endpoint = if spec.sample_rate < MODEL_RATE {
+            o.narrowband_endpoint_ms.unwrap_or(s.narrowband_endpoint_ms)
+        } else {
+            o.endpoint_ms.unwrap_or(s.endpoint_ms)
+        };
+        let mut cuts = SegmenterConfig::from_ms(
+            endpoint,
+            o.partial_interval_ms.unwrap_or(s.partial_interval_ms),
+        );
+        cuts.context_span = (s.context_span_ms as usize).min(60_000) * 16;
+        cuts.context_as_text = context == ContextKind::Text;
+        // Measured on customers' speech; on text-to-speech prompts it is unreliable.
+        cuts.judge_turns =
+            judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(s.turn_model);
+        cuts
+    }
+
+    /// Blocks until the engine is loaded, or its first load failed.
+    pub fn wait_ready(&self, limit: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.pool.get().is_some() {
+                return Ok(());
+            }
+            if let Some(e) = lock(&self.load_error).clone() {
+                return Err(e);
+            }
+            if Instant::now() > deadline {
+                return Err(format!("timed out loading the {} recognizer", self.name));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Why the engine is not loaded, while it is not.
+    pub fn load_error(&self) -> Option<String> {
+        lock(&self.load_error).clone()
+    }
+}
+
+impl Backend for Embedded {
+    fn is_ready(&self) -> bool {
+        self.pool
+            .get()
+            .is_some_and(|r| r.pool.is_healthy(WEDGED_AFTER))
+    }
+
+    fn has_headroom(&self, channels: usize) -> bool {
+        self.pool
+            .get()
+            .is_some_and(|r| r.pool.has_headroom(channels, self.settings.max_load))
+    }
+
+    fn reserve(&self, channels: usize) -> Option<Booking> {
+        self.pool.get()?.pool.book(channels, self.settings.max_load)
+    }
+
+    fn start(
+        &self,
+        spec: ChannelSpec,
+        audio: AudioSource,
+        events: EventSink,
+    ) -> Result<(), BackendError> {
+        let Some(running) = self.pool.get() else {
+            return Err(BackendError::new(match self.load_error() {
+                Some(e) => format!("the {} recognizer failed to load: {e}", self.name),
+                None => format!("the {} recognizer is still loading", self.name),
+            }));
+        };
+        let cuts = self.cuts(&spec, running.judging, running.context);
+        audio.wake_thread(running.listener.clone());
+        running.pool.starting();
+        let sent = running.jobs.send(Job {
+            audio,
+            events,
+            sample_rate: spec.sample_rate,
+            cuts,
+            keyterms: spec
+                .options
+                .keyterms
+                .as_deref()
+                .unwrap_or_default()
+                .join(", "),
+        });
+        if sent.is_err() {
+            running.pool.started();
+            return Err(BackendError::new("recognizer listener has stopped"));
+        }
+        running.listener.unpark();
+        Ok(())
+    }
+}
+
+/// Loads the engine and starts its decoders (and judge) on `pool`: whether the judge runs,
+/// and how the engine reads context.
+fn start_pool(
+    name: &'static str,
+    loader: &Loader,
+    pool: &Arc<Pool>,
+) -> Result<(bool, ContextKind), String> {
+    let started = Instant::now();
+    let loaded = loader()?;
+    if loaded.engines.is_empty() {
+        return Err("the engine loaded no decoder".into());
+    }
+    let decoders = loaded.engines.len().min(pool.decoders());
+    for (index, engine) in loaded.engines.into_iter().take(decoders).enumerate() {
+        pool::spawn_decoder(pool.clone(), index, engine)?;
+    }
+    let judging = match loaded.judge {
+        Some(model) => match pool::spawn_judge(pool.clone(), model) {
+            Ok(()) => true,
+            Err(e) => {
+                warn!(error = %e, "end-of-turn model unavailable; customer finals end as decoded");
+                false
+            }
+        },
+        None => false,
+    };
+    info!(
+        backend = name,
+        engine = %loaded.describe,
+        decoders,
+        turn_model = judging,
+        load_ms = started.elapsed().as_millis() as u64,
+        "embedded recognizer ready"
+    );
+    Ok((judging, loaded.context))
+}
+
+/// Puts the calling thread in the `SCHED_IDLE` class (nice `DECODE_NICE` if that is
+/// refused). Linux keeps both per thread and new threads inherit them, so the recognizer's
+/// threads, started afterwards, all run below the server. A nice value only lowers the
+/// share: the scheduler still lets a decode finish its time slice before a woken runtime
+/// thread runs, which put 1–5 ms into the frame and event paths now and then; a
+/// `SCHED_IDLE` thread gives way at once to any ordinary one. The listener is started by
+/// [`pool::spawn_listener`] at the server's priority.
+fn run_in_background() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain system calls about the calling thread (pid 0).
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
+        return;
+    }
+    let idle_error = std::io::Error::last_os_error();
+    // SAFETY: as above.
+    let code = unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, DECODE_NICE)
+    };
+    if code != 0 {
+        warn!(
+            idle_error = %idle_error,
+            error = %std::io::Error::last_os_error(),
+            "cannot lower the recognizer's priority; decodes may delay network I/O"
+        );
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(sample_rate: u32, options: &[(&str, u64)]) -> ChannelSpec {
+        let mut o = crate::backend::Options::default();
+        for (k, v) in options {
+            match *k {
+                "endpoint_ms" => o.endpoint_ms = Some(*v),
+                "narrowband_endpoint_ms" => o.narrowband_endpoint_ms = Some(*v),
+                "partial_interval_ms" => o.partial_interval_ms = Some(*v),
+                _ => unreachable!("test option {k}"),
+            }
+        }
+        ChannelSpec {
+            session_id: 1,
+            channel: Channel::Customer,
+            sample_rate,
+            options: Arc::new(o),
+        }
+    }
+
+    #[test]
+    fn phone_band_calls_get_the_narrowband_endpoint_and_profiles_override_both() {
+        let backend = Embedded {
+            name: "test",
+            pool: OnceLock::new(),
+            load_error: std::sync::Mutex::new(None),
+            settings: Settings {
+                decoders: 1,
+                partial_interval_ms: 500,
+                endpoint_ms: 200,
+                narrowband_endpoint_ms: 300,
+                max_load: 0.8,
+                turn_model: true,
+                context_span_ms: 6_000,
+            },
+        };
+        let audio = ContextKind::Audio;
+        let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
+        assert_eq!(
+            backend.cuts(&spec(16_000, &[]), false, audio).endpoint,
+            ms(200)
+        );
+        assert_eq!(
+            backend.cuts(&spec(48_000, &[]), false, audio).endpoint,
+            ms(200)
+        );
+        assert_eq!(
+            backend.cuts(&spec(8_000, &[]), false, audio).endpoint,
+            ms(300)
+        );
+        let profile = [("endpoint_ms", 150), ("narrowband_endpoint_ms", 400)];
+        assert_eq!(
+            backend.cuts(&spec(16_000, &profile), false, audio).endpoint,
+            ms(150)
+        );
+        assert_eq!(
+            backend.cuts(&spec(8_000, &profile), false, audio).endpoint,
+            ms(400)
+        );
+        // The end-of-turn model: customers only, when loaded, unless the profile says no.
+        assert!(backend.cuts(&spec(16_000, &[]), true, audio).judge_turns);
+        assert!(!backend.cuts(&spec(16_000, &[]), false, audio).judge_turns);
+        let mut assistant = spec(16_000, &[]);
+        assistant.channel = Channel::Assistant;
+        assert!(!backend.cuts(&assistant, true, audio).judge_turns);
+        let off = ChannelSpec {
+            options: Arc::new(crate::backend::Options {
+                turn_model: Some(false),
+                ..Default::default()
+            }),
+            ..spec(16_000, &[])
+        };
+        assert!(!backend.cuts(&off, true, audio).judge_turns);
+        let cadence = backend.cuts(&spec(8_000, &[("partial_interval_ms", 300)]), false, audio);
+        assert_eq!(
+            cadence.partial_every,
+            SegmenterConfig::from_ms(300, 300).partial_every
+        );
+        assert!(
+            backend
+                .cuts(&spec(16_000, &[]), false, ContextKind::Text)
+                .context_as_text
+        );
+    }
+
+    #[test]
+    fn an_engine_that_cannot_load_is_tried_again_and_becomes_ready() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Echo;
+        impl Engine for Echo {
+            fn transcribe(&mut self, _: &[f32], _: &str) -> Result<String, String> {
+                Ok(String::new())
+            }
+        }
+        let tries = Arc::new(AtomicUsize::new(0));
+        let counted = tries.clone();
+        let settings = Settings {
+            decoders: 1,
+            partial_interval_ms: 500,
+            endpoint_ms: 200,
+            narrowband_endpoint_ms: 300,
+            max_load: 0.8,
+            turn_model: false,
+            context_span_ms: 0,
+        };
+        let backend = Embedded::spawn(
+            "retry-test",
+            settings,
+            Box::new(move || {
+                if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                    return Err("the cache is not there yet".into());
+                }
+                Ok(Loaded {
+                    engines: vec![Box::new(Echo)],
+                    context: ContextKind::Audio,
+                    describe: "echo".into(),
+                    judge: None,
+                })
+            }),
+        );
+        let first = backend.wait_ready(Duration::from_secs(2));
+        assert_eq!(first.unwrap_err(), "the cache is not there yet");
+        assert!(!backend.is_ready());
+        let deadline = Instant::now() + RETRY_FIRST * 3;
+        while !backend.is_ready() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(50));
+        }
+        assert!(backend.is_ready(), "the second load should have been tried");
+        assert_eq!(tries.load(Ordering::SeqCst), 2);
+        assert_eq!(backend.load_error(), None);
+    }
+}

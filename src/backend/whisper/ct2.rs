@@ -1,0 +1,279 @@
+//! Reads a CTranslate2 model file (`model.bin`): the format faster-whisper and the tools
+//! built on it ship Whisper in. Only what a Whisper spec holds is needed: named tensors of
+//! float32, float16, bfloat16 or int8 (with a per-row `_scale`), a few scalars and aliases.
+//!
+//! The layout (CTranslate2 `src/models/model.cc`, binary version 6): `u32` version, the
+//! spec's name and `u32` revision, `u32` variable count, then per variable its name, `u8`
+//! rank, `u32` dims, `u8` type and `u32` byte count before the data; then `u32` alias count
+//! and `(alias, target)` name pairs. Strings are a `u16` length counting a final NUL.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The newest binary version this reader knows (CTranslate2 4.x writes 6).
+const MAX_VERSION: u32 = 6;
+
+/// One tensor as stored.
+#[derive(Debug, Clone)]
+pub struct Variable {
+    pub shape: Vec<usize>,
+    pub data: Data,
+}
+
+#[derive(Debug, Clone)]
+pub enum Data {
+    F32(Vec<f32>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    F16(Vec<u16>),
+    Bf16(Vec<u16>),
+}
+
+/// The variables of a model file by name (aliases resolved).
+#[derive(Debug, Default)]
+pub struct ModelFile {
+    pub spec: String,
+    variables: HashMap<String, Variable>,
+    aliases: HashMap<String, String>,
+}
+
+impl ModelFile {
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        let mut r = Reader { bytes, at: 0 };
+        let version = r.u32()?;
+        if !(2..=MAX_VERSION).contains(&version) {
+            return Err(format!(
+                "CTranslate2 binary version {version} is not supported (2 to {MAX_VERSION})"
+            ));
+        }
+        let spec = r.string()?;
+        let _revision = r.u32()?;
+        let count = r.u32()?;
+        let mut variables = HashMap::new();
+        for _ in 0..count {
+            let name = r.string()?;
+            let rank = usize::from(r.u8()?);
+            let mut shape = Vec::with_capacity(rank);
+            for _ in 0..rank {
+                shape.push(r.u32()? as usize);
+            }
+            let (kind, size) = if version >= 4 {
+                (r.u8()?, r.u32()? as usize)
+            } else {
+                let item = r.u8()?;
+                let n = r.u32()? as usize;
+                let kind = match item {
+                    4 => 0,
+                    2 => 4,
+                    1 => 1,
+                    _ => return Err(format!("{name}: item size {item} is not supported")),
+                };
+                (kind, n * usize::from(item))
+            };
+            let elements: usize = shape.iter().product();
+            let raw = r.take(size)?;
+            let data = decode(kind, raw, elements).map_err(|e| format!("{name}: {e}"))?;
+            variables.insert(name, Variable { shape, data });
+        }
+        let mut aliases = HashMap::new();
+        if version >= 3 {
+            let count = r.u32()?;
+            for _ in 0..count {
+                let alias = r.string()?;
+                let target = r.string()?;
+                aliases.insert(alias, target);
+            }
+        }
+        Ok(Self {
+            spec,
+            variables,
+            aliases,
+        })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Variable> {
+        self.variables
+            .get(name)
+            .or_else(|| self.variables.get(self.aliases.get(name)?))
+    }
+
+    /// A tensor as `f32`, row-major, with its shape; int8 tensors are scaled back by their
+    /// `_scale` (one per row, as CTranslate2 quantizes).
+    pub fn tensor(&self, name: &str) -> Result<(Vec<f32>, Vec<usize>), String> {
+        let v = self
+            .get(name)
+            .ok_or_else(|| format!("the model has no variable {name}"))?;
+        let values = match &v.data {
+            Data::F32(x) => x.clone(),
+            Data::F16(x) => x
+                .iter()
+                .map(|&h| half::f16::from_bits(h).to_f32())
+                .collect(),
+            Data::Bf16(x) => x
+                .iter()
+                .map(|&h| half::bf16::from_bits(h).to_f32())
+                .collect(),
+            Data::I8(x) => {
+                let (scale, _) = self.tensor(&format!("{name}_scale"))?;
+                let rows = scale.len().max(1);
+                let per_row = x.len() / rows;
+                x.iter()
+                    .enumerate()
+                    .map(|(i, &q)| {
+                        let s = scale.get(i / per_row.max(1)).copied().unwrap_or(1.0);
+                        f32::from(q) / s
+                    })
+                    .collect()
+            }
+            Data::I16(x) => x.iter().map(|&i| f32::from(i)).collect(),
+            Data::I32(x) => x.iter().map(|&i| i as f32).collect(),
+        };
+        Ok((values, v.shape.clone()))
+    }
+
+    /// A scalar integer such as `encoder/num_heads`.
+    pub fn scalar(&self, name: &str) -> Result<i64, String> {
+        let v = self
+            .get(name)
+            .ok_or_else(|| format!("the model has no variable {name}"))?;
+        let value = match &v.data {
+            Data::I8(x) => x.first().map(|&i| i64::from(i)),
+            Data::I16(x) => x.first().map(|&i| i64::from(i)),
+            Data::I32(x) => x.first().map(|&i| i64::from(i)),
+            Data::F32(x) => x.first().map(|&f| f as i64),
+            Data::F16(_) | Data::Bf16(_) => None,
+        };
+        value.ok_or_else(|| format!("{name} is not an integer scalar"))
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}
+
+fn decode(kind: u8, raw: &[u8], elements: usize) -> Result<Data, String> {
+    let item = match kind {
+        0 | 3 => 4,
+        1 => 1,
+        2 | 4 | 5 => 2,
+        _ => return Err(format!("data type {kind} is not supported")),
+    };
+    if raw.len() != elements * item {
+        return Err(format!(
+            "{} bytes for {elements} values of {item} bytes",
+            raw.len()
+        ));
+    }
+    let u16s = || {
+        raw.chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect::<Vec<_>>()
+    };
+    Ok(match kind {
+        0 => Data::F32(
+            raw.chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ),
+        1 => Data::I8(raw.iter().map(|&b| b as i8).collect()),
+        2 => Data::I16(u16s().into_iter().map(|u| u as i16).collect()),
+        3 => Data::I32(
+            raw.chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ),
+        4 => Data::F16(u16s()),
+        _ => Data::Bf16(u16s()),
+    })
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&end| end <= self.bytes.len())
+            .ok_or_else(|| format!("truncated at byte {} (wanted {n} more)", self.at))?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, String> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let n = usize::from(self.u16()?);
+        if n == 0 {
+            return Err(format!("empty string at byte {}", self.at));
+        }
+        let raw = self.take(n)?;
+        Ok(String::from_utf8_lossy(&raw[..n - 1]).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn string(out: &mut Vec<u8>, s: &str) {
+        out.extend(((s.len() + 1) as u16).to_le_bytes());
+        out.extend(s.as_bytes());
+        out.push(0);
+    }
+
+    #[test]
+    fn reads_tensors_scalars_and_aliases_and_refuses_a_truncated_file() {
+        let mut b = Vec::new();
+        b.extend(6u32.to_le_bytes());
+        string(&mut b, "WhisperSpec");
+        b.extend(3u32.to_le_bytes());
+        b.extend(2u32.to_le_bytes());
+        string(&mut b, "w");
+        b.push(2);
+        b.extend(1u32.to_le_bytes());
+        b.extend(2u32.to_le_bytes());
+        b.push(4);
+        b.extend(4u32.to_le_bytes());
+        b.extend(half::f16::from_f32(1.5).to_bits().to_le_bytes());
+        b.extend(half::f16::from_f32(-2.0).to_bits().to_le_bytes());
+        string(&mut b, "heads");
+        b.push(0);
+        b.push(2);
+        b.extend(2u32.to_le_bytes());
+        b.extend(6i16.to_le_bytes());
+        b.extend(1u32.to_le_bytes());
+        string(&mut b, "alias");
+        string(&mut b, "w");
+        let m = ModelFile::parse(&b).unwrap();
+        assert_eq!(m.spec, "WhisperSpec");
+        assert_eq!(m.tensor("alias").unwrap(), (vec![1.5, -2.0], vec![1, 2]));
+        assert_eq!(m.scalar("heads").unwrap(), 6);
+        assert!(m.tensor("missing").is_err());
+        assert!(ModelFile::parse(&b[..b.len() - 5]).is_err());
+        assert!(ModelFile::parse(&b[..20]).is_err());
+    }
+}

