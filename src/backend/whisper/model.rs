@@ -1,7 +1,12 @@
 //! Whisper's encoder and decoder on the CPU, from a CTranslate2 model file: pre-norm
-//! transformer layers over `gemm` (one thread per decode), GELU, layer norms and a
-//! key/value cache per layer. Weights are `f32` in memory (converted from the file's
-//! float16 or int8 at load), shared by every decoder thread.
+//! transformer layers, GELU, layer norms and a key/value cache per layer, one thread per
+//! decode, weights shared by every decoder thread.
+//!
+//! The encoder reads many frames at once: its products are `f32` matrix products (`gemm`).
+//! The decoder reads one token at a time, so each of its products is a matrix-vector
+//! product bounded by memory, not arithmetic: its weights (and the output projection over
+//! the vocabulary, the largest of them) are int8 with a scale per row, as CTranslate2's
+//! int8 compute type stores them, which reads a quarter of the bytes.
 
 use std::path::Path;
 
@@ -86,16 +91,123 @@ impl Norm {
     }
 }
 
+/// A linear layer of the decoder: int8 weights, a scale per output row.
+struct QLinear {
+    w: Vec<i8>,
+    scale: Vec<f32>,
+    b: Option<Vec<f32>>,
+    inp: usize,
+    out: usize,
+}
+
+impl QLinear {
+    fn quantize(l: Linear) -> Self {
+        let (w, scale) = quantize_rows(&l.w, l.inp);
+        Self {
+            w,
+            scale,
+            b: l.b,
+            inp: l.inp,
+            out: l.out,
+        }
+    }
+
+    fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>) {
+        y.clear();
+        y.resize(rows * self.out, 0.0);
+        for (x, y) in x.chunks_exact(self.inp).zip(y.chunks_exact_mut(self.out)) {
+            matvec_i8(&self.w, &self.scale, self.b.as_deref(), x, y);
+        }
+    }
+}
+
+/// Symmetric int8 per row: `w ≈ q · scale`.
+fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
+    let mut q = Vec::with_capacity(w.len());
+    let mut scales = Vec::with_capacity(w.len() / inp.max(1));
+    for row in w.chunks_exact(inp) {
+        let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+        q.extend(row.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8));
+        scales.push(scale);
+    }
+    (q, scales)
+}
+
+/// `y[o] = scale[o] · Σ w[o][i]·x[i] + b[o]`, with AVX2 and FMA where the CPU has them.
+fn matvec_i8(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    {
+        // SAFETY: the CPU has the features the function is compiled for.
+        unsafe { matvec_i8_avx2(w, scale, b, x, y) };
+        return;
+    }
+    matvec_i8_any(w, scale, b, x, y);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn matvec_i8_avx2(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
+    matvec_i8_any(w, scale, b, x, y);
+}
+
+/// Written so the compiler vectorises it: 16 independent lanes, whole chunks, then the rest.
+#[inline(always)]
+fn matvec_i8_any(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
+    let inp = x.len();
+    for (o, out) in y.iter_mut().enumerate() {
+        let row = &w[o * inp..(o + 1) * inp];
+        let mut acc = [0f32; 16];
+        let mut rc = row.chunks_exact(16);
+        let mut xc = x.chunks_exact(16);
+        for (r, v) in (&mut rc).zip(&mut xc) {
+            for k in 0..16 {
+                acc[k] += f32::from(r[k]) * v[k];
+            }
+        }
+        let mut sum: f32 = acc.iter().sum();
+        for (r, v) in rc.remainder().iter().zip(xc.remainder()) {
+            sum += f32::from(*r) * v;
+        }
+        *out = sum * scale[o] + b.map_or(0.0, |b| b[o]);
+    }
+}
+
+/// The layers of the encoder take `f32` products, the decoder's int8 ones (see the module).
+enum Lin {
+    F32(Linear),
+    I8(QLinear),
+}
+
+impl Lin {
+    fn load(m: &ModelFile, prefix: &str, int8: bool) -> Result<Self, String> {
+        let l = Linear::load(m, prefix)?;
+        Ok(match int8 {
+            true => Lin::I8(QLinear::quantize(l)),
+            false => Lin::F32(l),
+        })
+    }
+
+    fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>) {
+        match self {
+            Lin::F32(l) => l.forward(x, rows, y),
+            Lin::I8(l) => l.forward(x, rows, y),
+        }
+    }
+}
+
 struct Layer {
     attn_norm: Norm,
     /// Self-attention: fused query, key and value, then the output.
-    qkv: Linear,
-    attn_out: Linear,
-    /// Cross-attention (decoder only): query, fused key and value, output.
-    cross: Option<(Norm, Linear, Linear, Linear)>,
+    qkv: Lin,
+    attn_out: Lin,
+    /// Cross-attention (decoder only): query, fused key and value (`f32`: it reads the
+    /// encoder's frames, many at once), output.
+    cross: Option<(Norm, Lin, Linear, Lin)>,
     ffn_norm: Norm,
-    ffn_in: Linear,
-    ffn_out: Linear,
+    ffn_in: Lin,
+    ffn_out: Lin,
 }
 
 impl Layer {
@@ -103,21 +215,21 @@ impl Layer {
         let cross = if decoder {
             Some((
                 Norm::load(m, &format!("{p}/attention/layer_norm"))?,
-                Linear::load(m, &format!("{p}/attention/linear_0"))?,
+                Lin::load(m, &format!("{p}/attention/linear_0"), true)?,
                 Linear::load(m, &format!("{p}/attention/linear_1"))?,
-                Linear::load(m, &format!("{p}/attention/linear_2"))?,
+                Lin::load(m, &format!("{p}/attention/linear_2"), true)?,
             ))
         } else {
             None
         };
         Ok(Self {
             attn_norm: Norm::load(m, &format!("{p}/self_attention/layer_norm"))?,
-            qkv: Linear::load(m, &format!("{p}/self_attention/linear_0"))?,
-            attn_out: Linear::load(m, &format!("{p}/self_attention/linear_1"))?,
+            qkv: Lin::load(m, &format!("{p}/self_attention/linear_0"), decoder)?,
+            attn_out: Lin::load(m, &format!("{p}/self_attention/linear_1"), decoder)?,
             cross,
             ffn_norm: Norm::load(m, &format!("{p}/ffn/layer_norm"))?,
-            ffn_in: Linear::load(m, &format!("{p}/ffn/linear_0"))?,
-            ffn_out: Linear::load(m, &format!("{p}/ffn/linear_1"))?,
+            ffn_in: Lin::load(m, &format!("{p}/ffn/linear_0"), decoder)?,
+            ffn_out: Lin::load(m, &format!("{p}/ffn/linear_1"), decoder)?,
         })
     }
 }
@@ -131,7 +243,9 @@ pub struct Weights {
     enc_pos: Vec<f32>,
     enc_layers: Vec<Layer>,
     enc_norm: Norm,
-    embed: Vec<f32>,
+    /// Token embeddings, int8 by row: looked up, and the output projection (tied).
+    embed: Vec<i8>,
+    embed_scale: Vec<f32>,
     dec_pos: Vec<f32>,
     dec_layers: Vec<Layer>,
     dec_norm: Norm,
@@ -174,6 +288,7 @@ impl Weights {
             Ok(out)
         };
         let (embed, embed_shape) = m.tensor("decoder/embeddings/weight")?;
+        let (embed, embed_scale) = quantize_rows(&embed, dim);
         let (dec_pos, pos_shape) = m.tensor("decoder/position_encodings/encodings")?;
         let mut weights = Self {
             dim,
@@ -185,6 +300,7 @@ impl Weights {
             enc_norm: Norm::load(&m, "encoder/layer_norm")?,
             vocab: embed_shape.first().copied().unwrap_or(0),
             embed,
+            embed_scale,
             max_positions: pos_shape.first().copied().unwrap_or(0),
             dec_pos,
             dec_layers: layers("decoder", true)?,
@@ -300,8 +416,9 @@ impl Weights {
             let t = (t as usize).min(self.vocab.saturating_sub(1));
             let pos = (state.len + i).min(self.max_positions.saturating_sub(1));
             let e = &self.embed[t * d..(t + 1) * d];
+            let scale = self.embed_scale[t];
             let p = &self.dec_pos[pos * d..(pos + 1) * d];
-            x.extend(e.iter().zip(p).map(|(a, b)| a + b));
+            x.extend(e.iter().zip(p).map(|(a, b)| f32::from(*a) * scale + b));
         }
         for (i, layer) in self.dec_layers.iter().enumerate() {
             let ctx = DecoderCtx {
@@ -320,16 +437,7 @@ impl Weights {
     pub fn logits(&self, hidden: &[f32], out: &mut Vec<f32>) {
         out.clear();
         out.resize(self.vocab, 0.0);
-        matmul(
-            1,
-            self.vocab,
-            self.dim,
-            Mat::new(out, self.vocab, 1),
-            false,
-            MatRef::new(hidden, self.dim, 1),
-            MatRef::new(&self.embed, 1, self.dim),
-            1.0,
-        );
+        matvec_i8(&self.embed, &self.embed_scale, None, hidden, out);
     }
 
     /// One pre-norm transformer layer over `x` (`[n][dim]`), in place.
