@@ -35,9 +35,12 @@ const TAIL_SAMPLES: usize = RATE;
 const BASE_TOKENS: usize = 10;
 const TOKENS_PER_SECOND: f32 = 8.0;
 /// Whisper's own rule for "no speech": the model's no-speech probability above this and the
-/// decode's mean log-probability under `LOW_LOGPROB`.
+/// decode's mean log-probability under `LOW_LOGPROB`. A short window of silence is heard
+/// confidently as "you" (probability 0.92 of no speech, mean log-probability -0.46), so a
+/// decode of at most `FEW_WORDS` words is dropped on the probability alone.
 const NO_SPEECH: f32 = 0.6;
 const LOW_LOGPROB: f32 = -1.0;
+const FEW_WORDS: usize = 3;
 /// A prompt keeps at most this many tokens, the latest (Whisper's limit is half the context).
 const MAX_PROMPT_TOKENS: usize = 223;
 
@@ -358,7 +361,8 @@ impl Decoder {
             .decode(&out, true)
             .map(|t| t.trim().to_owned())
             .unwrap_or_default();
-        if no_speech > NO_SPEECH && mean_logprob < LOW_LOGPROB {
+        let few = text.split_whitespace().count() <= FEW_WORDS;
+        if no_speech > NO_SPEECH && (mean_logprob < LOW_LOGPROB || few) {
             text.clear();
         }
         Decoded {

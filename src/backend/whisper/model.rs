@@ -128,7 +128,10 @@ fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
     for row in w.chunks_exact(inp) {
         let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
         let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        q.extend(row.iter().map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8));
+        q.extend(
+            row.iter()
+                .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
+        );
         scales.push(scale);
     }
     (q, scales)
@@ -137,8 +140,7 @@ fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
 /// `y[o] = scale[o] · Σ w[o][i]·x[i] + b[o]`, with AVX2 and FMA where the CPU has them.
 fn matvec_i8(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    {
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has the features the function is compiled for.
         unsafe { matvec_i8_avx2(w, scale, b, x, y) };
         return;
