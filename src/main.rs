@@ -159,6 +159,9 @@ fn check_config(args: ServeArgs) -> anyhow::Result<()> {
         };
         println!("# backends.{name}: API key variable {var} is {state}");
     }
+    for line in registry::engines(&config) {
+        println!("# {line}");
+    }
     let problems = registry::problems(&config);
     for p in &problems {
         eprintln!("problem: {p}");

@@ -84,3 +84,48 @@ pub fn default_engine(config: &Config) -> Arc<crate::backend::embedded::Embedded
         _ => moonshine::spawn(&config.moonshine, config.wants_turn_model()),
     }
 }
+
+/// What each embedded engine the profiles use runs, and which profiles use it: for
+/// `hark check-config` (the start-up log says the same once the engine is loaded).
+pub fn engines(config: &Config) -> Vec<String> {
+    let users = |engine: &str| -> String {
+        let mut names: Vec<&str> = config
+            .profiles
+            .iter()
+            .filter(|(_, p)| p.chain().any(|b| b == engine))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if !config.profiles.contains_key(crate::config::DEFAULT_PROFILE)
+            && crate::config::Profile::default()
+                .chain()
+                .any(|b| b == engine)
+        {
+            names.insert(0, crate::config::DEFAULT_PROFILE);
+        }
+        names.join(", ")
+    };
+    let mut out = Vec::new();
+    if config.uses(moonshine::NAME) {
+        let m = &config.moonshine;
+        out.push(format!(
+            "engine moonshine: tiny-en, onnxruntime float32, {} handle(s) of 2 threads; \
+             profiles: {}",
+            m.pool_size,
+            users(moonshine::NAME)
+        ));
+    }
+    if config.uses(whisper::NAME) {
+        let w = &config.whisper;
+        let model = match whisper::pinned_model(&w.model) {
+            true => format!("{} (pinned, fetched on first use)", w.model),
+            false => format!("{} (model directory)", w.model),
+        };
+        out.push(format!(
+            "engine whisper: {model}, int8 decoder / float32 encoder, short window, greedy, \
+             {} decoder(s) of 1 thread; profiles: {}",
+            w.decoders,
+            users(whisper::NAME)
+        ));
+    }
+    out
+}

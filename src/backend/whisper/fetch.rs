@@ -209,3 +209,54 @@ fn join(roots: &[PathBuf], cache: &Path, dir: &Path, sha256: &str) -> Result<(),
     fs::write(staging.path.join(JOINED_MARKER), sha256).map_err(|e| e.to_string())?;
     hark_fetch::install(&staging, dir, "whisper-base", joined_ok).map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_halves_join_into_a_checked_model_and_a_damaged_half_is_refused() {
+        let cache = std::env::temp_dir().join(format!("hark-whisper-join-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&cache);
+        let roots: Vec<PathBuf> = (1..=2).map(|i| cache.join(format!("part{i}"))).collect();
+        for (i, root) in roots.iter().enumerate() {
+            fs::create_dir_all(root.join("data")).unwrap();
+            fs::write(
+                root.join(format!("data/model.bin.part{}", i + 1)),
+                [i as u8; 3],
+            )
+            .unwrap();
+        }
+        fs::write(roots[0].join("data/tokenizer.json"), "{}").unwrap();
+        let whole = hark_fetch::sha256_hex(&[0, 0, 0, 1, 1, 1]);
+        let dir = cache.join("joined");
+        join(&roots, &cache, &dir, &whole).unwrap();
+        assert_eq!(fs::read(dir.join("model.bin")).unwrap(), [0, 0, 0, 1, 1, 1]);
+        assert!(dir.join("tokenizer.json").is_file() && joined_ok(&dir));
+
+        let other = cache.join("other");
+        let err = join(&roots, &cache, &other, &"0".repeat(64)).unwrap_err();
+        assert!(err.contains("damaged"), "{err}");
+        assert!(!other.exists());
+        fs::remove_dir_all(&cache).unwrap();
+    }
+
+    #[test]
+    fn a_model_directory_needs_its_files_and_names_are_pinned_or_paths() {
+        let config = WhisperConfig {
+            model: "/nonexistent/whisper".into(),
+            ..Default::default()
+        };
+        let err = ensure_model(&config).unwrap_err();
+        assert!(err.contains("model.bin"), "{err}");
+        assert!(!config.problems().is_empty());
+        assert!(pinned("tiny.en").is_some() && pinned("base").is_some());
+        let two = WhisperConfig {
+            model: "base".into(),
+            wheels: vec!["/only/one.whl".into()],
+            ..Default::default()
+        };
+        assert!(two.problems().iter().any(|p| p.contains("2 wheel(s)")));
+        assert!(WhisperConfig::default().problems().is_empty());
+    }
+}

@@ -34,13 +34,31 @@ const TAIL_SAMPLES: usize = RATE;
 /// 2–4 tokens a second; a decode that runs on is looping.
 const BASE_TOKENS: usize = 10;
 const TOKENS_PER_SECOND: f32 = 8.0;
-/// Whisper's own rule for "no speech": the model's no-speech probability above this and the
-/// decode's mean log-probability under `LOW_LOGPROB`. A short window of silence is heard
-/// confidently as "you" (probability 0.92 of no speech, mean log-probability -0.46), so a
-/// decode of at most `FEW_WORDS` words is dropped on the probability alone.
-const NO_SPEECH: f32 = 0.6;
+/// "No speech": the model's no-speech probability above this, and either the decode's mean
+/// log-probability under `LOW_LOGPROB` (Whisper's own rule) or at most `FEW_WORDS` words (a
+/// short window of silence is heard confidently as "you": no-speech 0.92, mean
+/// log-probability -0.46). The short window raises the probability for real speech too —
+/// one word alone ("a", "one", "brilliant") scores 0.63–0.70 — so the threshold sits above
+/// Whisper's 0.6 (BENCHMARKS.md, "Whisper").
+const NO_SPEECH: f32 = 0.8;
 const LOW_LOGPROB: f32 = -1.0;
 const FEW_WORDS: usize = 3;
+/// What Whisper is known to invent over breath and noise (its training had subtitles
+/// there), dropped when the no-speech probability is above `INVENTED_NO_SPEECH`: a breath
+/// heard as "you" scored 0.77, single real words 0.63–0.70.
+const INVENTIONS: &[&str] = &[
+    "you",
+    "thank you",
+    "thanks for watching",
+    "thank you for watching",
+    "bye",
+    "so",
+    "oh",
+    "uh",
+    "um",
+    "hmm",
+];
+const INVENTED_NO_SPEECH: f32 = 0.72;
 /// A prompt keeps at most this many tokens, the latest (Whisper's limit is half the context).
 const MAX_PROMPT_TOKENS: usize = 223;
 
@@ -138,6 +156,11 @@ impl WhisperConfig {
     }
 }
 
+/// Whether `model` names a pinned model rather than a directory.
+pub fn pinned_model(model: &str) -> bool {
+    fetch::pinned(model).is_some()
+}
+
 /// The embedded path's settings from `[whisper]`.
 pub fn settings(config: &WhisperConfig) -> Settings {
     Settings {
@@ -168,7 +191,7 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
         engines,
         context: ContextKind::Text,
         describe: format!(
-            "whisper {} (float32 weights, short window, greedy, 1 thread per decoder, {})",
+            "whisper {} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, {})",
             model.name,
             paths.dir.display()
         ),
@@ -362,7 +385,15 @@ impl Decoder {
             .map(|t| t.trim().to_owned())
             .unwrap_or_default();
         let few = text.split_whitespace().count() <= FEW_WORDS;
-        if no_speech > NO_SPEECH && (mean_logprob < LOW_LOGPROB || few) {
+        let key: String = text
+            .chars()
+            .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .collect();
+        let invented = INVENTIONS.contains(&key.trim());
+        if (no_speech > NO_SPEECH && (mean_logprob < LOW_LOGPROB || few))
+            || (invented && no_speech > INVENTED_NO_SPEECH)
+        {
             text.clear();
         }
         Decoded {
