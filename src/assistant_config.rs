@@ -112,7 +112,8 @@ pub struct Args {
 pub const DEFAULT_FALLBACK: &str = "deepgram:nova-3";
 
 /// The platform's transcriber providers a fallback entry may name (its API's
-/// `FallbackTranscriberPlan`; STT-SERVICES.md §3). `custom-transcriber` is --fallback-url.
+/// `FallbackTranscriberPlan`; docs/PROVIDERS.md, "The platform's fallbackPlan").
+/// `custom-transcriber` is --fallback-url.
 const PROVIDERS: &[&str] = &[
     "assembly-ai",
     "azure",

@@ -1,6 +1,7 @@
 //! Network backends end to end: a real hark server on loopback relays calls from a real
-//! websocket client to provider mocks that follow STT-SERVICES.md, and the transcripts the
-//! client gets are checked word for word (the mocks answer known text for known audio).
+//! websocket client to provider mocks that follow the providers' documented protocols
+//! (docs/PROVIDERS.md), and the transcripts the client gets are checked word for word (the
+//! mocks answer known text for known audio).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

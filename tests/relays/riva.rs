@@ -1,6 +1,6 @@
 //! The `riva` backend end to end: a real hark server relays calls from a real websocket
 //! client over gRPC to a Riva mock on loopback (hark-testkit's, a tonic server following
-//! STT-SERVICES.md §4), and the transcripts are checked word for word.
+//! docs/PROVIDERS.md, "NVIDIA Riva"), and the transcripts are checked word for word.
 
 use std::time::Duration;
 
