@@ -242,7 +242,10 @@ fn writes_only_what_hark_serve_accepts_and_warns_about_what_it_leaves_out() {
             && err.contains("add --fallback-provider deepgram:nova-3"),
         "{err}"
     );
-    assert!(!err.contains(SECRET), "a warning never shows the secret: {err}");
+    assert!(
+        !err.contains(SECRET),
+        "a warning never shows the secret: {err}"
+    );
 }
 
 /// One request as the stand-in API saw it.
