@@ -1,9 +1,9 @@
 #!/bin/bash
 # Rebuild the hard-English-speech clip set from Debian 12 (bookworm) packages.
-# Usage: bash fetch.sh TARGET_DIR      (needs: apt-get, dpkg, ffmpeg, python3 stdlib)
+# Usage: bash samples/fetch-hard-clips.sh TARGET_DIR      (needs: apt-get, dpkg, ffmpeg, python3 stdlib)
 # Optional: DEBCACHE=/dir/with/already/downloaded/debs (used before apt-get download)
 set -euo pipefail
-T="${1:?usage: fetch.sh TARGET_DIR}"
+T="${1:?usage: fetch-hard-clips.sh TARGET_DIR}"
 mkdir -p "$T"; T="$(cd "$T" && pwd)"
 W="$T/.work"; mkdir -p "$W/debs" "$W/x"
 MAN="$W/manifest.tsv"

@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use hark::config::MIN_SECRET_CHARS;
 use serde_json::{Map, Value, json};
 use ureq::http::Uri;
 
@@ -67,10 +68,12 @@ pub struct Args {
     /// The websocket URL the platform opens per call: ws:// or wss://.
     #[arg(long)]
     pub url: String,
-    /// Shared secret, sent by the platform as `x-vapi-secret` (hark serve --secret).
+    /// Shared secret, sent by the platform as `x-vapi-secret` (hark serve --secret); at
+    /// least 16 characters, as hark serve requires.
     #[arg(long, conflicts_with = "bearer")]
     pub secret: Option<String>,
-    /// Token, sent by the platform as `Authorization: Bearer` (hark serve --bearer-tokens).
+    /// Token, sent by the platform as `Authorization: Bearer` (hark serve --bearer-tokens);
+    /// at least 16 characters.
     #[arg(long)]
     pub bearer: Option<String>,
     /// Squad members, each on its own profile: prints `call.squad.members[]` entries.
@@ -112,7 +115,8 @@ pub struct Args {
 pub const DEFAULT_FALLBACK: &str = "deepgram:nova-3";
 
 /// The platform's transcriber providers a fallback entry may name (its API's
-/// `FallbackTranscriberPlan`; STT-SERVICES.md §3). `custom-transcriber` is --fallback-url.
+/// `FallbackTranscriberPlan`; docs/PROVIDERS.md, "The platform's fallbackPlan").
+/// `custom-transcriber` is --fallback-url.
 const PROVIDERS: &[&str] = &[
     "assembly-ai",
     "azure",
@@ -204,6 +208,8 @@ pub enum Credential {
 #[derive(Debug, Clone)]
 pub struct ServerUrl {
     raw: String,
+    /// The URL as typed ended its hark path in '/', which `raw` no longer has.
+    trimmed_slash: bool,
     scheme: String,
     authority: String,
     host: String,
@@ -237,12 +243,33 @@ impl ServerUrl {
         if host.is_empty() {
             bail!("--url {url:?} has no host");
         }
+        // `…/api/custom-transcriber/` (or `…/PROFILE/`) is the same URL to a user, but older
+        // hark servers answer it 404, and a proxy in front may still: written without the
+        // slash. A path of some other shape is left as typed (a proxy may need it so).
+        let path = uri.path();
+        let trimmed = path.trim_end_matches('/');
+        let trimmed_slash = trimmed.len() < path.len() && looks_like_hark_path(trimmed);
+        let (raw, path) = if trimmed_slash {
+            let (before, query) = match url.split_once('?') {
+                Some((before, query)) => (before, Some(query)),
+                None => (url, None),
+            };
+            let mut raw = before.trim_end_matches('/').to_owned();
+            if let Some(query) = query {
+                raw.push('?');
+                raw.push_str(query);
+            }
+            (raw, trimmed.to_owned())
+        } else {
+            (url.to_owned(), path.to_owned())
+        };
         Ok(ServerUrl {
-            raw: url.to_owned(),
+            raw,
+            trimmed_slash,
             scheme,
             authority: authority.as_str().to_owned(),
             host: host.to_owned(),
-            path: uri.path().to_owned(),
+            path,
             query: uri.query().map(str::to_owned),
         })
     }
@@ -280,6 +307,13 @@ impl ServerUrl {
     /// Mistakes that still give a valid config, so they warn rather than fail.
     pub fn warnings(&self, squad: bool) -> Vec<String> {
         let mut out = Vec::new();
+        if self.trimmed_slash {
+            out.push(format!(
+                "the trailing '/' was removed: the URL written is {:?} (hark serves \
+                 {BASE_PATH}[/PROFILE] without one)",
+                self.raw
+            ));
+        }
         if self.scheme == "ws" && !self.is_loopback() {
             out.push(format!(
                 "ws:// to {} is unencrypted: call audio, transcripts and the credential cross \
@@ -377,6 +411,7 @@ pub fn credential(secret: Option<&str>, bearer: Option<&str>) -> anyhow::Result<
             if !s.chars().all(|c| (' '..='~').contains(&c)) {
                 bail!("--secret must be printable ASCII: it travels as the x-vapi-secret header");
             }
+            check_length("--secret", "auth.secret (HARK_SECRET)", s)?;
             Ok(Credential::Secret(s.to_owned()))
         }
         (None, Some(t)) => {
@@ -392,13 +427,41 @@ pub fn credential(secret: Option<&str>, bearer: Option<&str>) -> anyhow::Result<
             if !t.chars().all(|c| ('!'..='~').contains(&c)) {
                 bail!("--bearer must be printable ASCII without spaces (a bearer token)");
             }
+            check_length("--bearer", "auth.bearer_tokens (HARK_BEARER_TOKENS)", t)?;
             Ok(Credential::Bearer(t.to_owned()))
         }
         (None, None) => Ok(Credential::None),
     }
 }
 
-/// The `CustomTranscriber` object (PROTOCOL.md) for one server URL, without a fallback plan.
+/// `hark serve` refuses to start with a secret or token this short, so a config carrying
+/// one could only ever be refused: refused here too, with the same rule and advice.
+fn check_length(flag: &str, serve_key: &str, value: &str) -> anyhow::Result<()> {
+    let n = value.chars().count();
+    if n < MIN_SECRET_CHARS {
+        bail!(
+            "{flag} is {n} characters: hark serve refuses a {serve_key} under \
+             {MIN_SECRET_CHARS} characters; make one with `openssl rand -hex 32` and give \
+             the same one to both"
+        );
+    }
+    Ok(())
+}
+
+/// Warnings about what the credential flags leave out.
+fn credential_warnings(credential: &Credential) -> Vec<String> {
+    match credential {
+        Credential::None => vec![
+            "no --secret or --bearer: the platform will call without credentials. A hark \
+             serve with auth.secret (HARK_SECRET) or auth.bearer_tokens set refuses every such \
+             call (401); one without them takes calls from anyone who finds the URL"
+                .into(),
+        ],
+        Credential::Secret(_) | Credential::Bearer(_) => Vec::new(),
+    }
+}
+
+/// The `CustomTranscriber` object (docs/PROTOCOL.md) for one server URL, without a fallback plan.
 pub fn transcriber(url: &str, credential: &Credential) -> Value {
     let mut server = Map::new();
     server.insert("url".into(), url.into());
@@ -524,6 +587,7 @@ impl Args {
         let credential = credential(self.secret.as_deref(), self.bearer.as_deref())?;
         let squad = !self.squad.is_empty();
         let mut warnings = url.warnings(squad);
+        warnings.extend(credential_warnings(&credential));
         let fallback = self.fallback(&url, squad, &mut warnings)?;
         if squad {
             return Ok((
@@ -584,8 +648,24 @@ impl Args {
             urls.push(parsed);
         }
         let mut providers = self.fallback_providers.clone();
-        if urls.is_empty() && providers.is_empty() && !self.auto_fallback {
-            providers.push(parse_fallback_provider(DEFAULT_FALLBACK).map_err(anyhow::Error::msg)?);
+        if urls.is_empty() && providers.is_empty() {
+            if self.auto_fallback {
+                warnings.push(format!(
+                    "--auto-fallback without --fallback-url or --fallback-provider writes an \
+                     empty list of transcribers: when hark fails, the platform picks a provider \
+                     itself, which may be one you did not choose. Name one first, e.g. \
+                     --fallback-provider {DEFAULT_FALLBACK}"
+                ));
+            } else {
+                providers
+                    .push(parse_fallback_provider(DEFAULT_FALLBACK).map_err(anyhow::Error::msg)?);
+            }
+        } else if providers.is_empty() && !self.auto_fallback {
+            warnings.push(format!(
+                "--fallback-url replaces the default fallback {DEFAULT_FALLBACK} (the \
+                 platform's own Deepgram): when the --fallback-url servers fail too, the call \
+                 ends. To keep it after them, add --fallback-provider {DEFAULT_FALLBACK}"
+            ));
         }
         Ok(Fallback {
             urls,
@@ -1041,6 +1121,9 @@ mod tests {
     use super::*;
 
     const BASE: &str = "wss://hark.example.com/api/custom-transcriber";
+    /// Long enough for hark serve (16 characters or more).
+    const S3: &str = "s3-0123456789abcdef";
+    const TOK: &str = "tok-0123456789abcdef";
 
     fn args(extra: &[&str]) -> Result<Args, clap::Error> {
         #[derive(clap::Parser)]
@@ -1073,17 +1156,17 @@ mod tests {
     #[test]
     fn secret_shape() {
         assert_eq!(
-            printed(&["--url", BASE, "--secret", "s3", "--no-fallback"]),
-            json!({"provider": "custom-transcriber", "server": {"url": BASE, "secret": "s3"}})
+            printed(&["--url", BASE, "--secret", S3, "--no-fallback"]),
+            json!({"provider": "custom-transcriber", "server": {"url": BASE, "secret": S3}})
         );
     }
 
     #[test]
     fn bearer_shape() {
         assert_eq!(
-            printed(&["--url", BASE, "--bearer", "tok", "--no-fallback"]),
+            printed(&["--url", BASE, "--bearer", TOK, "--no-fallback"]),
             json!({"provider": "custom-transcriber",
-                   "server": {"url": BASE, "headers": {"Authorization": "Bearer tok"}}})
+                   "server": {"url": BASE, "headers": {"Authorization": format!("Bearer {TOK}")}}})
         );
     }
 
@@ -1098,9 +1181,9 @@ mod tests {
     #[test]
     fn url_given_as_is_without_squad() {
         let url = "wss://h.example:8443/api/custom-transcriber/sales?x=1";
-        let v = printed(&["--url", url, "--secret", "s"]);
+        let v = printed(&["--url", url, "--secret", S3]);
         assert_eq!(v["server"]["url"], url);
-        let (_, warnings) = plan(&["--url", url]).unwrap();
+        let (_, warnings) = plan(&["--url", url, "--secret", S3]).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
     }
 
@@ -1110,7 +1193,7 @@ mod tests {
             "--url",
             BASE,
             "--secret",
-            "s3",
+            S3,
             "--squad",
             "sales=sales,support=support-es",
             "--no-fallback",
@@ -1120,23 +1203,23 @@ mod tests {
             json!([
                 {"name": "sales", "assistantOverrides": {"transcriber": {
                     "provider": "custom-transcriber",
-                    "server": {"url": format!("{BASE}/sales"), "secret": "s3"}}}},
+                    "server": {"url": format!("{BASE}/sales"), "secret": S3}}}},
                 {"name": "support", "assistantOverrides": {"transcriber": {
                     "provider": "custom-transcriber",
-                    "server": {"url": format!("{BASE}/support-es"), "secret": "s3"}}}},
+                    "server": {"url": format!("{BASE}/support-es"), "secret": S3}}}},
             ])
         );
     }
 
     #[test]
     fn a_fallback_plan_is_written_by_default() {
-        let v = printed(&["--url", BASE, "--secret", "s3"]);
+        let v = printed(&["--url", BASE, "--secret", S3]);
         assert_eq!(
             v["fallbackPlan"],
             json!({"transcribers": [{"provider": "deepgram", "model": "nova-3"}],
                    "autoFallback": {"enabled": false}})
         );
-        assert_eq!(v["server"], json!({"url": BASE, "secret": "s3"}));
+        assert_eq!(v["server"], json!({"url": BASE, "secret": S3}));
     }
 
     #[test]
@@ -1146,7 +1229,7 @@ mod tests {
             "--url",
             BASE,
             "--bearer",
-            "tok",
+            TOK,
             "--fallback-provider",
             "assembly-ai",
             "--fallback-url",
@@ -1159,7 +1242,7 @@ mod tests {
             v["fallbackPlan"],
             json!({"transcribers": [
                 {"provider": "custom-transcriber",
-                 "server": {"url": other, "headers": {"Authorization": "Bearer tok"}}},
+                 "server": {"url": other, "headers": {"Authorization": format!("Bearer {TOK}")}}},
                 {"provider": "assembly-ai"},
                 {"provider": "deepgram", "model": "nova-3", "language": "en"},
             ], "autoFallback": {"enabled": true}})
@@ -1341,6 +1424,90 @@ mod tests {
             argv.extend(flags);
             let e = err(&argv);
             assert!(e.contains(want), "{flags:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_trailing_slash_is_written_without_it_and_said() {
+        for (typed, written) in [
+            (format!("{BASE}/"), BASE.to_string()),
+            (format!("{BASE}//"), BASE.to_string()),
+            (format!("{BASE}/sales/"), format!("{BASE}/sales")),
+            (format!("{BASE}/?x=1"), format!("{BASE}?x=1")),
+        ] {
+            let (plan, warnings) = plan(&["--url", &typed, "--secret", S3]).unwrap();
+            let Plan::Print(v) = plan else {
+                panic!("{typed}: expected something to print")
+            };
+            assert_eq!(v["server"]["url"], written.as_str(), "{typed}");
+            assert_eq!(warnings.len(), 1, "{typed}: {warnings:?}");
+            assert!(
+                warnings[0].contains("trailing '/' was removed"),
+                "{warnings:?}"
+            );
+        }
+        // Other paths are the user's (or their proxy's) business.
+        let v = printed(&["--url", "wss://h.example/stt/", "--secret", S3]);
+        assert_eq!(v["server"]["url"], "wss://h.example/stt/");
+        // The fallback URLs alike, so a fallback that differs only by a slash is itself.
+        let e = err(&["--url", BASE, "--fallback-url", &format!("{BASE}/")]);
+        assert!(e.contains("is the transcriber itself"), "{e}");
+    }
+
+    #[test]
+    fn credentials_hark_serve_would_refuse_are_refused_or_warned() {
+        for flags in [["--secret", "fifteen-chars-x"], ["--bearer", "short-token"]] {
+            let mut argv = vec!["--url", BASE];
+            argv.extend(flags);
+            let e = err(&argv);
+            assert!(
+                e.contains("hark serve refuses") && e.contains("16 characters"),
+                "{flags:?}: {e}"
+            );
+            assert!(!e.contains(flags[1]), "the value is not echoed: {e}");
+        }
+        // No credential at all is allowed (hark serve without auth), with a warning.
+        let (_, warnings) = plan(&["--url", BASE]).unwrap();
+        assert!(
+            warnings.iter().any(|w| w.contains("without credentials")),
+            "{warnings:?}"
+        );
+        let (_, warnings) = plan(&["--url", BASE, "--secret", "sixteen-chars-xx"]).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn fallback_flags_that_drop_the_default_warn() {
+        let (plan_auto, warnings) =
+            plan(&["--url", BASE, "--secret", S3, "--auto-fallback"]).unwrap();
+        let Plan::Print(v) = plan_auto else {
+            panic!("expected something to print")
+        };
+        assert_eq!(v["fallbackPlan"]["transcribers"], json!([]));
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("empty list of transcribers"),
+            "{warnings:?}"
+        );
+        let other = "wss://hark-b.example.com/api/custom-transcriber";
+        let (_, warnings) =
+            plan(&["--url", BASE, "--secret", S3, "--fallback-url", other]).unwrap();
+        assert!(
+            warnings.len() == 1
+                && warnings[0].contains("replaces the default fallback deepgram:nova-3")
+                && warnings[0].contains("--fallback-provider deepgram:nova-3"),
+            "{warnings:?}"
+        );
+        // Named explicitly, nothing to warn about.
+        for extra in [
+            &["--fallback-url", other, "--fallback-provider", "deepgram"][..],
+            &["--fallback-url", other, "--auto-fallback"][..],
+            &["--fallback-provider", "assembly-ai"][..],
+            &["--auto-fallback", "--fallback-provider", "deepgram"][..],
+        ] {
+            let mut argv = vec!["--url", BASE, "--secret", S3];
+            argv.extend(extra);
+            let (_, warnings) = plan(&argv).unwrap();
+            assert!(warnings.is_empty(), "{extra:?}: {warnings:?}");
         }
     }
 

@@ -80,7 +80,7 @@ struct HealthcheckArgs {
 struct TranscribeArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// WAV files (16-bit PCM, 8–48 kHz, mono or stereo).
+    /// WAV files (8/16/24/32-bit PCM or 32-bit float, 8–48 kHz, mono or stereo).
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }

@@ -1,4 +1,4 @@
-//! The custom-transcriber wire contract (../shared/PROTOCOL.md): the start frame the platform
+//! The custom-transcriber wire contract (docs/PROTOCOL.md): the start frame the platform
 //! sends, the messages hark answers with, and the error codes and close codes of each mistake.
 
 use serde::{Deserialize, Serialize};

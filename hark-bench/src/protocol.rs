@@ -1,4 +1,4 @@
-//! The wire contract as the platform reads it (../shared/PROTOCOL.md): the start frame it
+//! The wire contract as the platform reads it (docs/PROTOCOL.md): the start frame it
 //! sends and the messages it takes back. Written from the contract, not shared with the
 //! server's own types, so that a server that drifts from the contract is caught by the
 //! platform's reading of it.
@@ -67,7 +67,7 @@ pub enum ServerMessage {
     TranscriberResponse {
         transcription: String,
         channel: Channel,
-        /// PROTOCOL.md: "Omitted means final".
+        /// docs/PROTOCOL.md: a message without `transcriptType` is final.
         #[serde(rename = "transcriptType", default = "TranscriptType::final_")]
         transcript_type: TranscriptType,
     },

@@ -391,7 +391,7 @@ pub fn totals(utterances: &[UtteranceResult], channel: Channel) -> ChannelTotals
 }
 
 /// How long the platform waits after a final before its assistant may answer, by how the
-/// final ends (its defaults, `transcriptionEndpointingPlan`, STT-SERVICES.md §3): 0.1 s
+/// final ends (its defaults, `transcriptionEndpointingPlan`, docs/PROVIDERS.md): 0.1 s
 /// after . ? !, 0.45 s after a number, 1.5 s after anything else.
 pub fn platform_wait_ms(final_text: &str) -> f64 {
     let t = final_text.trim_end();

@@ -36,7 +36,13 @@ pub struct Settings {
     pub urls: Vec<String>,
     pub labels: Vec<String>,
     pub calls: usize,
+    /// `--duration`; it does not apply when `each` or `recorded`.
     pub duration_s: f64,
+    /// `--each`: the calls say every utterance of the corpus once between them.
+    pub each: bool,
+    /// The calls play recordings as they are (`--each`, or real calls), not conversations
+    /// of `duration_s`.
+    pub recorded: bool,
     pub rate: u32,
     pub frame_ms: u32,
     pub shape: Shape,

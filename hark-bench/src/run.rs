@@ -25,8 +25,14 @@ use crate::summary;
 use crate::user_corpus::{Conversations, Speech};
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
-    // Bad labels are refused before the clips are fetched.
-    args.targets()?;
+    // Bad labels are refused before the clips are fetched, and so is a server that will
+    // not take the calls' credentials: a run of refused calls is a table of zeros.
+    let targets = args.targets()?;
+    for (i, (_, target)) in targets.iter().enumerate() {
+        if let Some(status) = Call::refused_credentials(target).await {
+            bail!("{}", credentials_refused(target, status, i == 1));
+        }
+    }
     let corpus = Speech::for_source(&args.source()).await?;
     let run = if args.find_capacity {
         find_capacity(&args, &corpus).await?
@@ -49,6 +55,32 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         bail!("{failed} calls failed");
     }
     Ok(())
+}
+
+/// What to do about a server that answered the upgrade 401 or 403; `vs`: the server is
+/// the `--vs` one, whose credentials have flags of their own.
+fn credentials_refused(target: &Target, status: u16, vs: bool) -> String {
+    let (secret, bearer, env) = if vs {
+        ("--vs-secret", "--vs-bearer", "HARK_BENCH_VS_")
+    } else {
+        ("--secret", "--bearer", "HARK_BENCH_")
+    };
+    let given = match (&target.secret, &target.bearer) {
+        (None, None) => "no credential was given".to_string(),
+        (Some(_), None) => format!("the secret given ({env}SECRET or {secret}) was refused"),
+        (None, Some(_)) => format!("the bearer token given ({env}BEARER or {bearer}) was refused"),
+        (Some(_), Some(_)) => format!(
+            "neither the secret ({env}SECRET, {secret}) nor the bearer token ({env}BEARER, \
+             {bearer}) given was taken"
+        ),
+    };
+    format!(
+        "{} refused the call with HTTP {status}: {given}. Give the server's secret in \
+         {env}SECRET (or {secret} S; sent as x-vapi-secret, hark serve's HARK_SECRET), or a \
+         bearer token in {env}BEARER (or {bearer} T; sent as Authorization: Bearer, one of hark \
+         serve's HARK_BEARER_TOKENS)",
+        target.url
+    )
 }
 
 /// Plays `calls` concurrent conversations on `--url` and measures them: the first target's
@@ -179,6 +211,8 @@ pub async fn measure_run(
             labels: targets.iter().map(|(l, _)| l.clone()).collect(),
             calls,
             duration_s: args.duration,
+            each: args.each,
+            recorded: corpus.recorded(),
             rate: args.rate,
             frame_ms: args.frame_ms,
             shape,

@@ -432,12 +432,24 @@ fn settings_line(run: &RunReport) -> String {
         (true, false) => ", phone band",
         _ => "",
     };
+    // How long the calls are: --duration, unless they play the recordings as they are.
+    let plural = if s.calls == 1 { "" } else { "s" };
+    let calls = if s.each {
+        format!(
+            "{} call{plural} saying every utterance of the {speech} once between them",
+            s.calls
+        )
+    } else if s.recorded {
+        format!("{} call{plural} of {speech}, each played whole", s.calls)
+    } else {
+        format!(
+            "{} call{plural} × {:.0} s of {speech}",
+            s.calls, s.duration_s
+        )
+    };
     format!(
-        "{}; {} call{} × {:.0} s of {speech}{line}, {}, {} Hz, {} ms frames, pauses {:.1}–{:.1} s, {per_turn} utterance(s) per turn, seed {}; {} cores; hark-bench {}",
+        "{}; {calls}{line}, {}, {} Hz, {} ms frames, pauses {:.1}–{:.1} s, {per_turn} utterance(s) per turn, seed {}; {} cores; hark-bench {}",
         servers.join(", "),
-        s.calls,
-        if s.calls == 1 { "" } else { "s" },
-        s.duration_s,
         s.shape.describe(),
         s.rate,
         s.frame_ms,
@@ -539,6 +551,8 @@ mod tests {
                 labels: targets.iter().map(|t| t.label.clone()).collect(),
                 calls: 2,
                 duration_s: 10.0,
+                each: false,
+                recorded: false,
                 rate: 16000,
                 frame_ms: 20,
                 shape: Shape::Burst,
@@ -593,5 +607,32 @@ mod tests {
         assert!(md.contains("embedded: close codes 1000 ×2"), "{md}");
         // One target: no ratio column.
         assert!(!markdown(&run(vec![target("a", 1.0, 0)])).contains("B/A"));
+    }
+
+    /// The settings line says how long the calls were as the flags' help says: --duration,
+    /// except with --each (every utterance once) and for real calls (played whole).
+    #[test]
+    fn the_settings_line_gives_the_calls_length_as_the_flags_say() {
+        let mut r = run(vec![target("a", 1.0, 0)]);
+        assert!(
+            settings_line(&r).contains("2 calls × 10 s of built-in clips"),
+            "{}",
+            settings_line(&r)
+        );
+        r.settings.corpus = Some("my-calls".into());
+        (r.settings.each, r.settings.recorded) = (true, true);
+        let t = settings_line(&r);
+        assert!(
+            t.contains("2 calls saying every utterance of the corpus `my-calls` once"),
+            "{t}"
+        );
+        assert!(!t.contains("10 s"), "{t}");
+        r.settings.each = false;
+        let t = settings_line(&r);
+        assert!(
+            t.contains("2 calls of corpus `my-calls`, each played whole"),
+            "{t}"
+        );
+        assert!(!t.contains("10 s"), "{t}");
     }
 }

@@ -363,6 +363,15 @@ enum Loaded {
 fn load_entry(dir: &Path, e: &Entry) -> Result<Loaded, String> {
     let path = dir.join(&e.file);
     if !path.is_file() {
+        // `clip.wav hello there`: spaces where the TAB should be make the whole line a
+        // file name. Say so rather than send the user looking for the file.
+        if e.references.is_empty() && e.file.contains(char::is_whitespace) {
+            return Err(
+                "the line has no TAB: the file name and its reference transcript must \
+                        be separated by a TAB character, not spaces"
+                    .into(),
+            );
+        }
         return Err("file not found".into());
     }
     let audio = crate::wav::read(&path).map_err(|err| {

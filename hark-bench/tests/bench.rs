@@ -77,3 +77,96 @@ async fn reports_a_failing_transcriber_as_failed() {
     assert!(!report.held(800.0));
     server.shutdown().await.unwrap();
 }
+
+/// Runs the `hark-bench` binary as a user does, off the async runtime; the environment's
+/// bench credentials are removed first, so only `env` sets them.
+async fn hark_bench(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hark-bench"));
+    cmd.args(args);
+    for var in [
+        "HARK_BENCH_SECRET",
+        "HARK_BENCH_BEARER",
+        "HARK_BENCH_VS_SECRET",
+        "HARK_BENCH_VS_BEARER",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    tokio::task::spawn_blocking(move || cmd.output().expect("hark-bench runs"))
+        .await
+        .expect("the command's thread")
+}
+
+/// A server that refuses the calls' credentials stops the run at once, before the corpus is
+/// loaded (the clips folder given does not exist) and before any table, saying which
+/// variable or flag to set; a secret given is never echoed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_the_credentials_stops_the_run_saying_what_to_set() {
+    let secret = "s3cret-0123456789abcdef";
+    let mut config = config_with_default_backend("recorder");
+    config.auth.secret = Some(secret.into());
+    let server = TestServer::start(config, backends::registry()).await;
+    let url = server.ws_url("/api/custom-transcriber");
+    let nowhere = ("HARK_CLIPS_DIR", "/nonexistent/hark-clips");
+    let base = ["--url", url.as_str(), "--calls", "1", "--duration", "2"];
+
+    let out = hark_bench(&base, &[nowhere]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    for want in [
+        "refused the call with HTTP 401",
+        "no credential was given",
+        "HARK_BENCH_SECRET",
+        "--secret",
+        "HARK_BENCH_BEARER",
+        "--bearer",
+    ] {
+        assert!(err.contains(want), "{want:?} not in:\n{err}");
+    }
+    assert!(out.stdout.is_empty(), "no table of zeros");
+
+    let wrong = "wrong-secret-0123456789";
+    let out = hark_bench(&base, &[nowhere, ("HARK_BENCH_SECRET", wrong)]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the secret given (HARK_BENCH_SECRET or --secret) was refused"),
+        "{err}"
+    );
+    assert!(!err.contains(wrong), "the secret is not echoed: {err}");
+
+    // The --vs server's own flags are named for it.
+    let out = hark_bench(
+        &[&base[..], &["--vs", url.as_str()]].concat(),
+        &[nowhere, ("HARK_BENCH_SECRET", secret)],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("HARK_BENCH_VS_SECRET") && err.contains("--vs-bearer"),
+        "{err}"
+    );
+
+    // With the right secret it goes on to the corpus (here: the folder that is not there).
+    let out = hark_bench(&base, &[nowhere, ("HARK_BENCH_SECRET", secret)]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("holds no speech clips"), "{err}");
+    server.shutdown().await.unwrap();
+}
+
+/// `hark bench --calls 0` is refused (a run of no calls prints a table of zeros), and the
+/// help names the command as users type it.
+#[tokio::test]
+async fn no_calls_is_refused_and_the_help_says_hark_bench() {
+    for flag in ["--calls", "--max-calls"] {
+        let out = hark_bench(&[flag, "0"], &[]).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag} 0 is refused");
+        assert!(err.contains(flag) && err.contains("at least 1"), "{err}");
+    }
+    let out = hark_bench(&["--help"], &[]).await;
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Usage: hark bench [OPTIONS]"), "{help}");
+    assert!(!help.contains("hark-bench ["), "{help}");
+}

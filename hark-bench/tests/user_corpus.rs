@@ -290,7 +290,8 @@ fn a_broken_corpus_is_reported_in_one_error() {
          text.wav\thello\n\
          \tbad line\n\
          ok.wav\tagain\n\
-         call.wav\tgo forward ten meters\n",
+         call.wav\tgo forward ten meters\n\
+         ok.wav go forward ten meters\n",
     )
     .unwrap();
     let e = Speech::load_user(&dir, builtin)
@@ -306,12 +307,14 @@ fn a_broken_corpus_is_reported_in_one_error() {
         format!("{tsv}:6: text.wav: not a WAV file"),
         format!("{tsv}:7: no file name"),
         format!("{tsv}:8: ok.wav: listed twice"),
+        // Spaces where the TAB belongs: said so, with the line, not "file not found".
+        format!("{tsv}:10: ok.wav go forward ten meters: the line has no TAB"),
         "separate folders".to_string(),
     ] {
         assert!(e.contains(&want), "missing {want:?} in:\n{e}");
     }
     assert!(!e.contains("junk.bin"), "{e}");
-    assert_eq!(e.lines().count(), 9, "{e}");
+    assert_eq!(e.lines().count(), 10, "{e}");
 
     std::fs::write(dir.join("transcripts.tsv"), "# nothing yet\n").unwrap();
     let e = Speech::load_user(&dir, builtin)

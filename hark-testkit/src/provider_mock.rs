@@ -1,7 +1,8 @@
 //! Mock speech-to-text providers for testing hark's network backends: a Deepgram-compatible
 //! live endpoint (`/v1/listen`) and AssemblyAI Universal Streaming v3 (`/v3/ws`), each
-//! following `../shared/STT-SERVICES.md`: auth on the upgrade, query validation, message
-//! shapes, control messages, close codes, the idle close and the frame rules.
+//! following the providers' docs (sources in `docs/PROVIDERS.md`): auth on the upgrade,
+//! query validation, message shapes, control messages, close codes, the idle close and the
+//! frame rules.
 //!
 //! A mock cannot run a recognizer, so it "hears" the word code of [`super::words`]: what a
 //! test speaks with `words::speak` comes back as exactly those words, at exactly those times,
@@ -1540,7 +1541,7 @@ impl Dialect for AssemblyAi {
         for word in self.decoder.push(&pcm) {
             link.heard(&word);
             if self.turn.is_empty() {
-                // A message type clients must ignore (STT-SERVICES.md): proves they do.
+                // A message type clients must ignore (AssemblyAI's docs): proves they do.
                 let ms = word.start * 1000 / u64::from(self.p.rate);
                 link.send(json!({"type": "SpeechStarted", "timestamp": ms}));
             }
@@ -1588,7 +1589,7 @@ impl Dialect for AssemblyAi {
     }
 
     /// `inactivity_timeout` passed without a message: the session ends normally
-    /// (Termination, close 1000). Not in STT-SERVICES.md; the mock's reading of the docs.
+    /// (Termination, close 1000). The mock's reading of AssemblyAI's docs.
     fn idle(&mut self, link: &mut Link) {
         self.terminate(link);
     }

@@ -1,5 +1,5 @@
 //! A mock NVIDIA Riva / Speech NIM recognition server: gRPC `StreamingRecognize` of
-//! `nvidia.riva.asr.RivaSpeechRecognition` on loopback, following STT-SERVICES.md §4 and the
+//! `nvidia.riva.asr.RivaSpeechRecognition` on loopback, following docs/PROVIDERS.md ("NVIDIA Riva") and the
 //! public .proto files (compiled by this crate's build.rs, apart from hark's client).
 //!
 //! Like the websocket mocks it "hears" the word code of [`super::words`]: the words a test

@@ -1,4 +1,4 @@
-//! AssemblyAI Universal Streaming v3 (`/v3/ws`). Facts: STT-SERVICES.md §2.
+//! AssemblyAI Universal Streaming v3 (`/v3/ws`). Facts: docs/PROVIDERS.md, "AssemblyAI".
 //!
 //! One connection per channel (the service takes mono audio). It refuses audio faster than
 //! real time and frames outside 50–1000 ms, so the relay paces at 1.0× in frames of at
@@ -26,7 +26,7 @@ pub struct AssemblyAiConfig {
     pub api_key_env: String,
     pub speech_model: String,
     /// Punctuated, cased finals: the platform answers 0.1 s after a final ending in
-    /// punctuation and 1.5 s after one without (STT-SERVICES.md §3).
+    /// punctuation and 1.5 s after one without (docs/PROVIDERS.md, "How a final's ending costs time").
     pub format_turns: bool,
     /// Terms to listen for (`keyterms_prompt`).
     pub keyterms: Vec<String>,

@@ -1,5 +1,5 @@
 //! Deepgram live streaming (`/v1/listen`) and every service that speaks its protocol at
-//! another URL (self-hosted Deepgram, compatible vendors). Facts: STT-SERVICES.md §1.
+//! another URL (self-hosted Deepgram, compatible vendors). Facts: docs/PROVIDERS.md, "Deepgram".
 //!
 //! One connection per channel, mono, at the call's own rate and encoding: a channel fails
 //! over and replays on its own, a profile that transcribes only the customer sends only
@@ -82,7 +82,7 @@ impl Default for DeepgramConfig {
     }
 }
 
-/// Deepgram ingests at most 1.25× real time (STT-SERVICES.md §1): a replay drains that fast.
+/// Deepgram ingests at most 1.25× real time (docs/PROVIDERS.md, "Deepgram"): a replay drains that fast.
 const MAX_SPEED: f64 = 1.25;
 
 pub struct Deepgram {

@@ -1,5 +1,5 @@
 //! NVIDIA Riva and Speech NIM servers (`StreamingRecognize` over gRPC): a GPU fleet running
-//! open models behind hark. Facts: STT-SERVICES.md §4; the protocol is the public .proto
+//! open models behind hark. Facts: docs/PROVIDERS.md, "NVIDIA Riva"; the protocol is the public .proto
 //! set in `proto/`, compiled by `build.rs`.
 //!
 //! One stream per channel attempt, mono at the call's own rate, like the websocket relays,

@@ -11,7 +11,7 @@ use axum::Extension;
 use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::net::TcpListener;
@@ -265,16 +265,20 @@ const DRAIN_RECHECK: Duration = Duration::from_millis(250);
 /// The call port: upgrades and liveness, and the probes and metrics unless they have an
 /// address of their own.
 fn router(state: Arc<AppState>, with_admin: bool) -> Router {
+    // A trailing slash is the same URL to a user (and to `hark assistant-config`): accepted.
     let calls = Router::new()
         .route("/api/custom-transcriber", get(upgrade_default))
+        .route("/api/custom-transcriber/", get(upgrade_default))
         .route("/api/custom-transcriber/{profile}", get(upgrade_profile))
+        .route("/api/custom-transcriber/{profile}/", get(upgrade_profile))
         .route("/healthz", get(|| async { "ok\n" }));
     let calls = if with_admin {
         calls
             .route("/readyz", get(ready))
             .route("/metrics", get(render_metrics))
+            .fallback(|uri: Uri| not_found(uri, CALL_AND_ADMIN_PATHS))
     } else {
-        calls
+        calls.fallback(|uri: Uri| not_found(uri, CALL_PATHS))
     };
     calls.with_state(state)
 }
@@ -285,7 +289,28 @@ fn admin_router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(render_metrics))
+        .fallback(|uri: Uri| not_found(uri, ADMIN_PATHS))
         .with_state(state)
+}
+
+const CALL_PATHS: &str = "GET /api/custom-transcriber (websocket, the default profile), \
+GET /api/custom-transcriber/{profile} (websocket), GET /healthz";
+const CALL_AND_ADMIN_PATHS: &str = "GET /api/custom-transcriber (websocket, the default profile), \
+GET /api/custom-transcriber/{profile} (websocket), GET /healthz, GET /readyz, GET /metrics";
+const ADMIN_PATHS: &str = "GET /healthz, GET /readyz, GET /metrics";
+
+/// A path hark does not serve: a 404 that says which ones it does (never an empty body,
+/// which a user cannot tell from a proxy's or a dead server's). The path is the client's
+/// own text, so it is only quoted and cut.
+async fn not_found(uri: Uri, paths: &'static str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        format!(
+            "no such path {}; this server answers {paths}\n",
+            quote(uri.path())
+        ),
+    )
+        .into_response()
 }
 
 async fn upgrade_default(

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 const BASE: &str = "wss://hark.example.com/api/custom-transcriber";
 const KEY: &str = "sk-test-7f3a9c0e2b";
-const TOKEN: &str = "tok-new-51d2";
+const TOKEN: &str = "tok-new-51d2-7a8b";
+/// Long enough for hark serve, which refuses secrets under 16 characters.
+const SECRET: &str = "s3cret-0123456789abcdef";
 const OLD_SECRET: &str = "old-secret-88e1";
 
 /// Runs `hark assistant-config ARGS` with a clean environment for the variables it reads.
@@ -43,7 +45,7 @@ fn apply_args<'a>(id: &'a str, api_url: &'a str) -> Vec<&'a str> {
         "--url",
         BASE,
         "--secret",
-        "s",
+        SECRET,
         "--apply",
         id,
         "--api-url",
@@ -93,8 +95,8 @@ fn assert_no_leak(out: &Output, secrets: &[&str]) {
 #[test]
 fn prints_secret_transcriber() {
     assert_eq!(
-        printed_json(&["--url", BASE, "--secret", "s3cret"]),
-        json!({"provider": "custom-transcriber", "server": {"url": BASE, "secret": "s3cret"},
+        printed_json(&["--url", BASE, "--secret", SECRET]),
+        json!({"provider": "custom-transcriber", "server": {"url": BASE, "secret": SECRET},
                "fallbackPlan": {"transcribers": [{"provider": "deepgram", "model": "nova-3"}],
                                 "autoFallback": {"enabled": false}}})
     );
@@ -165,7 +167,7 @@ fn warns_on_unencrypted_websocket() {
             "--url",
             "ws://hark.example.com/api/custom-transcriber",
             "--secret",
-            "s",
+            SECRET,
         ],
         &[],
     );
@@ -179,6 +181,70 @@ fn warns_on_unencrypted_websocket() {
     assert_eq!(
         v["server"]["url"],
         "ws://hark.example.com/api/custom-transcriber"
+    );
+}
+
+/// A URL with a trailing slash is written without it, and says so; a credential hark serve
+/// would refuse is refused here, without echoing it; what leaves the call unprotected or
+/// the fallback other than asked is warned about, and still printed.
+#[test]
+fn writes_only_what_hark_serve_accepts_and_warns_about_what_it_leaves_out() {
+    let out = hark(&["--url", &format!("{BASE}/"), "--secret", SECRET], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: the trailing '/' was removed"),
+        "{}",
+        stderr(&out)
+    );
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("prints the JSON");
+    assert_eq!(v["server"]["url"], BASE);
+
+    for (flag, value) in [("--secret", "s3cret"), ("--bearer", "tok-new-51d2")] {
+        let out = hark(&["--url", BASE, flag, value], &[]);
+        assert_fails_with(
+            &out,
+            &[
+                flag,
+                "hark serve refuses",
+                "16 characters",
+                "openssl rand -hex 32",
+            ],
+        );
+        assert!(out.stdout.is_empty(), "nothing printed");
+        assert_no_leak(&out, &[value]);
+    }
+
+    let out = hark(&["--url", BASE], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: no --secret or --bearer") && err.contains("401"),
+        "{err}"
+    );
+
+    let out = hark(&["--url", BASE, "--secret", SECRET, "--auto-fallback"], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("empty list of transcribers"),
+        "{}",
+        stderr(&out)
+    );
+
+    let other = "wss://hark-b.example.com/api/custom-transcriber";
+    let out = hark(
+        &["--url", BASE, "--secret", SECRET, "--fallback-url", other],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("replaces the default fallback deepgram:nova-3")
+            && err.contains("add --fallback-provider deepgram:nova-3"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(SECRET),
+        "a warning never shows the secret: {err}"
     );
 }
 
@@ -396,7 +462,7 @@ fn apply_reports_what_the_platform_stored_and_reads_the_named_variable() {
             "--url",
             BASE,
             "--secret",
-            "new-secret-3c4d",
+            "new-secret-3c4d-9e1f",
             "--apply",
             "asst-1",
             "--api-url",
@@ -425,7 +491,7 @@ fn apply_reports_what_the_platform_stored_and_reads_the_named_variable() {
          note: the platform's answer differs from the transcriber sent (sent -> stored):\n\
          \x20 + timeoutSeconds: 20\n"
     );
-    assert_no_leak(&out, &[KEY, "new-secret-3c4d", OLD_SECRET]);
+    assert_no_leak(&out, &[KEY, "new-secret-3c4d-9e1f", OLD_SECRET]);
 }
 
 /// An assistant without a plan gets the one asked for; an assistant with a plan of its own
@@ -438,7 +504,7 @@ fn apply_writes_a_fallback_plan_and_keeps_the_assistants_own() {
         "--url",
         BASE,
         "--secret",
-        "new-secret-3c4d",
+        "new-secret-3c4d-9e1f",
         "--fallback-url",
         other,
         "--apply",
@@ -452,7 +518,7 @@ fn apply_writes_a_fallback_plan_and_keeps_the_assistants_own() {
     assert_eq!(
         sent["transcriber"]["fallbackPlan"],
         json!({"transcribers": [{"provider": "custom-transcriber",
-                                 "server": {"url": other, "secret": "new-secret-3c4d"}}],
+                                 "server": {"url": other, "secret": "new-secret-3c4d-9e1f"}}],
                "autoFallback": {"enabled": false}})
     );
     let text = stdout(&out);
@@ -466,7 +532,7 @@ fn apply_writes_a_fallback_plan_and_keeps_the_assistants_own() {
     );
 
     // The assistant now has a plan: a second apply with another fallback keeps it.
-    let mut again = vec!["--url", BASE, "--secret", "new-secret-3c4d"];
+    let mut again = vec!["--url", BASE, "--secret", "new-secret-3c4d-9e1f"];
     again.extend([
         "--fallback-provider",
         "assembly-ai",
@@ -502,7 +568,7 @@ fn apply_writes_a_fallback_plan_and_keeps_the_assistants_own() {
         ),
         "{text}"
     );
-    assert_no_leak(&out, &[KEY, "new-secret-3c4d"]);
+    assert_no_leak(&out, &[KEY, "new-secret-3c4d-9e1f"]);
 }
 
 #[test]

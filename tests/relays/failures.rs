@@ -1,4 +1,4 @@
-//! Failure handling through a real server and a real websocket client (PROTOCOL.md, "Failure"):
+//! Failure handling through a real server and a real websocket client (docs/PROTOCOL.md, "Errors and close codes"):
 //! every way a backend can break ends the call with `pipeline-error-custom-transcriber-failed`
 //! and close 1011 within a bounded time, other calls go on, the server stays healthy, fallback
 //! backends take over, and failures are counted in /metrics.
@@ -545,8 +545,8 @@ async fn failures_are_counted_in_metrics() {
     server.shutdown().await.unwrap();
 }
 
-/// PROTOCOL.md: a backend that "falls so far behind real time that its transcripts are
-/// useless" fails the call only when "no configured fallback backend can take over". A
+/// docs/PROTOCOL.md: a backend more than `max_lag_ms` behind real time fails the call only
+/// when no fallback backend of the profile can take over. A
 /// wedged (or slow) backend with a fallback configured should be replaced, like one that
 /// errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,7 @@
 //! Tests of the test-side provider mocks themselves (tests/common/provider_mock.rs) and of the
 //! word code they hear (tests/common/words.rs), with a raw websocket client and no hark
-//! backend: proof that the mocks follow ../shared/STT-SERVICES.md before a backend is tested
-//! against them.
+//! backend: proof that the mocks follow the providers' documented protocols
+//! (docs/PROVIDERS.md) before a backend is tested against them.
 //!
 //! Deepgram audio is sent as fast as the socket takes it (Deepgram only records the ingest
 //! rate); AssemblyAI audio is paced in real time in 50 ms frames, as that service requires.

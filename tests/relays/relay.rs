@@ -1,6 +1,7 @@
 //! Network backends end to end: a real hark server on loopback relays calls from a real
-//! websocket client to provider mocks that follow STT-SERVICES.md, and the transcripts the
-//! client gets are checked word for word (the mocks answer known text for known audio).
+//! websocket client to provider mocks that follow the providers' documented protocols
+//! (docs/PROVIDERS.md), and the transcripts the client gets are checked word for word (the
+//! mocks answer known text for known audio).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use hark_testkit::{Call, Received, TestServer, test_config, words};
 
 pub(crate) const KEY: &str = "test-key-7f3a";
 
-async fn mock(provider: Provider) -> MockProvider {
+pub(crate) async fn mock(provider: Provider) -> MockProvider {
     MockProvider::start(MockOptions {
         provider,
         api_key: KEY.into(),
@@ -24,7 +25,11 @@ async fn mock(provider: Provider) -> MockProvider {
 }
 
 /// The `[backends.NAME]` section for a mock, as a user would write it.
-fn backend_config(mock: &MockProvider, provider: Provider, extra: &str) -> BackendConfig {
+pub(crate) fn backend_config(
+    mock: &MockProvider,
+    provider: Provider,
+    extra: &str,
+) -> BackendConfig {
     let kind = match provider {
         Provider::Deepgram => "deepgram",
         Provider::AssemblyAi => "assemblyai",

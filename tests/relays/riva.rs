@@ -1,6 +1,6 @@
 //! The `riva` backend end to end: a real hark server relays calls from a real websocket
 //! client over gRPC to a Riva mock on loopback (hark-testkit's, a tonic server following
-//! STT-SERVICES.md §4), and the transcripts are checked word for word.
+//! docs/PROVIDERS.md, "NVIDIA Riva"), and the transcripts are checked word for word.
 
 use std::time::Duration;
 
@@ -388,4 +388,71 @@ async fn an_unreachable_fleet_cools_the_backend_and_calls_go_to_the_fallback() {
     let (came, _) = play_mono(&server, &script(&SAID[..1], 16000, 700), 16000, "charlie").await;
     assert!(came, "a new call is admitted and starts on the fallback");
     assert_eq!(backup.streams().len(), 2);
+}
+
+/// Every move along a chain is logged and counted, the last one too: Deepgram refuses the
+/// key (dg → gpu at once), the GPU fleet cannot be reached, so its reconnects fail until it
+/// cools, and the reconnect that finds it cooling moves the channel on (gpu → the last
+/// backend). That move was made inside a reconnect and used to go uncounted.
+#[tokio::test]
+async fn every_move_along_the_chain_is_counted_the_last_one_too() {
+    use hark_testkit::provider_mock::{Fault, Provider};
+
+    let dg = super::relay::mock(Provider::Deepgram).await;
+    dg.script(vec![Fault::Refuse(401)]);
+    let gone = {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        listener.local_addr().expect("local addr")
+    };
+    let dead: BackendConfig = toml::from_str(&format!(
+        "type = \"riva\"\nurl = \"grpc://{gone}\"\ncooldown_ms = 60000"
+    ))
+    .expect("riva config parses");
+    let last = RivaMock::start(RivaOptions::default()).await;
+    let mut registry = hark::backend::Registry::default();
+    registry.insert(
+        "chaindg",
+        hark::registry::network(
+            "chaindg",
+            super::relay::backend_config(&dg, Provider::Deepgram, ""),
+            Some(ApiKey::new("TEST_KEY", super::relay::KEY.into())),
+        )
+        .expect("backend"),
+    );
+    registry.insert(
+        "chaingpu",
+        hark::registry::network("chaingpu", dead, None).expect("backend"),
+    );
+    registry.insert(
+        "chainlast",
+        hark::registry::network("chainlast", riva_config(&last, ""), None).expect("backend"),
+    );
+    let mut config = test_config();
+    let profile = hark::config::Profile {
+        backend: "chaindg".into(),
+        fallback: vec!["chaingpu".into(), "chainlast".into()],
+        channels: vec![hark::protocol::Channel::Customer],
+        ..Default::default()
+    };
+    config.profiles.insert("p".into(), profile);
+    let server = TestServer::start(config, registry).await;
+
+    let audio = script(&SAID, 16000, 700);
+    let (came, got) = play_mono(&server, &audio, 16000, "golf").await;
+    assert!(came, "{got:?}");
+    assert_eq!(final_words(&got, Channel::Customer), spoken(&SAID));
+    assert_eq!(dg.connections().len(), 1, "no retry after a 401");
+    assert_eq!(last.streams().len(), 1);
+    let (_, metrics) = hark_testkit::http_fetch(server.addr, "/metrics")
+        .await
+        .expect("metrics");
+    for series in [
+        r#"hark_backend_failovers_total{from="chaindg",to="chaingpu"} 1"#,
+        r#"hark_backend_failovers_total{from="chaingpu",to="chainlast"} 1"#,
+        r#"hark_backend_fallbacks_total{backend="chainlast"} 1"#,
+    ] {
+        assert!(metrics.contains(series), "{series} missing from /metrics");
+    }
 }

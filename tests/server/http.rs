@@ -461,6 +461,43 @@ async fn shutdown_lets_opened_calls_start_and_closes_those_that_never_do() {
     server.shutdown().await.unwrap();
 }
 
+/// A URL written with a trailing slash (as `hark assistant-config` used to accept) is the
+/// same call, for the default profile and a named one; a path hark does not serve gets a
+/// 404 that says which paths it does, never an empty body.
+#[tokio::test]
+async fn a_trailing_slash_is_served_and_a_wrong_path_says_what_exists() {
+    let mut config = recorder_config();
+    let profile = config.profiles["default"].clone();
+    config.profiles.insert("sales".into(), profile);
+    let server = TestServer::start(config, backends::registry()).await;
+    served(&server.ws_url("/api/custom-transcriber/"), &[]).await;
+    served(&server.ws_url("/api/custom-transcriber/sales/"), &[]).await;
+    // An unknown profile is still refused, slash or not.
+    assert_eq!(
+        refused_status(&server.ws_url("/api/custom-transcriber/nope/"), &[]).await,
+        404
+    );
+    for path in [
+        "/api/custom-transcribe",
+        "/api/custom-transcriber/sales/extra",
+        "/",
+        "/ws",
+    ] {
+        let (status, response) = http_get(server.addr, path, &[]).await;
+        assert_eq!(status, 404, "{path}");
+        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        for named in [
+            "GET /api/custom-transcriber (websocket",
+            "GET /api/custom-transcriber/{profile} (websocket)",
+            "/healthz",
+            "/metrics",
+        ] {
+            assert!(body.contains(named), "{path}: {named} not in {body:?}");
+        }
+    }
+    server.shutdown().await.unwrap();
+}
+
 /// With `admin_listen`, metrics and readiness (backend and profile names, refused logins)
 /// are served only there; the call port keeps calls and `/healthz`.
 #[tokio::test]
@@ -471,11 +508,12 @@ async fn metrics_and_readiness_move_to_the_admin_address() {
     let admin = server.admin.expect("an admin address");
     assert_ne!(admin, server.addr);
     for path in ["/metrics", "/readyz"] {
-        assert_eq!(
-            http_get(server.addr, path, &[]).await.0,
-            404,
-            "{path} on the call port"
-        );
+        let (status, response) = http_get(server.addr, path, &[]).await;
+        assert_eq!(status, 404, "{path} on the call port");
+        // The 404 names what the call port serves, and not what it does not.
+        let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        assert!(body.contains("GET /healthz"), "{body:?}");
+        assert!(!body.contains("GET /metrics"), "{body:?}");
         assert_eq!(
             http_get(admin, path, &[]).await.0,
             200,
@@ -484,6 +522,9 @@ async fn metrics_and_readiness_move_to_the_admin_address() {
     }
     assert_eq!(http_get(server.addr, "/healthz", &[]).await.0, 200);
     assert_eq!(http_get(admin, "/healthz", &[]).await.0, 200);
+    let (status, response) = http_get(admin, "/api/custom-transcriber", &[]).await;
+    assert_eq!(status, 404, "no calls on the admin port");
+    assert!(response.contains("GET /readyz"), "{response:?}");
     served(&server.ws_url(PATH), &[]).await;
     let (_, metrics) = http_get(admin, "/metrics", &[]).await;
     assert!(metrics.contains("hark_sessions_total"), "{metrics}");
