@@ -4,9 +4,9 @@
 //! Whisper reads a 30 s window; a 3 s utterance padded to it costs a 30 s encode. hark
 //! encodes only the utterance plus 1 s of silence and pads the encoder's output to the
 //! 1500 frames the decoder expects with the tail of the encoding of 30 s of silence, computed
-//! once at load (`../docs/WHISPER.md` in BENCHMARKS.md's terms: "short window"). Decoding is
-//! greedy, without timestamps, capped in tokens per second of audio and stopped when it
-//! starts to repeat itself; a stretch the model itself calls silence gives no words.
+//! once at load (the "short window"; BENCHMARKS.md, "Whisper", has what it costs and saves).
+//! Decoding is greedy, without timestamps, capped in tokens per second of audio and stopped
+//! when it starts to repeat itself; a stretch the model itself calls silence gives no words.
 
 pub mod ct2;
 mod fetch;
@@ -28,7 +28,7 @@ pub const NAME: &str = "whisper";
 pub const RATE: usize = 16_000;
 /// Whisper's window: 30 s.
 pub const WINDOW_SAMPLES: usize = 30 * RATE;
-/// Silence after the audio in the encoded window (WHISPER.md: 1 s).
+/// Silence after the audio in the encoded window: with less, the decoder loops.
 const TAIL_SAMPLES: usize = RATE;
 /// Token budget: this many, plus `TOKENS_PER_SECOND` per second of audio. Speech runs at
 /// 2–4 tokens a second; a decode that runs on is looping.

@@ -197,7 +197,7 @@ pub enum Recovery {
     Retried,
     /// No decode that could be the final had words; the utterance's last partial did.
     Partial,
-    /// Nothing had words: the final is empty, and a transcript may not be (PROTOCOL.md),
+    /// Nothing had words: the final is empty, and a transcript may not be (docs/PROTOCOL.md),
     /// so nothing is sent.
     Wordless,
 }
