@@ -373,6 +373,20 @@ impl Config {
                 self.moonshine.max_load
             ));
         }
+        for (key, ms) in [
+            (
+                "moonshine.endpoint_ms (HARK_ENDPOINT_MS, --endpoint-ms)",
+                self.moonshine.endpoint_ms,
+            ),
+            (
+                "moonshine.narrowband_endpoint_ms (HARK_NARROWBAND_ENDPOINT_MS, --narrowband-endpoint-ms)",
+                self.moonshine.narrowband_endpoint_ms,
+            ),
+        ] {
+            if let Err(e) = crate::backend::options::check_endpoint_ms(key, ms) {
+                out.push(e);
+            }
+        }
         if self.moonshine.pool_size == 0 {
             out.push("moonshine.pool_size must be at least 1".into());
         }
@@ -771,6 +785,41 @@ mod tests {
             let c: Config = toml::from_str(text).unwrap();
             let err = c.validate(&["moonshine"]).unwrap_err().to_string();
             assert!(err.contains(culprit), "{text}: {err}");
+        }
+    }
+
+    /// `endpoint_ms` has one range wherever it is set: the config file, a profile's
+    /// options (both keys), and a call's query (the flag lands in `moonshine.endpoint_ms`).
+    #[test]
+    fn endpoint_ms_has_one_range_everywhere() {
+        use crate::backend::options::{ENDPOINT_MS_MAX, ENDPOINT_MS_MIN};
+        for ms in [0, 10, ENDPOINT_MS_MIN - 1, ENDPOINT_MS_MAX + 1, 99_999] {
+            for text in [
+                format!("[moonshine]\nendpoint_ms = {ms}"),
+                format!("[moonshine]\nnarrowband_endpoint_ms = {ms}"),
+                format!("[profiles.p.options]\nendpoint_ms = {ms}"),
+                format!("[profiles.p.options]\nnarrowband_endpoint_ms = {ms}"),
+            ] {
+                let c: Config = toml::from_str(&text).unwrap();
+                let problems = c.problems(&["moonshine"]);
+                assert_eq!(problems.len(), 1, "{text}: {problems:#?}");
+                assert!(
+                    problems[0].contains("endpoint_ms")
+                        && problems[0].contains("must be from 50 to 5000 ms"),
+                    "{text}: {problems:#?}"
+                );
+            }
+            let query = format!("endpoint_ms={ms}");
+            assert!(Options::default().with_query(&query).is_err(), "{query}");
+        }
+        for ms in [ENDPOINT_MS_MIN, 200, ENDPOINT_MS_MAX] {
+            let text = format!(
+                "[moonshine]\nendpoint_ms = {ms}\nnarrowband_endpoint_ms = {ms}\n[profiles.p.options]\nendpoint_ms = {ms}\nnarrowband_endpoint_ms = {ms}"
+            );
+            let c: Config = toml::from_str(&text).unwrap();
+            assert!(c.problems(&["moonshine"]).is_empty(), "{text}");
+            let query = format!("endpoint_ms={ms}");
+            assert!(Options::default().with_query(&query).is_ok(), "{query}");
         }
     }
 

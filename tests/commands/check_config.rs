@@ -311,3 +311,31 @@ backend = "gpu"
         "{said}"
     );
 }
+
+/// `--endpoint-ms` and `HARK_NARROWBAND_ENDPOINT_MS` out of the range a call's
+/// `?endpoint_ms=` has are refused by both commands, naming where they came from.
+#[test]
+fn endpoint_ms_out_of_range_is_refused_from_flags_and_environment() {
+    for (args, env, named) in [
+        (&["--endpoint-ms", "10"][..], &[][..], "--endpoint-ms"),
+        (
+            &[][..],
+            &[("HARK_NARROWBAND_ENDPOINT_MS", "99999")][..],
+            "HARK_NARROWBAND_ENDPOINT_MS",
+        ),
+    ] {
+        for command in ["check-config", "serve"] {
+            let mut argv = vec![command, "--listen", "127.0.0.1:0"];
+            argv.extend_from_slice(args);
+            let out = hark(&argv, env);
+            let (stdout, stderr) = text(&out);
+            assert!(!out.status.success(), "{argv:?}: {stdout}\n{stderr}");
+            assert!(
+                stderr.contains(named) && stderr.contains("must be from 50 to 5000 ms"),
+                "{argv:?}: {stderr}"
+            );
+        }
+    }
+    let out = hark(&["check-config", "--endpoint-ms", "5000"], &[]);
+    assert!(out.status.success(), "{:?}", text(&out));
+}
