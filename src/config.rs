@@ -17,6 +17,8 @@ use crate::backend::moonshine::{self, MoonshineConfig};
 use crate::backend::riva::RivaConfig;
 use crate::protocol::Channel;
 
+mod file_errors;
+
 /// Name of the profile served at `/api/custom-transcriber` (no profile in the path).
 pub const DEFAULT_PROFILE: &str = "default";
 
@@ -203,6 +205,22 @@ pub enum BackendConfig {
 }
 
 impl BackendConfig {
+    /// A section read as the type its `type` names (`rest` is the section without it), or
+    /// None for a type there is none of. serde reads a tagged section as a whole, so its
+    /// errors lose the key they are about; read this way they keep it (`file_errors`).
+    fn read_as(
+        kind: &str,
+        rest: toml::Table,
+    ) -> Option<Result<Self, serde_path_to_error::Error<toml::de::Error>>> {
+        use serde_path_to_error::deserialize;
+        Some(match kind {
+            "deepgram" => deserialize(rest).map(Self::Deepgram),
+            "assemblyai" => deserialize(rest).map(Self::Assemblyai),
+            "riva" => deserialize(rest).map(Self::Riva),
+            _ => return None,
+        })
+    }
+
     /// What its own section says is wrong.
     pub fn problems(&self) -> Vec<String> {
         match self {
@@ -270,13 +288,15 @@ impl Config {
         };
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        toml::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "invalid config file {}: {}",
-                path.display(),
-                parse_error(&text, &e)
-            )
-        })
+        Self::from_toml(&text)
+            .map_err(|e| anyhow::anyhow!("invalid config file {}: {e}", path.display()))
+    }
+
+    /// A config file's text read as a config; the error names the key by its full path
+    /// (`backends.x.url`) and line, says what was expected in words, and never shows the
+    /// value of a key that holds a secret.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        file_errors::parse(text)
     }
 
     /// The profile for a URL, with the default profile always present.
@@ -582,6 +602,44 @@ mod tests {
         let c: Config = toml::from_str(text).unwrap();
         assert!(c.profile("sales").is_some());
         c.validate(&["moonshine"]).unwrap();
+    }
+
+    /// `samples/hark.toml` "shows every key with its default": each top-level, `[tls]` and
+    /// `[moonshine]` key appears (set or commented out), and every value it sets outside
+    /// its example profile is the default.
+    #[test]
+    fn the_sample_config_shows_every_key_with_its_default() {
+        let text = include_str!("../samples/hark.toml");
+        let mut sample: Config = toml::from_str(text).unwrap();
+        sample.profiles.clear();
+        let sample = serde_json::to_value(&sample).unwrap();
+        let default = serde_json::to_value(Config::default()).unwrap();
+        assert_eq!(
+            sample, default,
+            "samples/hark.toml differs from the defaults"
+        );
+        let shown = |key: &str| {
+            text.lines().any(|l| {
+                let l = l.trim_start_matches('#').trim_start();
+                l.strip_prefix(key)
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
+            })
+        };
+        let serde_json::Value::Object(top) = &default else {
+            panic!("a table")
+        };
+        for (key, value) in top {
+            match value {
+                serde_json::Value::Object(section) if key != "backends" && key != "profiles" => {
+                    for sub in section.keys().filter(|k| *k != "options") {
+                        assert!(shown(sub), "{key}.{sub} is not in samples/hark.toml");
+                    }
+                }
+                serde_json::Value::Object(_) => {}
+                _ => assert!(shown(key), "{key} is not in samples/hark.toml"),
+            }
+        }
+        assert!(text.contains("type = \"riva\""), "a Riva example");
     }
 
     #[test]
