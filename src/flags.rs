@@ -43,11 +43,11 @@ pub struct CommonArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Address to listen on [default: 127.0.0.1:8080].
-    #[arg(long, env = "HARK_LISTEN")]
+    /// Address to listen on, IP:PORT [default: 127.0.0.1:8080].
+    #[arg(long, env = "HARK_LISTEN", value_parser = socket_addr("HARK_LISTEN"))]
     pub listen: Option<SocketAddr>,
-    /// Serve /metrics, /readyz and /healthz here instead of on the call port.
-    #[arg(long, env = "HARK_ADMIN_LISTEN")]
+    /// Serve /metrics, /readyz and /healthz here (IP:PORT) instead of on the call port.
+    #[arg(long, env = "HARK_ADMIN_LISTEN", value_parser = socket_addr("HARK_ADMIN_LISTEN"))]
     pub admin_listen: Option<SocketAddr>,
     /// Fail a call whose recognizer falls this far behind real time [default: 4000].
     #[arg(long, env = "HARK_MAX_LAG_MS")]
@@ -100,6 +100,26 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub bearer_tokens: Vec<String>,
+}
+
+/// A parser of IP:PORT whose refusal says what is expected, and names `var` when the value
+/// is the one that variable holds (clap's message names only the flag).
+fn socket_addr(var: &'static str) -> impl Fn(&str) -> Result<SocketAddr, String> + Clone {
+    move |value: &str| {
+        value.trim().parse::<SocketAddr>().map_err(|_| {
+            let from_env = std::env::var(var).is_ok_and(|v| v == value);
+            format!(
+                "not an IP:PORT address{}: give an IP address and a port, e.g. 127.0.0.1:8080, \
+                 0.0.0.0:8080 (every interface) or [::1]:8080; a host name such as localhost \
+                 is not looked up",
+                if from_env {
+                    format!(" (from the environment variable {var})")
+                } else {
+                    String::new()
+                }
+            )
+        })
+    }
 }
 
 impl CommonArgs {
