@@ -548,32 +548,6 @@ pub fn refuse_problems(problems: &[String]) -> anyhow::Result<()> {
 /// What secrets are shown as.
 pub const MASK: &str = "***";
 
-/// A TOML error without the file's text: where it is and what is wrong, every quoted value
-/// in the message masked. toml's own message quotes the offending line, and with a typo
-/// next to a secret (`[auth] secrt = "…"`) that line is the secret; a type error's message
-/// can hold the value itself (`bearer_tokens = "…"`).
-fn parse_error(text: &str, e: &toml::de::Error) -> String {
-    let place = e.span().map(|span| {
-        let before = &text[..span.start.min(text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        format!("line {line}, column {column}: ")
-    });
-    let mut message = String::new();
-    let mut quoted = false;
-    for part in e.message().split('"') {
-        if quoted {
-            message.push('"');
-            message.push_str(MASK);
-            message.push('"');
-        } else {
-            message.push_str(part);
-        }
-        quoted = !quoted;
-    }
-    format!("{}{}", place.unwrap_or_default(), message.trim())
-}
-
 /// The dotted paths of the null (unset optional) values under `value`.
 fn unset_keys(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
     match value {
@@ -802,17 +776,137 @@ mod tests {
     #[test]
     fn parse_errors_name_the_place_and_the_key_but_never_a_value() {
         for (text, named) in [
-            ("[auth]\nsecrt = \"hunter2-very-secret-value\"\n", "secrt"),
+            (
+                "[auth]\nsecrt = \"hunter2-very-secret-value\"\n",
+                "auth.secrt",
+            ),
             (
                 "[auth]\nbearer_tokens = \"hunter2-very-secret-value\"\n",
-                "line 2",
+                "line 2, auth.bearer_tokens",
             ),
-            ("[auth]\nsecret = \"hunter2-very-secret-value\n", "line 2"),
+            (
+                "[auth]\nsecret = \"hunter2-very-secret-value\n",
+                "auth.secret",
+            ),
+            (
+                "[auth]\nsecret = \"hunter2-very-secret-value\"\nsecret = \"hunter2-other\"\n",
+                "line 3, column 1, auth.secret: set twice",
+            ),
+            (
+                "[backends.x]\ntype = \"riva\"\nmetadata = { \"function-id\" = 7 }\n",
+                "backends.x.metadata.function-id: expected a string, got the number ***",
+            ),
         ] {
-            let e = toml::from_str::<Config>(text).unwrap_err();
-            let shown = parse_error(text, &e);
+            let shown = Config::from_toml(text).unwrap_err();
             assert!(!shown.contains("hunter2"), "{shown}");
             assert!(shown.contains(named), "{named}: {shown}");
+        }
+    }
+
+    /// Every kind of error a config file can have names its key by its full dotted path
+    /// and its line, says what was expected in words a user knows, and shows the value
+    /// found when it is no secret.
+    #[test]
+    fn every_config_error_names_its_key_in_a_users_words() {
+        for (text, said) in [
+            // A value of the wrong type, at the top, in a table, in a backend's section
+            // (which serde reads as a whole), in a list, in a profile's options.
+            (
+                "max_lag_ms = \"soon\"",
+                "line 1, max_lag_ms: expected a whole number (0 or more), got the string \"soon\"",
+            ),
+            (
+                "max_sessions = -1",
+                "line 1, max_sessions: expected a whole number (0 or more), got the number -1",
+            ),
+            (
+                "max_messages_per_sec = 5000000000",
+                "max_messages_per_sec: expected a whole number from 0 to 4294967295, got the number 5000000000",
+            ),
+            (
+                "[moonshine]\npool_size = 1\nmax_load = \"high\"",
+                "line 3, moonshine.max_load: expected a number, got the string \"high\"",
+            ),
+            (
+                "[tls]\nwatch_interval_ms = true",
+                "line 2, tls.watch_interval_ms: expected a whole number (0 or more), got true",
+            ),
+            (
+                "[backends.x]\ntype = \"riva\"\n\nurl = 50051\n",
+                "line 4, backends.x.url: expected a string or a list of strings",
+            ),
+            (
+                "[backends.x]\ntype = \"riva\"\nurl = [\"grpc://a:50051\"]\nconnections = \"two\"\n",
+                "line 4, backends.x.connections: expected a whole number (0 or more), got the string \"two\"",
+            ),
+            (
+                "[backends.dg]\ntype = \"deepgram\"\npunctuate = \"yes\"",
+                "line 3, backends.dg.punctuate: expected true or false, got the string \"yes\"",
+            ),
+            (
+                "[backends.aai]\ntype = \"assemblyai\"\nkeyterms = \"Acme\"",
+                "line 3, backends.aai.keyterms: expected a list, got the string \"Acme\"",
+            ),
+            (
+                "[profiles.p]\nchannels = [\"customer\", \"caller\"]",
+                "line 2, profiles.p.channels[1]: \"caller\" is not one of: customer, assistant",
+            ),
+            (
+                "[profiles.p.options]\nendpoint_ms = \"fast\"",
+                "line 2, profiles.p.options.endpoint_ms: expected a whole number (0 or more), got the string \"fast\"",
+            ),
+            (
+                "log_format = \"xml\"",
+                "line 1, log_format: \"xml\" is not one of: text, json",
+            ),
+            (
+                "listen = \"localhost:8095\"",
+                "line 1, listen: expected an IP:PORT address",
+            ),
+            // Unknown, missing and repeated keys.
+            (
+                "[backends.x]\ntype = \"deepgram\"\nmodle = \"nova-3\"",
+                "line 3, backends.x.modle: unknown key (known here: url, api_key_env, model",
+            ),
+            (
+                "[backends.x]\nurl = \"wss://h\"",
+                "backends.x.type: missing",
+            ),
+            (
+                "[backends.x]\ntype = \"whisperx\"",
+                "line 2, backends.x.type: \"whisperx\" is not one of: deepgram, assemblyai, riva",
+            ),
+            (
+                "[moonshine]\npool_size = 1\npool_sise = 2",
+                "line 3, moonshine.pool_sise: unknown key",
+            ),
+            (
+                "max_lag_ms = 1000\nmax_lag_ms = 2000",
+                "line 2, column 1, max_lag_ms: set twice",
+            ),
+            (
+                "[backends.x]\ntype = \"riva\"\nmodel = \"a\"\nmodel = \"b\"",
+                "line 4, column 1, backends.x.model: set twice",
+            ),
+            (
+                "[profiles.p]\nbackend = \"moonshine\"\n[profiles.p]\n",
+                "profiles.p: this table is defined twice",
+            ),
+            // Not TOML at all.
+            ("[moonshine]\nendpoint_ms = soon\n", "line 2, column "),
+            (
+                "[moonshine]\nendpoint_ms = soon\n",
+                "moonshine.endpoint_ms: ",
+            ),
+        ] {
+            let shown = Config::from_toml(text).unwrap_err();
+            assert!(
+                shown.contains(said),
+                "{text}\n  said: {shown}\n  want: {said}"
+            );
+            for rust in ["u64", "u32", "usize", "f64", "struct ", "sequence", "a map"] {
+                assert!(!shown.contains(rust), "{text}: {shown}");
+            }
         }
     }
 
