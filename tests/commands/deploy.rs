@@ -514,20 +514,41 @@ fn kubernetes_manifests_agree_with_the_image_and_each_other() {
         Some(u64::from(listen.port()))
     );
     let port_name = str_of(&port["name"], "port name");
-    for (probe, path) in [
-        ("startupProbe", "/healthz"),
-        ("livenessProbe", "/healthz"),
-        ("readinessProbe", "/readyz"),
+    // Metrics and readiness on an address of their own (admin_listen), which the Service
+    // does not expose: the call port then serves only calls and /healthz.
+    let admin: SocketAddr = str_of(
+        &env_value(container, "HARK_ADMIN_LISTEN")["value"],
+        "HARK_ADMIN_LISTEN",
+    )
+    .parse()
+    .expect("HARK_ADMIN_LISTEN");
+    assert_ne!(admin.port(), listen.port());
+    let admin_port = container["ports"]
+        .as_sequence()
+        .expect("ports")
+        .iter()
+        .find(|p| p["containerPort"].as_u64() == Some(u64::from(admin.port())))
+        .expect("a container port for HARK_ADMIN_LISTEN");
+    let admin_name = str_of(&admin_port["name"], "admin port name");
+    for (probe, path, name, number) in [
+        ("startupProbe", "/healthz", port_name, listen.port()),
+        ("livenessProbe", "/healthz", port_name, listen.port()),
+        ("readinessProbe", "/readyz", admin_name, admin.port()),
     ] {
         let get = &container[probe]["httpGet"];
         assert_eq!(get["path"].as_str(), Some(path), "{probe}");
         let probe_port = &get["port"];
         assert!(
-            probe_port.as_str() == Some(port_name)
-                || probe_port.as_u64() == Some(u64::from(listen.port())),
+            probe_port.as_str() == Some(name) || probe_port.as_u64() == Some(u64::from(number)),
             "{probe} port {probe_port:?}"
         );
     }
+    let annotations = &pod["metadata"]["annotations"];
+    assert_eq!(
+        annotations["prometheus.io/port"].as_str(),
+        Some(admin.port().to_string().as_str()),
+        "Prometheus scrapes the admin port"
+    );
     // Readiness drops a pod from the endpoints at its first 503 (capacity, draining).
     assert_eq!(
         container["readinessProbe"]["failureThreshold"].as_u64(),
@@ -608,6 +629,16 @@ fn kubernetes_manifests_agree_with_the_image_and_each_other() {
         selects(&service["spec"]["selector"], &pod_labels),
         "Service selects the pods"
     );
+    for p in service["spec"]["ports"]
+        .as_sequence()
+        .expect("service ports")
+    {
+        let target = &p["targetPort"];
+        assert!(
+            target.as_str() != Some(admin_name) && target.as_u64() != Some(u64::from(admin.port())),
+            "the Service does not expose the admin port"
+        );
+    }
     let target = &service["spec"]["ports"][0]["targetPort"];
     assert!(
         target.as_str() == Some(port_name) || target.as_u64() == Some(u64::from(listen.port()))
