@@ -76,9 +76,10 @@ certificate: no certificate names 127.0.0.1, and the probe only asks whether the
 answers. Give --ca-file to verify it anyway.
 
 With a URL, https:// is verified against the public roots, or only against the CA \
-certificates in --ca-file (a private CA, or the server's self-signed certificate). \
---insecure skips verification, and is refused unless the URL names a loopback address \
-(127.0.0.0/8, ::1, localhost).")]
+certificates in --ca-file (the private CA that issued the server's certificate). \
+--insecure skips verification (a self-signed certificate), and is refused unless the URL \
+names a loopback address (127.0.0.0/8, ::1, localhost).
+")]
 struct HealthcheckArgs {
     /// The URL to GET [default: the local server's /healthz, see below].
     url: Option<String>,
