@@ -316,7 +316,7 @@ fn syntax(text: &str, e: &toml::de::Error) -> String {
             },
         ),
         None => {
-            let table = text[..line_start].lines().filter_map(header).last();
+            let table = text[..line_start].lines().rev().find_map(header);
             let key = if message == "duplicate key" {
                 text.get(span.clone()).map(|k| k.trim().to_string())
             } else {
