@@ -45,7 +45,10 @@ USER 10001:10001
 EXPOSE 8080
 # hark drains live calls on SIGTERM (HARK_DRAIN_TIMEOUT_MS); give `docker stop -t` as long.
 STOPSIGNAL SIGTERM
+# No URL: it probes what `hark serve` listens on, from the same HARK_LISTEN, HARK_CONFIG and
+# HARK_TLS_CERT, so a changed port or TLS turned on (https://, its own certificate on
+# loopback) needs no change here.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["hark", "healthcheck", "http://127.0.0.1:8080/healthz"]
+    CMD ["hark", "healthcheck"]
 ENTRYPOINT ["hark"]
 CMD ["serve"]

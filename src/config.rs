@@ -18,10 +18,14 @@ use crate::backend::riva::RivaConfig;
 use crate::backend::whisper::{self, WhisperConfig};
 use crate::protocol::Channel;
 
+mod file_errors;
+
 /// Name of the profile served at `/api/custom-transcriber` (no profile in the path).
 pub const DEFAULT_PROFILE: &str = "default";
-/// The embedded engine of profiles that name no backend, the default profile's among them.
-pub const DEFAULT_ENGINE: &str = moonshine::NAME;
+/// The embedded engine of profiles that name no backend, the default profile's among them:
+/// Whisper tiny.en, which made fewer word errors than Moonshine through the server at the
+/// same cost (BENCHMARKS.md, "Whisper").
+pub const DEFAULT_ENGINE: &str = whisper::NAME;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -209,6 +213,22 @@ pub enum BackendConfig {
 }
 
 impl BackendConfig {
+    /// A section read as the type its `type` names (`rest` is the section without it), or
+    /// None for a type there is none of. serde reads a tagged section as a whole, so its
+    /// errors lose the key they are about; read this way they keep it (`file_errors`).
+    fn read_as(
+        kind: &str,
+        rest: toml::Table,
+    ) -> Option<Result<Self, serde_path_to_error::Error<toml::de::Error>>> {
+        use serde_path_to_error::deserialize;
+        Some(match kind {
+            "deepgram" => deserialize(rest).map(Self::Deepgram),
+            "assemblyai" => deserialize(rest).map(Self::Assemblyai),
+            "riva" => deserialize(rest).map(Self::Riva),
+            _ => return None,
+        })
+    }
+
     /// What its own section says is wrong.
     pub fn problems(&self) -> Vec<String> {
         match self {
@@ -276,13 +296,15 @@ impl Config {
         };
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read config file {}", path.display()))?;
-        toml::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "invalid config file {}: {}",
-                path.display(),
-                parse_error(&text, &e)
-            )
-        })
+        Self::from_toml(&text)
+            .map_err(|e| anyhow::anyhow!("invalid config file {}: {e}", path.display()))
+    }
+
+    /// A config file's text read as a config; the error names the key by its full path
+    /// (`backends.x.url`) and line, says what was expected in words, and never shows the
+    /// value of a key that holds a secret.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        file_errors::parse(text)
     }
 
     /// The profile for a URL, with the default profile always present.
@@ -390,6 +412,20 @@ impl Config {
                 "moonshine.max_load must be within 0.05–1.0 (got {})",
                 self.moonshine.max_load
             ));
+        }
+        for (key, ms) in [
+            (
+                "moonshine.endpoint_ms (HARK_ENDPOINT_MS, --endpoint-ms)",
+                self.moonshine.endpoint_ms,
+            ),
+            (
+                "moonshine.narrowband_endpoint_ms (HARK_NARROWBAND_ENDPOINT_MS, --narrowband-endpoint-ms)",
+                self.moonshine.narrowband_endpoint_ms,
+            ),
+        ] {
+            if let Err(e) = crate::backend::options::check_endpoint_ms(key, ms) {
+                out.push(e);
+            }
         }
         if self.moonshine.pool_size == 0 {
             out.push("moonshine.pool_size must be at least 1".into());
@@ -537,32 +573,6 @@ pub fn refuse_problems(problems: &[String]) -> anyhow::Result<()> {
 /// What secrets are shown as.
 pub const MASK: &str = "***";
 
-/// A TOML error without the file's text: where it is and what is wrong, every quoted value
-/// in the message masked. toml's own message quotes the offending line, and with a typo
-/// next to a secret (`[auth] secrt = "…"`) that line is the secret; a type error's message
-/// can hold the value itself (`bearer_tokens = "…"`).
-fn parse_error(text: &str, e: &toml::de::Error) -> String {
-    let place = e.span().map(|span| {
-        let before = &text[..span.start.min(text.len())];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        format!("line {line}, column {column}: ")
-    });
-    let mut message = String::new();
-    let mut quoted = false;
-    for part in e.message().split('"') {
-        if quoted {
-            message.push('"');
-            message.push_str(MASK);
-            message.push('"');
-        } else {
-            message.push_str(part);
-        }
-        quoted = !quoted;
-    }
-    format!("{}{}", place.unwrap_or_default(), message.trim())
-}
-
 /// The dotted paths of the null (unset optional) values under `value`.
 fn unset_keys(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
     match value {
@@ -591,6 +601,44 @@ mod tests {
         let c: Config = toml::from_str(text).unwrap();
         assert!(c.profile("sales").is_some());
         c.validate(&["moonshine"]).unwrap();
+    }
+
+    /// `samples/hark.toml` "shows every key with its default": each top-level, `[tls]` and
+    /// `[moonshine]` key appears (set or commented out), and every value it sets outside
+    /// its example profile is the default.
+    #[test]
+    fn the_sample_config_shows_every_key_with_its_default() {
+        let text = include_str!("../samples/hark.toml");
+        let mut sample: Config = toml::from_str(text).unwrap();
+        sample.profiles.clear();
+        let sample = serde_json::to_value(&sample).unwrap();
+        let default = serde_json::to_value(Config::default()).unwrap();
+        assert_eq!(
+            sample, default,
+            "samples/hark.toml differs from the defaults"
+        );
+        let shown = |key: &str| {
+            text.lines().any(|l| {
+                let l = l.trim_start_matches('#').trim_start();
+                l.strip_prefix(key)
+                    .is_some_and(|rest| rest.trim_start().starts_with('='))
+            })
+        };
+        let serde_json::Value::Object(top) = &default else {
+            panic!("a table")
+        };
+        for (key, value) in top {
+            match value {
+                serde_json::Value::Object(section) if key != "backends" && key != "profiles" => {
+                    for sub in section.keys().filter(|k| *k != "options") {
+                        assert!(shown(sub), "{key}.{sub} is not in samples/hark.toml");
+                    }
+                }
+                serde_json::Value::Object(_) => {}
+                _ => assert!(shown(key), "{key} is not in samples/hark.toml"),
+            }
+        }
+        assert!(text.contains("type = \"riva\""), "a Riva example");
     }
 
     #[test]
@@ -753,17 +801,137 @@ mod tests {
     #[test]
     fn parse_errors_name_the_place_and_the_key_but_never_a_value() {
         for (text, named) in [
-            ("[auth]\nsecrt = \"hunter2-very-secret-value\"\n", "secrt"),
+            (
+                "[auth]\nsecrt = \"hunter2-very-secret-value\"\n",
+                "auth.secrt",
+            ),
             (
                 "[auth]\nbearer_tokens = \"hunter2-very-secret-value\"\n",
-                "line 2",
+                "line 2, auth.bearer_tokens",
             ),
-            ("[auth]\nsecret = \"hunter2-very-secret-value\n", "line 2"),
+            (
+                "[auth]\nsecret = \"hunter2-very-secret-value\n",
+                "auth.secret",
+            ),
+            (
+                "[auth]\nsecret = \"hunter2-very-secret-value\"\nsecret = \"hunter2-other\"\n",
+                "line 3, column 1, auth.secret: set twice",
+            ),
+            (
+                "[backends.x]\ntype = \"riva\"\nmetadata = { \"function-id\" = 7 }\n",
+                "backends.x.metadata.function-id: expected a string, got the number ***",
+            ),
         ] {
-            let e = toml::from_str::<Config>(text).unwrap_err();
-            let shown = parse_error(text, &e);
+            let shown = Config::from_toml(text).unwrap_err();
             assert!(!shown.contains("hunter2"), "{shown}");
             assert!(shown.contains(named), "{named}: {shown}");
+        }
+    }
+
+    /// Every kind of error a config file can have names its key by its full dotted path
+    /// and its line, says what was expected in words a user knows, and shows the value
+    /// found when it is no secret.
+    #[test]
+    fn every_config_error_names_its_key_in_a_users_words() {
+        for (text, said) in [
+            // A value of the wrong type, at the top, in a table, in a backend's section
+            // (which serde reads as a whole), in a list, in a profile's options.
+            (
+                "max_lag_ms = \"soon\"",
+                "line 1, max_lag_ms: expected a whole number (0 or more), got the string \"soon\"",
+            ),
+            (
+                "max_sessions = -1",
+                "line 1, max_sessions: expected a whole number (0 or more), got the number -1",
+            ),
+            (
+                "max_messages_per_sec = 5000000000",
+                "max_messages_per_sec: expected a whole number from 0 to 4294967295, got the number 5000000000",
+            ),
+            (
+                "[moonshine]\npool_size = 1\nmax_load = \"high\"",
+                "line 3, moonshine.max_load: expected a number, got the string \"high\"",
+            ),
+            (
+                "[tls]\nwatch_interval_ms = true",
+                "line 2, tls.watch_interval_ms: expected a whole number (0 or more), got true",
+            ),
+            (
+                "[backends.x]\ntype = \"riva\"\n\nurl = 50051\n",
+                "line 4, backends.x.url: expected a string or a list of strings",
+            ),
+            (
+                "[backends.x]\ntype = \"riva\"\nurl = [\"grpc://a:50051\"]\nconnections = \"two\"\n",
+                "line 4, backends.x.connections: expected a whole number (0 or more), got the string \"two\"",
+            ),
+            (
+                "[backends.dg]\ntype = \"deepgram\"\npunctuate = \"yes\"",
+                "line 3, backends.dg.punctuate: expected true or false, got the string \"yes\"",
+            ),
+            (
+                "[backends.aai]\ntype = \"assemblyai\"\nkeyterms = \"Acme\"",
+                "line 3, backends.aai.keyterms: expected a list, got the string \"Acme\"",
+            ),
+            (
+                "[profiles.p]\nchannels = [\"customer\", \"caller\"]",
+                "line 2, profiles.p.channels[1]: \"caller\" is not one of: customer, assistant",
+            ),
+            (
+                "[profiles.p.options]\nendpoint_ms = \"fast\"",
+                "line 2, profiles.p.options.endpoint_ms: expected a whole number (0 or more), got the string \"fast\"",
+            ),
+            (
+                "log_format = \"xml\"",
+                "line 1, log_format: \"xml\" is not one of: text, json",
+            ),
+            (
+                "listen = \"localhost:8095\"",
+                "line 1, listen: expected an IP:PORT address",
+            ),
+            // Unknown, missing and repeated keys.
+            (
+                "[backends.x]\ntype = \"deepgram\"\nmodle = \"nova-3\"",
+                "line 3, backends.x.modle: unknown key (known here: url, api_key_env, model",
+            ),
+            (
+                "[backends.x]\nurl = \"wss://h\"",
+                "backends.x.type: missing",
+            ),
+            (
+                "[backends.x]\ntype = \"whisperx\"",
+                "line 2, backends.x.type: \"whisperx\" is not one of: deepgram, assemblyai, riva",
+            ),
+            (
+                "[moonshine]\npool_size = 1\npool_sise = 2",
+                "line 3, moonshine.pool_sise: unknown key",
+            ),
+            (
+                "max_lag_ms = 1000\nmax_lag_ms = 2000",
+                "line 2, column 1, max_lag_ms: set twice",
+            ),
+            (
+                "[backends.x]\ntype = \"riva\"\nmodel = \"a\"\nmodel = \"b\"",
+                "line 4, column 1, backends.x.model: set twice",
+            ),
+            (
+                "[profiles.p]\nbackend = \"moonshine\"\n[profiles.p]\n",
+                "profiles.p: this table is defined twice",
+            ),
+            // Not TOML at all.
+            ("[moonshine]\nendpoint_ms = soon\n", "line 2, column "),
+            (
+                "[moonshine]\nendpoint_ms = soon\n",
+                "moonshine.endpoint_ms: ",
+            ),
+        ] {
+            let shown = Config::from_toml(text).unwrap_err();
+            assert!(
+                shown.contains(said),
+                "{text}\n  said: {shown}\n  want: {said}"
+            );
+            for rust in ["u64", "u32", "usize", "f64", "struct ", "sequence", "a map"] {
+                assert!(!shown.contains(rust), "{text}: {shown}");
+            }
         }
     }
 
@@ -797,10 +965,45 @@ mod tests {
         }
     }
 
+    /// `endpoint_ms` has one range wherever it is set: the config file, a profile's
+    /// options (both keys), and a call's query (the flag lands in `moonshine.endpoint_ms`).
+    #[test]
+    fn endpoint_ms_has_one_range_everywhere() {
+        use crate::backend::options::{ENDPOINT_MS_MAX, ENDPOINT_MS_MIN};
+        for ms in [0, 10, ENDPOINT_MS_MIN - 1, ENDPOINT_MS_MAX + 1, 99_999] {
+            for text in [
+                format!("[moonshine]\nendpoint_ms = {ms}"),
+                format!("[moonshine]\nnarrowband_endpoint_ms = {ms}"),
+                format!("[profiles.p.options]\nendpoint_ms = {ms}"),
+                format!("[profiles.p.options]\nnarrowband_endpoint_ms = {ms}"),
+            ] {
+                let c: Config = toml::from_str(&text).unwrap();
+                let problems = c.problems(&["moonshine"]);
+                assert_eq!(problems.len(), 1, "{text}: {problems:#?}");
+                assert!(
+                    problems[0].contains("endpoint_ms")
+                        && problems[0].contains("must be from 50 to 5000 ms"),
+                    "{text}: {problems:#?}"
+                );
+            }
+            let query = format!("endpoint_ms={ms}");
+            assert!(Options::default().with_query(&query).is_err(), "{query}");
+        }
+        for ms in [ENDPOINT_MS_MIN, 200, ENDPOINT_MS_MAX] {
+            let text = format!(
+                "[moonshine]\nendpoint_ms = {ms}\nnarrowband_endpoint_ms = {ms}\n[profiles.p.options]\nendpoint_ms = {ms}\nnarrowband_endpoint_ms = {ms}"
+            );
+            let c: Config = toml::from_str(&text).unwrap();
+            assert!(c.problems(&["moonshine"]).is_empty(), "{text}");
+            let query = format!("endpoint_ms={ms}");
+            assert!(Options::default().with_query(&query).is_ok(), "{query}");
+        }
+    }
+
     #[test]
     fn default_profile_always_exists() {
         let c = Config::default();
-        assert_eq!(c.profile(DEFAULT_PROFILE).unwrap().backend, "moonshine");
+        assert_eq!(c.profile(DEFAULT_PROFILE).unwrap().backend, "whisper");
         assert!(c.profile("other").is_none());
     }
 

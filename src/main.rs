@@ -66,11 +66,30 @@ struct FetchArgs {
     turn_model: bool,
 }
 
+/// `hark healthcheck`: one GET, for a container HEALTHCHECK.
 #[derive(Args)]
+#[command(after_help = "\
+Without a URL, the URL is the one `hark serve` would answer on, read from the same \
+config file and variables (HARK_CONFIG, HARK_LISTEN, HARK_TLS_CERT): \
+http://127.0.0.1:PORT/healthz, or https:// when TLS is configured. An https:// check of a \
+loopback address this way (the image's HEALTHCHECK) does not verify the server's own \
+certificate: no certificate names 127.0.0.1, and the probe only asks whether the process \
+answers. Give --ca-file to verify it anyway.
+
+With a URL, https:// is verified against the public roots, or only against the CA \
+certificates in --ca-file (the private CA that issued the server's certificate). \
+--insecure skips verification (a self-signed certificate), and is refused unless the URL \
+names a loopback address (127.0.0.0/8, ::1, localhost).
+")]
 struct HealthcheckArgs {
-    /// The URL to GET.
-    #[arg(default_value = "http://127.0.0.1:8080/healthz")]
-    url: String,
+    /// The URL to GET [default: the local server's /healthz, see below].
+    url: Option<String>,
+    /// Verify an https:// server against the CA certificates in this PEM file only.
+    #[arg(long, value_name = "PATH", conflicts_with = "insecure")]
+    ca_file: Option<PathBuf>,
+    /// Do not verify the https:// server's certificate (loopback addresses only).
+    #[arg(long)]
+    insecure: bool,
     /// Give up after this long.
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
@@ -91,7 +110,10 @@ fn init_logging(format: LogFormat) {
     use tracing_subscriber::{Layer, filter};
     let wanted = tracing_subscriber::EnvFilter::try_from_env("HARK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only on a terminal: a log file or journald gets plain `key=value` text.
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let fmt = match format {
         LogFormat::Text => fmt.boxed(),
         LogFormat::Json => fmt.json().flatten_event(true).boxed(),
@@ -102,6 +124,7 @@ fn init_logging(format: LogFormat) {
     tracing_subscriber::registry()
         .with(fmt.with_filter(wanted).with_filter(never))
         .init();
+    let _ = LOGGING.set(());
 }
 
 /// Log targets that print request headers, and so credentials, whatever their level.
@@ -123,18 +146,115 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            error!("{e:#}");
-            eprintln!("hark: {e:#}");
+            // Once: as a log line when the log is set up (JSON logs stay JSON), else plainly.
+            if LOGGING.get().is_some() {
+                error!("{e:#}");
+            } else {
+                eprintln!("hark: {e:#}");
+            }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Set once the log is set up: errors then go to it instead of a plain line.
+static LOGGING: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+
+/// Variables named `HARK_…` that no part of hark reads: a typo (`HARK_LISTN`) would
+/// otherwise leave a setting at its default without a word. Each with the closest known
+/// name, if one is close. Variables a config names for an API key are not hark's own and
+/// pass, as do the bench's (`HARK_BENCH_…`, read by hark-bench).
+fn unknown_env_vars(config: &hark::config::Config) -> Vec<String> {
+    let known = known_env_vars();
+    let keys: Vec<&str> = config
+        .backends
+        .values()
+        .filter_map(|b| b.api_key_env())
+        .collect();
+    let mut out = Vec::new();
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with("HARK_")
+            || name.starts_with("HARK_BENCH_")
+            || known.iter().any(|k| k == name)
+            || keys.contains(&name)
+        {
+            continue;
+        }
+        let close = known
+            .iter()
+            .map(|k| (edit_distance(k, name), k))
+            .filter(|(d, _)| *d <= 3)
+            .min();
+        out.push(match close {
+            Some((_, k)) => {
+                format!("unknown environment variable {name}, ignored (did you mean {k}?)")
+            }
+            None => format!("unknown environment variable {name}, ignored"),
+        });
+    }
+    out.sort();
+    out
+}
+
+/// Every `HARK_…` variable hark reads: those behind the commands' flags, and the others.
+fn known_env_vars() -> Vec<String> {
+    use clap::CommandFactory;
+    fn walk(command: &clap::Command, out: &mut Vec<String>) {
+        for arg in command.get_arguments() {
+            if let Some(env) = arg.get_env().and_then(|e| e.to_str()) {
+                out.push(env.to_string());
+            }
+        }
+        for sub in command.get_subcommands() {
+            walk(sub, out);
+        }
+    }
+    let mut out: Vec<String> = [
+        "HARK_LOG",
+        "HARK_TURN_WHEEL",
+        "HARK_CLIPS_DIR",
+        "HARK_SBIN_DIRS",
+    ]
+    .map(String::from)
+    .into();
+    walk(&Cli::command(), &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Levenshtein distance, for suggesting a known name.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// The unknown-variable warnings, into the log (which must be set up).
+fn warn_unknown_env(config: &hark::config::Config) {
+    for warning in unknown_env_vars(config) {
+        tracing::warn!("{warning}");
     }
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.load()?;
     // All problems at once, before the engine starts loading.
-    hark::config::refuse_problems(&registry::problems(&config))?;
+    hark::config::refuse_problems(&problems(&config))?;
     init_logging(config.log_format);
+    warn_unknown_env(&config);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let backends = registry::from_config(&config)?;
@@ -144,9 +264,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     })
 }
 
+/// Everything `serve` would refuse the config for, found before anything loads or binds:
+/// the config's own problems, unset API-key variables, and a TLS pair that does not load.
+fn problems(config: &hark::config::Config) -> Vec<String> {
+    let mut out = registry::problems(config);
+    out.extend(hark::tls::problems(&config.tls));
+    out
+}
+
 fn check_config(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.load()?;
     print!("{}", config.to_masked_toml()?);
+    for warning in unknown_env_vars(&config) {
+        eprintln!("warning: {warning}");
+    }
     // Keys live only in the environment: say whether each is there, never what it is.
     for (name, backend) in &config.backends {
         let Some(var) = backend.api_key_env() else {
@@ -162,7 +293,7 @@ fn check_config(args: ServeArgs) -> anyhow::Result<()> {
     for line in registry::engines(&config) {
         println!("# {line}");
     }
-    let problems = registry::problems(&config);
+    let problems = problems(&config);
     for p in &problems {
         eprintln!("problem: {p}");
     }
@@ -176,6 +307,7 @@ fn check_config(args: ServeArgs) -> anyhow::Result<()> {
 fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
     let config = args.common.load()?;
     init_logging(config.log_format);
+    warn_unknown_env(&config);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let backend = hark::registry::default_engine(&config);
@@ -230,6 +362,7 @@ fn run_bench(args: BenchForward) -> anyhow::Result<()> {
 fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
     let config = args.common.load()?;
     init_logging(config.log_format);
+    warn_unknown_env(&config);
     let turn_model = args.turn_model || config.wants_turn_model();
     if config.uses(moonshine::NAME) || turn_model {
         let engine = moonshine::engine_paths(&config.moonshine).map_err(anyhow::Error::msg)?;
@@ -259,20 +392,103 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
 
 /// One GET; any answer but 200 (or none in time) is a failure.
 fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
+    use ureq::tls::{Certificate, RootCerts, TlsConfig};
+    let (url, derived) = match &args.url {
+        Some(url) => (url.clone(), false),
+        None => (local_healthz_url()?, true),
+    };
+    let host = url_host(&url);
+    let loopback = host.as_deref().is_some_and(is_loopback);
+    if args.insecure && !loopback {
+        anyhow::bail!(
+            "--insecure is only for a loopback address (127.0.0.1, ::1, localhost), not {}: \
+             pass --ca-file with the CA that issued the server's certificate",
+            host.as_deref().unwrap_or(&url)
+        );
+    }
+    let mut tls = TlsConfig::builder();
+    if let Some(path) = &args.ca_file {
+        let pem = std::fs::read(path)
+            .map_err(|e| anyhow::anyhow!("--ca-file {}: {e}", path.display()))?;
+        let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
+            .filter_map(|item| match item {
+                Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        if certs.is_empty() {
+            anyhow::bail!("--ca-file {}: no PEM certificate in it", path.display());
+        }
+        tls = tls.root_certs(RootCerts::Specific(std::sync::Arc::new(certs)));
+    } else if args.insecure || (derived && loopback) {
+        tls = tls.disable_verification(true);
+    }
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
         .http_status_as_error(false)
+        .tls_config(tls.build())
         .build()
         .into();
-    let response = agent
-        .get(&args.url)
-        .call()
-        .map_err(|e| anyhow::anyhow!("{}: {e}", args.url))?;
+    let response = agent.get(&url).call().map_err(|e| {
+        let hint = if url.starts_with("https://") && e.to_string().contains("certificate") {
+            if loopback {
+                " (pass --ca-file with the CA that issued it, or --insecure on loopback)"
+            } else {
+                " (pass --ca-file with the CA that issued it)"
+            }
+        } else {
+            ""
+        };
+        anyhow::anyhow!("{url}: {e}{hint}")
+    })?;
     let status = response.status();
     if status != ureq::http::StatusCode::OK {
-        anyhow::bail!("{}: HTTP {status}", args.url);
+        anyhow::bail!("{url}: HTTP {status}");
     }
     Ok(())
+}
+
+/// The `/healthz` of the server this environment configures: `listen` (127.0.0.1 for an
+/// unspecified address) from the same file, variables and defaults `serve` reads, and
+/// https:// when `tls.cert` is set.
+fn local_healthz_url() -> anyhow::Result<String> {
+    use clap::{Args as _, FromArgMatches as _};
+    let matches = ServeArgs::augment_args(clap::Command::new("hark healthcheck"))
+        .try_get_matches_from(["hark healthcheck"])?;
+    let config = ServeArgs::from_arg_matches(&matches)?.load()?;
+    let mut addr = config.listen;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    let scheme = if config.tls.is_enabled() {
+        "https"
+    } else {
+        "http"
+    };
+    Ok(format!("{scheme}://{addr}/healthz"))
+}
+
+/// The host of an `http(s)://` URL, brackets removed from an IPv6 address.
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.0,
+        None => authority.split(':').next()?,
+    };
+    Some(host.to_ascii_lowercase())
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// On SIGHUP, reloads the TLS certificate pair (and, without TLS, ignores the signal

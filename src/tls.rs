@@ -122,6 +122,23 @@ impl ResolvesServerCert for CertStore {
     }
 }
 
+/// What `serve` would refuse about the configured pair, found by loading it the same way
+/// (`hark check-config` and `hark serve` list it with the config's other problems): a file
+/// that is not PEM, no certificate, a key that does not match. A missing file or a lone
+/// `cert` or `key` is the config's own problem, not repeated here.
+pub fn problems(tls: &crate::config::TlsConfig) -> Vec<String> {
+    match (&tls.cert, &tls.key) {
+        (Some(cert), Some(key)) if cert.is_file() && key.is_file() => {
+            let provider = rustls::crypto::ring::default_provider();
+            match load_pair(&provider, cert, key) {
+                Ok(_) => Vec::new(),
+                Err(e) => vec![format!("tls.cert and tls.key: {e:#}")],
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
 fn load_pair(
     provider: &CryptoProvider,
     cert_path: &Path,

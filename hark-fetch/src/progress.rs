@@ -56,11 +56,13 @@ impl Progress {
                 match *total {
                     Some(t) if t > 0 => {
                         let percent = (*done * 100 / t).min(100);
-                        tracing::info!("downloading {what}: {percent}% of {} MB", t >> 20);
+                        // Decimal MB, as registries and the README give sizes (the wheel:
+                        // 56,369,045 bytes, "56 MB"; t >> 20 said 53).
+                        tracing::info!("downloading {what}: {percent}% of {} MB", mb(t));
                         *next = (percent / 10 + 1) * t / 10;
                     }
                     _ => {
-                        tracing::info!("downloading {what}: {} MB", *done >> 20);
+                        tracing::info!("downloading {what}: {} MB", mb(*done));
                         *next = *done + Self::LOG_STEP_UNKNOWN;
                     }
                 }
@@ -72,5 +74,21 @@ impl Progress {
         if let Progress::Bar(pb) = self {
             pb.finish_and_clear();
         }
+    }
+}
+
+/// Bytes in decimal megabytes, rounded.
+fn mb(bytes: u64) -> u64 {
+    (bytes + 500_000) / 1_000_000
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes_are_decimal_megabytes_like_the_readme() {
+        // The pinned engine wheel, which the README calls 56 MB.
+        assert_eq!(super::mb(56_369_045), 56);
+        assert_eq!(super::mb(499_999), 0);
+        assert_eq!(super::mb(1_500_000), 2);
     }
 }

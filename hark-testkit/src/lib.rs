@@ -25,12 +25,21 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// A config for tests: ephemeral port, everything else default.
+/// A config for tests: ephemeral port, the default profile on Moonshine (the engine the
+/// server's tests share: `moonshine_registry`), everything else default.
 pub fn test_config() -> Config {
-    Config {
+    let mut config = Config {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         ..Config::default()
-    }
+    };
+    config.profiles.insert(
+        "default".into(),
+        hark::config::Profile {
+            backend: "moonshine".into(),
+            ..hark::config::Profile::default()
+        },
+    );
+    config
 }
 
 /// A test config whose default profile (`/api/custom-transcriber`) uses `backend`.

@@ -33,6 +33,24 @@ pub struct Options {
     pub max_turn_silence_ms: Option<u64>,
 }
 
+/// The one range of `endpoint_ms` (and `narrowband_endpoint_ms`), in ms, wherever it is set:
+/// `[moonshine]`, a profile's options, `--endpoint-ms` / `HARK_ENDPOINT_MS` and a call's
+/// `?endpoint_ms=`. Below 50 ms the pauses between words end utterances; above 5 s a final
+/// comes long after the caller stopped (the segmenter's own ceiling).
+pub const ENDPOINT_MS_MIN: u64 = 50;
+pub const ENDPOINT_MS_MAX: u64 = 5_000;
+
+/// Whether `ms` is a usable endpoint; the problem, naming `key`, otherwise.
+pub fn check_endpoint_ms(key: &str, ms: u64) -> Result<(), String> {
+    if (ENDPOINT_MS_MIN..=ENDPOINT_MS_MAX).contains(&ms) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key} must be from {ENDPOINT_MS_MIN} to {ENDPOINT_MS_MAX} ms (got {ms})"
+        ))
+    }
+}
+
 /// Query parameters a call's URL may carry to override its profile's options.
 pub const QUERY_OVERRIDES: &[&str] = &["language", "keyterms", "endpointing_ms", "endpoint_ms"];
 
@@ -58,7 +76,10 @@ impl Options {
                     out.keyterms = Some(terms);
                 }
                 "endpointing_ms" => out.endpointing_ms = Some(query_ms(&key, &value, 0, 10_000)?),
-                "endpoint_ms" => out.endpoint_ms = Some(query_ms(&key, &value, 50, 5_000)?),
+                "endpoint_ms" => {
+                    out.endpoint_ms =
+                        Some(query_ms(&key, &value, ENDPOINT_MS_MIN, ENDPOINT_MS_MAX)?)
+                }
                 other => {
                     return Err(format!(
                         "unknown query parameter {} (known: {})",
@@ -74,6 +95,16 @@ impl Options {
     /// Every bad setting, each with its reason.
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
+        for (key, ms) in [
+            ("endpoint_ms", self.endpoint_ms),
+            ("narrowband_endpoint_ms", self.narrowband_endpoint_ms),
+        ] {
+            if let Some(ms) = ms
+                && let Err(e) = check_endpoint_ms(key, ms)
+            {
+                out.push(e);
+            }
+        }
         if let Some(language) = &self.language
             && let Err(e) = check_language(language)
         {

@@ -41,6 +41,48 @@ use crate::untrusted::{LogBudget, quote};
 /// in `hark_rejected_upgrades_total`).
 static REFUSAL_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(10));
 
+/// The start-up lines: where calls go (the URL the platform is given), how they must
+/// authenticate (the mode, never a credential), and each profile's URL and backend chain.
+fn log_start(config: &Config, addr: SocketAddr, tls: bool) {
+    let base = format!(
+        "{}://{addr}/api/custom-transcriber",
+        if tls { "wss" } else { "ws" }
+    );
+    let auth = match (
+        config.auth.secret.is_some(),
+        config.auth.bearer_tokens.len(),
+    ) {
+        (false, 0) => "none".to_string(),
+        (true, 0) => "secret (x-vapi-secret)".to_string(),
+        (false, n) => format!("bearer ({n} token(s))"),
+        (true, n) => format!("secret (x-vapi-secret) or bearer ({n} token(s))"),
+    };
+    info!(%addr, tls, url = %base, auth = %auth, "hark listening");
+    let mut names: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
+    if !names.contains(&DEFAULT_PROFILE) {
+        names.insert(0, DEFAULT_PROFILE);
+    }
+    for name in names {
+        let Some(profile) = config.profile(name) else {
+            continue;
+        };
+        let url = if name == DEFAULT_PROFILE {
+            base.clone()
+        } else {
+            format!("{base}/{name}")
+        };
+        let chain: Vec<&str> = profile.chain().collect();
+        let channels: Vec<&str> = profile.channels.iter().map(|c| c.as_str()).collect();
+        info!(
+            profile = name,
+            %url,
+            backends = %chain.join(" -> "),
+            channels = %channels.join(","),
+            "profile"
+        );
+    }
+}
+
 /// A websocket's read buffer: a quarter second of 16 kHz stereo, several frames per read.
 const WS_READ_BUFFER: usize = 16 * 1024;
 
@@ -137,11 +179,16 @@ impl Server {
         let app = router(state.clone(), self.admin.is_none());
         // The admin port serves until the server stops; it is private, so plain axum.
         let admin = self.admin.take().map(|listener| {
-            info!(addr = ?listener.local_addr().ok(), "metrics and probes listening");
+            let addr = listener
+                .local_addr()
+                .ok()
+                .or(state.config.admin_listen)
+                .map_or_else(String::new, |a| a.to_string());
+            info!(addr = %addr, "metrics and probes listening");
             tokio::spawn(axum::serve(listener, admin_router(state.clone())).into_future())
         });
         let acceptor = self.tls.as_ref().map(|t| t.acceptor()).transpose()?;
-        info!(addr = %self.local_addr(), tls = acceptor.is_some(), "hark listening");
+        log_start(&state.config, self.local_addr(), acceptor.is_some());
         let watcher = match &self.tls {
             Some(tls) if state.config.tls.watch_interval_ms > 0 => Some(tokio::spawn(
                 tls.clone()

@@ -311,3 +311,107 @@ backend = "gpu"
         "{said}"
     );
 }
+
+/// `--endpoint-ms` and `HARK_NARROWBAND_ENDPOINT_MS` out of the range a call's
+/// `?endpoint_ms=` has are refused by both commands, naming where they came from.
+#[test]
+fn endpoint_ms_out_of_range_is_refused_from_flags_and_environment() {
+    for (args, env, named) in [
+        (&["--endpoint-ms", "10"][..], &[][..], "--endpoint-ms"),
+        (
+            &[][..],
+            &[("HARK_NARROWBAND_ENDPOINT_MS", "99999")][..],
+            "HARK_NARROWBAND_ENDPOINT_MS",
+        ),
+    ] {
+        for command in ["check-config", "serve"] {
+            let mut argv = vec![command, "--listen", "127.0.0.1:0"];
+            argv.extend_from_slice(args);
+            let out = hark(&argv, env);
+            let (stdout, stderr) = text(&out);
+            assert!(!out.status.success(), "{argv:?}: {stdout}\n{stderr}");
+            assert!(
+                stderr.contains(named) && stderr.contains("must be from 50 to 5000 ms"),
+                "{argv:?}: {stderr}"
+            );
+        }
+    }
+    let out = hark(&["check-config", "--endpoint-ms", "5000"], &[]);
+    assert!(out.status.success(), "{:?}", text(&out));
+}
+
+/// `--listen localhost:8095` is refused with what is expected instead, and names
+/// `HARK_LISTEN` when the value came from there.
+#[test]
+fn a_listen_address_that_is_not_ip_port_gets_a_hint_naming_its_source() {
+    let out = hark(&["check-config", "--listen", "localhost:8095"], &[]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("IP:PORT") && stderr.contains("127.0.0.1:8080"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("HARK_LISTEN"), "{stderr}");
+    for var in ["HARK_LISTEN", "HARK_ADMIN_LISTEN"] {
+        let out = hark(&["check-config"], &[(var, "localhost:8095")]);
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains("IP:PORT") && stderr.contains(&format!("variable {var}")),
+            "{var}: {stderr}"
+        );
+    }
+}
+
+/// A `HARK_…` variable hark does not read is named, with the known one it resembles;
+/// the bench's variables and a config's API-key variable are not warned about.
+#[test]
+fn unknown_hark_variables_are_warned_about_with_a_close_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "dg.toml",
+        "[backends.dg]\ntype = \"deepgram\"\napi_key_env = \"HARK_DG_KEY\"\n",
+    );
+    let out = hark(
+        &["check-config", "--config", &config],
+        &[
+            ("HARK_LISTN", "0.0.0.0:8080"),
+            ("HARK_FROBNICATE", "1"),
+            ("HARK_BENCH_SECRET", "bench-secret-value-0123"),
+            ("HARK_DG_KEY", "dg-key-value-0123456"),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "unknown environment variable HARK_LISTN, ignored (did you mean HARK_LISTEN?)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("unknown environment variable HARK_FROBNICATE, ignored\n"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("HARK_BENCH_SECRET") && !stderr.contains("HARK_DG_KEY"),
+        "{stderr}"
+    );
+    // The setting it meant was not applied.
+    assert!(stdout.contains("listen = \"127.0.0.1:8080\""), "{stdout}");
+}
+
+/// An error after the log is set up is said once (a log line), not twice.
+#[test]
+fn a_serve_error_is_printed_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = hark(
+        &["serve", "--listen", &addr],
+        &[("HARK_CACHE_DIR", "/nonexistent/hark-test-cache")],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stderr.matches("cannot listen on").count(), 1, "{stderr}");
+}

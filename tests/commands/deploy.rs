@@ -88,14 +88,6 @@ fn exec_form(args: &str) -> Vec<String> {
     serde_json::from_str(args).unwrap_or_else(|e| panic!("exec form expected: {args:?}: {e}"))
 }
 
-/// `http://HOST:PORT/PATH` → (port, path).
-fn url_port_path(url: &str) -> (u16, String) {
-    let rest = url.strip_prefix("http://").expect("http URL");
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let addr: SocketAddr = authority.parse().expect("IP:port in the URL");
-    (addr.port(), format!("/{path}"))
-}
-
 struct Image {
     env: BTreeMap<String, String>,
     listen: SocketAddr,
@@ -225,9 +217,9 @@ fn image() -> Image {
     let check = &steps(&all, runtime, "HEALTHCHECK")[0].args;
     let (_, cmd) = check.split_once("CMD ").expect("HEALTHCHECK … CMD");
     let healthcheck = exec_form(cmd);
-    assert_eq!(healthcheck[..2], ["hark", "healthcheck"], "needs no curl");
-    let (port, path) = url_port_path(&healthcheck[2]);
-    assert_eq!((port, path.as_str()), (listen.port(), "/healthz"));
+    // No URL: it probes what the server listens on, read from the same environment
+    // (HARK_LISTEN, HARK_TLS_CERT), so TLS or another port need no change here.
+    assert_eq!(healthcheck, ["hark", "healthcheck"], "needs no curl");
 
     let mut command = exec_form(&steps(&all, runtime, "ENTRYPOINT")[0].args);
     command.extend(exec_form(&steps(&all, runtime, "CMD")[0].args));
@@ -259,6 +251,11 @@ fn complete_cache() -> PathBuf {
     hark::wheel::ensure_engine(&opts).expect("engine in the dev cache");
     hark::turn::ensure_model(&hark::turn::fetch_options(cache.clone()))
         .expect("turn model in the dev cache");
+    let whisper = hark::backend::whisper::WhisperConfig {
+        cache_dir: Some(cache.clone()),
+        ..Default::default()
+    };
+    hark::backend::whisper::ensure_model(&whisper).expect("Whisper model in the dev cache");
     cache
 }
 
@@ -272,6 +269,7 @@ fn hark(image: &Image, argv: &[String], cache: &Path, listen: Option<SocketAddr>
         .envs(&image.env)
         .env("HARK_CACHE_DIR", cache)
         .env("HARK_MOONSHINE_WHEEL", UNREACHABLE_WHEEL)
+        .env("HARK_WHISPER_WHEELS", UNREACHABLE_WHEEL)
         .env("HARK_TURN_WHEEL", UNREACHABLE_WHEEL);
     if let Some(listen) = listen {
         cmd.env("HARK_LISTEN", listen.to_string());
@@ -305,6 +303,11 @@ fn bake_step_verifies_a_complete_cache_offline_and_fetches_into_an_empty_one() {
     assert!(
         engine.starts_with(&*cache.to_string_lossy()) && engine.contains("libmoonshine "),
         "the engine was found in the cache and its library loaded: {engine}"
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("whisper\t")),
+        "the default engine, Whisper, is baked too: {}",
+        text(&out)
     );
     assert!(
         stdout.lines().any(|l| l.starts_with("turn-model\t")),
@@ -359,13 +362,21 @@ impl Drop for Running {
     }
 }
 
-fn healthcheck(image: &Image, addr: SocketAddr, path: &str) -> Output {
-    let mut argv = image.healthcheck.clone();
-    let (_, image_path) = url_port_path(&argv[2]);
-    assert_eq!(image_path, "/healthz");
-    argv[2] = format!("http://{addr}{path}");
+/// The image's HEALTHCHECK command with the image's environment, the server on `addr`.
+fn healthcheck(image: &Image, addr: SocketAddr) -> Output {
     Command::new(HARK)
-        .args(&argv[1..])
+        .args(&image.healthcheck[1..])
+        .env_clear()
+        .envs(&image.env)
+        .env("HARK_LISTEN", addr.to_string())
+        .output()
+        .expect("run hark healthcheck")
+}
+
+/// `hark healthcheck URL`.
+fn healthcheck_url(url: &str) -> Output {
+    Command::new(HARK)
+        .args(["healthcheck", url])
         .output()
         .expect("run hark healthcheck")
 }
@@ -384,7 +395,7 @@ fn image_command_serves_from_the_baked_cache_and_passes_its_healthcheck() {
     };
     let addr = free_port();
 
-    let before = healthcheck(&image, addr, "/healthz");
+    let before = healthcheck(&image, addr);
     assert!(
         !before.status.success(),
         "nothing listens yet: {}",
@@ -413,9 +424,11 @@ fn image_command_serves_from_the_baked_cache_and_passes_its_healthcheck() {
     }
     assert_eq!(get_status(addr, &probe_path("livenessProbe")), Some(200));
     assert_eq!(get_status(addr, &probe_path("startupProbe")), Some(200));
-    let ok = healthcheck(&image, addr, "/healthz");
+    let ok = healthcheck(&image, addr);
     assert!(ok.status.success(), "{}", text(&ok));
-    let missing = healthcheck(&image, addr, "/no-such-route");
+    let ok = healthcheck_url(&format!("http://{addr}/healthz"));
+    assert!(ok.status.success(), "{}", text(&ok));
+    let missing = healthcheck_url(&format!("http://{addr}/no-such-route"));
     assert!(
         !missing.status.success(),
         "a 404 is unhealthy: {}",
@@ -437,7 +450,7 @@ fn image_command_serves_from_the_baked_cache_and_passes_its_healthcheck() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(status.success(), "{status}");
-    let after = healthcheck(&image, addr, "/healthz");
+    let after = healthcheck(&image, addr);
     assert!(!after.status.success(), "{}", text(&after));
     assert_ne!(image.user, 0);
     assert!(image.listen.ip().is_unspecified());
@@ -512,20 +525,41 @@ fn kubernetes_manifests_agree_with_the_image_and_each_other() {
         Some(u64::from(listen.port()))
     );
     let port_name = str_of(&port["name"], "port name");
-    for (probe, path) in [
-        ("startupProbe", "/healthz"),
-        ("livenessProbe", "/healthz"),
-        ("readinessProbe", "/readyz"),
+    // Metrics and readiness on an address of their own (admin_listen), which the Service
+    // does not expose: the call port then serves only calls and /healthz.
+    let admin: SocketAddr = str_of(
+        &env_value(container, "HARK_ADMIN_LISTEN")["value"],
+        "HARK_ADMIN_LISTEN",
+    )
+    .parse()
+    .expect("HARK_ADMIN_LISTEN");
+    assert_ne!(admin.port(), listen.port());
+    let admin_port = container["ports"]
+        .as_sequence()
+        .expect("ports")
+        .iter()
+        .find(|p| p["containerPort"].as_u64() == Some(u64::from(admin.port())))
+        .expect("a container port for HARK_ADMIN_LISTEN");
+    let admin_name = str_of(&admin_port["name"], "admin port name");
+    for (probe, path, name, number) in [
+        ("startupProbe", "/healthz", port_name, listen.port()),
+        ("livenessProbe", "/healthz", port_name, listen.port()),
+        ("readinessProbe", "/readyz", admin_name, admin.port()),
     ] {
         let get = &container[probe]["httpGet"];
         assert_eq!(get["path"].as_str(), Some(path), "{probe}");
         let probe_port = &get["port"];
         assert!(
-            probe_port.as_str() == Some(port_name)
-                || probe_port.as_u64() == Some(u64::from(listen.port())),
+            probe_port.as_str() == Some(name) || probe_port.as_u64() == Some(u64::from(number)),
             "{probe} port {probe_port:?}"
         );
     }
+    let annotations = &pod["metadata"]["annotations"];
+    assert_eq!(
+        annotations["prometheus.io/port"].as_str(),
+        Some(admin.port().to_string().as_str()),
+        "Prometheus scrapes the admin port"
+    );
     // Readiness drops a pod from the endpoints at its first 503 (capacity, draining).
     assert_eq!(
         container["readinessProbe"]["failureThreshold"].as_u64(),
@@ -606,6 +640,16 @@ fn kubernetes_manifests_agree_with_the_image_and_each_other() {
         selects(&service["spec"]["selector"], &pod_labels),
         "Service selects the pods"
     );
+    for p in service["spec"]["ports"]
+        .as_sequence()
+        .expect("service ports")
+    {
+        let target = &p["targetPort"];
+        assert!(
+            target.as_str() != Some(admin_name) && target.as_u64() != Some(u64::from(admin.port())),
+            "the Service does not expose the admin port"
+        );
+    }
     let target = &service["spec"]["ports"][0]["targetPort"];
     assert!(
         target.as_str() == Some(port_name) || target.as_u64() == Some(u64::from(listen.port()))

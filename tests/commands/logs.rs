@@ -162,3 +162,42 @@ async fn the_providers_key_never_reaches_the_log_at_trace_level() {
         assert!(!log.contains(DG_KEY), "{filter}: the key is in the log");
     }
 }
+
+/// The start-up log says where calls go (the URL to give the platform, each profile's),
+/// how they authenticate (never the secret), each profile's backend chain, and the admin
+/// address as an address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_start_up_log_names_the_call_urls_auth_and_profiles() {
+    let config = "admin_listen = \"127.0.0.1:0\"\n\
+        [backends.dg]\ntype = \"deepgram\"\nurl = \"ws://127.0.0.1:9/v1/listen\"\napi_key_env = \"HARK_TEST_DG_KEY\"\n\
+        [profiles.sales]\nbackend = \"dg\"\nfallback = [\"moonshine\"]\nchannels = [\"customer\"]\n";
+    let mut served = Served::start(
+        config,
+        &[("HARK_SECRET", SECRET), ("HARK_TEST_DG_KEY", DG_KEY)],
+    );
+    served.healthy().await;
+    let log = served.stop();
+    let base = format!("ws://{}/api/custom-transcriber", served.addr);
+    let line = |needle: &str| {
+        log.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle}:\n{log}"))
+            .to_string()
+    };
+    let listening = line("hark listening");
+    assert!(listening.contains(&format!("url={base} ")), "{listening}");
+    assert!(listening.contains("auth=secret"), "{listening}");
+    let sales = line(&format!("url={base}/sales "));
+    assert!(
+        sales.contains("profile=\"sales\"") || sales.contains("profile=sales"),
+        "{sales}"
+    );
+    assert!(sales.contains("backends=dg -> moonshine"), "{sales}");
+    assert!(sales.contains("channels=customer"), "{sales}");
+    let default = line(&format!("url={base} backends="));
+    assert!(default.contains("backends=whisper"), "{default}");
+    let admin = line("metrics and probes listening");
+    assert!(admin.contains("addr=127.0.0.1:"), "{admin}");
+    assert!(!admin.contains("Some("), "{admin}");
+    assert!(!log.contains(SECRET) && !log.contains(DG_KEY), "{log}");
+}

@@ -11,3 +11,4 @@ mod deploy;
 mod logs;
 mod prerequisites;
 mod scale_out;
+mod tls;

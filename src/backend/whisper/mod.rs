@@ -121,6 +121,17 @@ impl WhisperConfig {
                 self.max_load
             ));
         }
+        for (key, ms) in [
+            ("whisper.endpoint_ms", self.endpoint_ms),
+            (
+                "whisper.narrowband_endpoint_ms",
+                self.narrowband_endpoint_ms,
+            ),
+        ] {
+            if let Err(e) = crate::backend::options::check_endpoint_ms(key, ms) {
+                out.push(e);
+            }
+        }
         match fetch::pinned(&self.model) {
             Some(p) if !self.wheels.is_empty() && self.wheels.len() != p.wheels.len() => {
                 out.push(format!(

@@ -252,9 +252,9 @@ pub struct Weights {
     dec_layers: Vec<Layer>,
     dec_norm: Norm,
     pub vocab: usize,
-    /// Per decoder layer, the cross-attention keys and values (`[ENCODER_FRAMES][2·dim]`)
-    /// of the encoding of 30 s of silence: a short encoding is padded with its tail.
-    silence_kv: Vec<Vec<f32>>,
+    /// Per decoder layer, the cross-attention keys and values of the encoding of 30 s of
+    /// silence: a short encoding is padded with its tail.
+    silence_kv: Vec<CrossKv>,
     /// Decoder positions available (448).
     pub max_positions: usize,
 }
@@ -318,7 +318,11 @@ impl Weights {
         let mut features = Vec::new();
         let frames = mel.compute(&silence, &mut features);
         let encoded = weights.encode(&features, frames, &mut scratch);
-        weights.silence_kv = weights.cross_kv(&encoded, ENCODER_FRAMES, &mut scratch);
+        weights.silence_kv = weights
+            .cross_kv(&encoded, ENCODER_FRAMES)
+            .into_iter()
+            .map(|kv| CrossKv::quantize(&kv, dim, heads))
+            .collect();
         Ok(weights)
     }
 
@@ -373,14 +377,13 @@ impl Weights {
 
     /// Cross-attention keys and values of every decoder layer for an encoding of `rows`
     /// frames (`[rows][2·dim]` each).
-    fn cross_kv(&self, encoded: &[f32], rows: usize, s: &mut Scratch) -> Vec<Vec<f32>> {
+    fn cross_kv(&self, encoded: &[f32], rows: usize) -> Vec<Vec<f32>> {
         self.dec_layers
             .iter()
             .filter_map(|l| l.cross.as_ref())
             .map(|(_, _, kv, _)| {
                 let mut out = Vec::new();
                 kv.forward(&encoded[..rows * self.dim], rows, &mut out);
-                let _ = &s;
                 out
             })
             .collect()
@@ -388,15 +391,15 @@ impl Weights {
 
     /// Starts a decode over a short encoding (`rows` frames): the cross-attention keys and
     /// values are the encoding's own, then the silent tail's up to `ENCODER_FRAMES`.
-    pub fn start(&self, encoded: &[f32], rows: usize, s: &mut Scratch) -> DecoderState {
+    pub fn start(&self, encoded: &[f32], rows: usize, _s: &mut Scratch) -> DecoderState {
         let rows = rows.min(ENCODER_FRAMES);
-        let own = self.cross_kv(encoded, rows, s);
-        let width = 2 * self.dim;
+        let own = self.cross_kv(encoded, rows);
         let cross = own
             .into_iter()
             .zip(&self.silence_kv)
-            .map(|(mut kv, silence)| {
-                kv.extend_from_slice(&silence[rows * width..ENCODER_FRAMES * width]);
+            .map(|(kv, silence)| {
+                let mut kv = CrossKv::quantize(&kv, self.dim, self.heads);
+                kv.extend_from(silence, rows, ENCODER_FRAMES);
                 kv
             })
             .collect();
@@ -501,21 +504,11 @@ impl Weights {
             norm.forward(x, &mut s.a);
             q.forward(&s.a, n, &mut s.b);
             let kv = &ctx.state.cross[ctx.layer];
-            let frames = kv.len() / (2 * d);
             s.c.clear();
             s.c.resize(n * d, 0.0);
-            attention(
-                self.heads,
-                d,
-                n,
-                MatRef::new(&s.b, d, 1),
-                frames,
-                MatRef::new(kv, 2 * d, 1),
-                MatRef::new(&kv[d..], 2 * d, 1),
-                None,
-                &mut s.c,
-                &mut s.scores,
-            );
+            for (q, out) in s.b.chunks_exact(d).zip(s.c.chunks_exact_mut(d)) {
+                kv.attend(q, out, &mut s.scores);
+            }
             out.forward(&s.c, n, &mut s.b);
             add(x, &s.b);
         }
@@ -533,9 +526,121 @@ struct DecoderCtx<'a> {
     state: &'a mut DecoderState,
 }
 
+/// Cross-attention keys and values over the encoder's frames, int8 with a scale per frame and
+/// head: every decoded token reads all 1500 frames of every layer, so this is most of what a
+/// token costs after the weights.
+struct CrossKv {
+    heads: usize,
+    dim: usize,
+    /// `[frames][dim]` each.
+    k: Vec<i8>,
+    v: Vec<i8>,
+    /// `[frames][heads]` each.
+    k_scale: Vec<f32>,
+    v_scale: Vec<f32>,
+}
+
+impl CrossKv {
+    /// From `[frames][2·dim]` (keys, then values, per frame).
+    fn quantize(kv: &[f32], dim: usize, heads: usize) -> Self {
+        let frames = kv.len() / (2 * dim);
+        let dh = dim / heads;
+        let mut out = Self {
+            heads,
+            dim,
+            k: Vec::with_capacity(frames * dim),
+            v: Vec::with_capacity(frames * dim),
+            k_scale: Vec::with_capacity(frames * heads),
+            v_scale: Vec::with_capacity(frames * heads),
+        };
+        for row in kv.chunks_exact(2 * dim) {
+            for (half, (q, scales)) in [
+                (&row[..dim], (&mut out.k, &mut out.k_scale)),
+                (&row[dim..], (&mut out.v, &mut out.v_scale)),
+            ] {
+                for head in half.chunks_exact(dh) {
+                    let (qh, sh) = quantize_rows(head, dh);
+                    q.extend(qh);
+                    scales.extend(sh);
+                }
+            }
+        }
+        out
+    }
+
+    /// Appends `other`'s frames `from..to`.
+    fn extend_from(&mut self, other: &CrossKv, from: usize, to: usize) {
+        let (d, h) = (self.dim, self.heads);
+        self.k.extend_from_slice(&other.k[from * d..to * d]);
+        self.v.extend_from_slice(&other.v[from * d..to * d]);
+        self.k_scale
+            .extend_from_slice(&other.k_scale[from * h..to * h]);
+        self.v_scale
+            .extend_from_slice(&other.v_scale[from * h..to * h]);
+    }
+
+    /// One query row (`dim`) attending over every frame, per head, into `out` (`dim`); with
+    /// AVX2 and FMA where the CPU has them.
+    fn attend(&self, q: &[f32], out: &mut [f32], scores: &mut Vec<f32>) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has the features the function is compiled for.
+            unsafe { self.attend_avx2(q, out, scores) };
+            return;
+        }
+        self.attend_any(q, out, scores);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn attend_avx2(&self, q: &[f32], out: &mut [f32], scores: &mut Vec<f32>) {
+        self.attend_any(q, out, scores);
+    }
+
+    #[inline(always)]
+    fn attend_any(&self, q: &[f32], out: &mut [f32], scores: &mut Vec<f32>) {
+        let frames = self.k_scale.len() / self.heads;
+        let dh = self.dim / self.heads;
+        let scale = 1.0 / (dh as f32).sqrt();
+        scores.clear();
+        scores.resize(frames, 0.0);
+        for h in 0..self.heads {
+            let qh = &q[h * dh..(h + 1) * dh];
+            for (j, score) in scores.iter_mut().enumerate() {
+                let kj = &self.k[j * self.dim + h * dh..j * self.dim + (h + 1) * dh];
+                let mut acc = [0f32; 16];
+                for (k, x) in kj.chunks_exact(16).zip(qh.chunks_exact(16)) {
+                    for i in 0..16 {
+                        acc[i] += f32::from(k[i]) * x[i];
+                    }
+                }
+                let rest = dh - dh % 16;
+                let tail: f32 = kj[rest..]
+                    .iter()
+                    .zip(&qh[rest..])
+                    .map(|(k, x)| f32::from(*k) * x)
+                    .sum();
+                *score =
+                    (acc.iter().sum::<f32>() + tail) * self.k_scale[j * self.heads + h] * scale;
+            }
+            softmax(scores);
+            let oh = &mut out[h * dh..(h + 1) * dh];
+            oh.fill(0.0);
+            for (j, p) in scores.iter().enumerate() {
+                let vj = &self.v[j * self.dim + h * dh..j * self.dim + (h + 1) * dh];
+                let a = p * self.v_scale[j * self.heads + h];
+                for (y, x) in oh.iter_mut().zip(vj) {
+                    *y += a * f32::from(*x);
+                }
+            }
+        }
+    }
+}
+
 /// One decode's keys and values: cross-attention (fixed) and self-attention (growing).
 pub struct DecoderState {
-    cross: Vec<Vec<f32>>,
+    cross: Vec<CrossKv>,
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
     len: usize,
