@@ -600,7 +600,7 @@ mod tests {
         let text = include_str!("../samples/hark.toml");
         let c: Config = toml::from_str(text).unwrap();
         assert!(c.profile("sales").is_some());
-        c.validate(&["moonshine"]).unwrap();
+        c.validate(&["moonshine", "whisper"]).unwrap();
     }
 
     /// `samples/hark.toml` "shows every key with its default": each top-level, `[tls]` and
@@ -646,7 +646,7 @@ mod tests {
         let err = toml::from_str::<Config>("max_lagg_ms = 3").unwrap_err();
         assert!(err.to_string().contains("max_lagg_ms"), "{err}");
         let c: Config = toml::from_str("[profiles.x]\nbackend = \"nope\"").unwrap();
-        let err = c.validate(&["moonshine"]).unwrap_err().to_string();
+        let err = c.validate(&["moonshine", "whisper"]).unwrap_err().to_string();
         assert!(err.contains("nope"), "{err}");
     }
 
@@ -697,10 +697,10 @@ mod tests {
         }
         let bad = |text: &str| {
             let c: Config = toml::from_str(text).unwrap();
-            c.validate(&["moonshine"]).unwrap_err().to_string()
+            c.validate(&["moonshine", "whisper"]).unwrap_err().to_string()
         };
         assert!(bad("[profiles.p]\nchannels = []").contains("no channel"));
-        assert!(bad("[profiles.p]\nfallback = [\"moonshine\"]").contains("twice"));
+        assert!(bad("[profiles.p]\nfallback = [\"whisper\"]").contains("twice"));
         assert!(bad("[profiles.p.options]\nlanguage = \"en US\"").contains("language"));
         assert!(bad("[backends.moonshine]\ntype = \"deepgram\"").contains("built-in"));
     }
@@ -751,7 +751,7 @@ mod tests {
             "#,
         )
         .unwrap();
-        let problems = c.problems(&["moonshine"]);
+        let problems = c.problems(&["moonshine", "whisper"]);
         for culprit in [
             "max_lag_ms",
             "max_sessions",
@@ -772,10 +772,10 @@ mod tests {
             );
         }
         assert_eq!(problems.len(), 11, "{problems:#?}");
-        let err = c.validate(&["moonshine"]).unwrap_err().to_string();
+        let err = c.validate(&["moonshine", "whisper"]).unwrap_err().to_string();
         assert!(err.contains("11 problem(s)"), "{err}");
         assert!(problems.iter().all(|p| err.contains(p.as_str())), "{err}");
-        assert!(Config::default().problems(&["moonshine"]).is_empty());
+        assert!(Config::default().problems(&["moonshine", "whisper"]).is_empty());
     }
 
     #[test]
@@ -940,7 +940,7 @@ mod tests {
         let mut c = Config::default();
         c.auth.secret = Some(String::new());
         c.auth.bearer_tokens = vec!["short-token".into(), "a-long-enough-token-value".into()];
-        let problems = c.problems(&["moonshine"]);
+        let problems = c.problems(&["moonshine", "whisper"]);
         assert_eq!(problems.len(), 2, "{problems:#?}");
         assert!(problems[0].contains("auth.secret") && problems[0].contains("empty"));
         assert!(problems[1].contains("bearer_tokens[0]") && problems[1].contains("too short"));
@@ -960,7 +960,7 @@ mod tests {
             ("max_call_memory_bytes = 1000", "max_call_memory_bytes"),
         ] {
             let c: Config = toml::from_str(text).unwrap();
-            let err = c.validate(&["moonshine"]).unwrap_err().to_string();
+            let err = c.validate(&["moonshine", "whisper"]).unwrap_err().to_string();
             assert!(err.contains(culprit), "{text}: {err}");
         }
     }
@@ -978,7 +978,7 @@ mod tests {
                 format!("[profiles.p.options]\nnarrowband_endpoint_ms = {ms}"),
             ] {
                 let c: Config = toml::from_str(&text).unwrap();
-                let problems = c.problems(&["moonshine"]);
+                let problems = c.problems(&["moonshine", "whisper"]);
                 assert_eq!(problems.len(), 1, "{text}: {problems:#?}");
                 assert!(
                     problems[0].contains("endpoint_ms")
@@ -994,7 +994,7 @@ mod tests {
                 "[moonshine]\nendpoint_ms = {ms}\nnarrowband_endpoint_ms = {ms}\n[profiles.p.options]\nendpoint_ms = {ms}\nnarrowband_endpoint_ms = {ms}"
             );
             let c: Config = toml::from_str(&text).unwrap();
-            assert!(c.problems(&["moonshine"]).is_empty(), "{text}");
+            assert!(c.problems(&["moonshine", "whisper"]).is_empty(), "{text}");
             let query = format!("endpoint_ms={ms}");
             assert!(Options::default().with_query(&query).is_ok(), "{query}");
         }
@@ -1009,7 +1009,7 @@ mod tests {
 
     #[test]
     fn tls_needs_both_files_and_connection_limits_are_positive() {
-        let backends = ["moonshine"];
+        let backends = ["moonshine", "whisper"];
         let mut c = Config::default();
         c.tls.cert = Some("cert.pem".into());
         let err = c.validate(&backends).unwrap_err().to_string();

@@ -605,8 +605,11 @@ impl Segmenter {
                     ended.retry = true;
                     return;
                 } else if let Some(heard) = ended.heard.take() {
+                    // A partial was decoded mid-speech, so it ends as speech goes on; as a
+                    // final it closes an utterance, and an open ending made the platform wait
+                    // 1.5 s instead of 0.1 s before answering (docs/PROVIDERS.md).
                     ended.recovery = Recovery::Partial;
-                    ended.text = Some(heard);
+                    ended.text = Some(end_turn(&heard, true));
                 } else {
                     ended.recovery = Recovery::Wordless;
                     ended.text = Some(text);
@@ -1384,7 +1387,8 @@ mod tests {
         let retry = s.want().unwrap();
         assert!(retry.ticket.retry);
         s.decoded(retry.ticket, String::new(), Instant::now(), &mut out);
-        assert_eq!(recoveries(&out), [("Six", Recovery::Partial)]);
+        // Recovered from its partial, it still ends as a final: the platform answers sooner.
+        assert_eq!(recoveries(&out), [("Six.", Recovery::Partial)]);
 
         // Without a partial that had words, the final is empty: nothing to send. In the
         // same turn, the first try has context, the next is alone, the last the retry.
