@@ -646,7 +646,10 @@ mod tests {
         let err = toml::from_str::<Config>("max_lagg_ms = 3").unwrap_err();
         assert!(err.to_string().contains("max_lagg_ms"), "{err}");
         let c: Config = toml::from_str("[profiles.x]\nbackend = \"nope\"").unwrap();
-        let err = c.validate(&["moonshine", "whisper"]).unwrap_err().to_string();
+        let err = c
+            .validate(&["moonshine", "whisper"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("nope"), "{err}");
     }
 
@@ -697,7 +700,9 @@ mod tests {
         }
         let bad = |text: &str| {
             let c: Config = toml::from_str(text).unwrap();
-            c.validate(&["moonshine", "whisper"]).unwrap_err().to_string()
+            c.validate(&["moonshine", "whisper"])
+                .unwrap_err()
+                .to_string()
         };
         assert!(bad("[profiles.p]\nchannels = []").contains("no channel"));
         assert!(bad("[profiles.p]\nfallback = [\"whisper\"]").contains("twice"));
@@ -772,10 +777,17 @@ mod tests {
             );
         }
         assert_eq!(problems.len(), 11, "{problems:#?}");
-        let err = c.validate(&["moonshine", "whisper"]).unwrap_err().to_string();
+        let err = c
+            .validate(&["moonshine", "whisper"])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("11 problem(s)"), "{err}");
         assert!(problems.iter().all(|p| err.contains(p.as_str())), "{err}");
-        assert!(Config::default().problems(&["moonshine", "whisper"]).is_empty());
+        assert!(
+            Config::default()
+                .problems(&["moonshine", "whisper"])
+                .is_empty()
+        );
     }
 
     #[test]
@@ -960,7 +972,10 @@ mod tests {
             ("max_call_memory_bytes = 1000", "max_call_memory_bytes"),
         ] {
             let c: Config = toml::from_str(text).unwrap();
-            let err = c.validate(&["moonshine", "whisper"]).unwrap_err().to_string();
+            let err = c
+                .validate(&["moonshine", "whisper"])
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(culprit), "{text}: {err}");
         }
     }
