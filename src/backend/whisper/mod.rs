@@ -330,12 +330,12 @@ impl Decoder {
         let mut state = w.start(&encoded, frames / 2, &mut self.scratch);
 
         let mut tokens: Vec<u32> = Vec::new();
-        if let (Some(prev), false) = (m.start_of_prev, prompt.trim().is_empty()) {
-            if let Ok(enc) = m.tokenizer.encode(format!(" {}", prompt.trim()), false) {
-                let ids = enc.get_ids();
-                tokens.push(prev);
-                tokens.extend(&ids[ids.len().saturating_sub(MAX_PROMPT_TOKENS)..]);
-            }
+        if let (Some(prev), false) = (m.start_of_prev, prompt.trim().is_empty())
+            && let Ok(enc) = m.tokenizer.encode(format!(" {}", prompt.trim()), false)
+        {
+            let ids = enc.get_ids();
+            tokens.push(prev);
+            tokens.extend(&ids[ids.len().saturating_sub(MAX_PROMPT_TOKENS)..]);
         }
         let sot_at = tokens.len();
         tokens.extend(&m.start);

@@ -646,13 +646,6 @@ pub struct DecoderState {
     len: usize,
 }
 
-impl DecoderState {
-    /// Tokens decoded so far.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-}
-
 /// Buffers reused across layers and decodes.
 #[derive(Default)]
 pub struct Scratch {
