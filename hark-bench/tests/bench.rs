@@ -4,9 +4,7 @@
 use hark_bench::conversation::{Corpus, default_clips_dir};
 use hark_bench::protocol::Channel;
 use hark_bench::{BenchArgs, measure};
-use hark_testkit::{
-    TestServer, backends, clips, config_with_default_backend, moonshine_registry, test_config,
-};
+use hark_testkit::{TestServer, backends, clips, config_with_default_backend, moonshine_registry};
 
 fn args(url: String, duration: f64) -> BenchArgs {
     BenchArgs {
@@ -27,7 +25,7 @@ fn corpus() -> Corpus {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn measures_a_real_call_per_utterance() {
     let corpus = corpus();
-    let server = TestServer::start(test_config(), moonshine_registry()).await;
+    let server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
     let a = args(server.ws_url("/api/custom-transcriber"), 14.0);
     let report = measure(&a, &corpus, 2).await.expect("bench runs");
     assert_eq!(report.failed_calls, 0, "{:?}", report.per_call[0].errors);

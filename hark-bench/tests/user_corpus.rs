@@ -8,7 +8,7 @@ use hark_bench::conversation::Corpus;
 use hark_bench::protocol::Channel;
 use hark_bench::user_corpus::Speech;
 use hark_bench::{BenchArgs, measure};
-use hark_testkit::{Clip, TestServer, clips, moonshine_registry, resample, test_config};
+use hark_testkit::{Clip, TestServer, clips, moonshine_registry, resample};
 
 fn args(url: String, duration: f64) -> BenchArgs {
     BenchArgs {
@@ -116,7 +116,7 @@ async fn mono_utterances_at_any_rate_play_as_customer_turns() {
     assert_eq!(corpus.customer.len(), 3);
     assert!(!corpus.assistant.is_empty(), "the built-in assistant turns");
 
-    let server = TestServer::start(test_config(), moonshine_registry()).await;
+    let server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
     let a = args(server.ws_url("/api/custom-transcriber"), 14.0);
     let report = measure(&a, &speech, 1).await.expect("bench runs");
     assert_eq!(report.failed_calls, 0, "{:?}", report.per_call[0].errors);
@@ -225,7 +225,7 @@ async fn a_stereo_real_call_is_measured_per_utterance_and_channel() {
         }
     }
 
-    let server = TestServer::start(test_config(), moonshine_registry()).await;
+    let server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
     let a = args(server.ws_url("/api/custom-transcriber"), 5.0);
     let report = measure(&a, &speech, 1).await.expect("bench runs");
     let call = &report.per_call[0];

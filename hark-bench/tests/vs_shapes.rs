@@ -9,9 +9,7 @@ use hark_bench::run::{capacity_plot_path, find_capacity, write_outputs};
 use hark_bench::shape::{self, Shape};
 use hark_bench::summary;
 use hark_bench::{BenchArgs, measure_run};
-use hark_testkit::{
-    TestServer, backends, clips, config_with_default_backend, moonshine_registry, test_config,
-};
+use hark_testkit::{TestServer, backends, clips, config_with_default_backend, moonshine_registry};
 use serde_json::Value;
 
 /// The real-recognizer tests take turns: on a small machine, two at once would measure each
@@ -64,9 +62,9 @@ fn staggered_calls_spread_and_burst_calls_start_together() {
 async fn two_real_servers_side_by_side() {
     let _serial = SERIAL.lock().await;
     let corpus = corpus();
-    let a_server = TestServer::start(test_config(), moonshine_registry()).await;
+    let a_server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
     // B: the same recognizer with a longer endpoint, so its figures differ.
-    let mut b_config = test_config();
+    let mut b_config = hark_testkit::moonshine_config();
     b_config.moonshine.endpoint_ms = 500;
     let b_server = TestServer::start(b_config, moonshine_registry()).await;
     let dir = tempfile::tempdir().unwrap();
@@ -160,7 +158,7 @@ async fn two_real_servers_side_by_side() {
 async fn a_failing_second_server_is_reported_with_its_close_code() {
     let _serial = SERIAL.lock().await;
     let corpus = corpus();
-    let a_server = TestServer::start(test_config(), moonshine_registry()).await;
+    let a_server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
     let b_server = TestServer::start(
         config_with_default_backend("fail-start"),
         backends::registry(),
@@ -200,7 +198,7 @@ async fn a_failing_second_server_is_reported_with_its_close_code() {
 async fn a_ramp_reports_levels_and_a_capacity_plot() {
     let _serial = SERIAL.lock().await;
     let corpus = corpus();
-    let server = TestServer::start(test_config(), moonshine_registry()).await;
+    let server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
     let dir = tempfile::tempdir().unwrap();
     let mut a = args(server.ws_url("/api/custom-transcriber"), 1, 10.0);
     a.find_capacity = true;

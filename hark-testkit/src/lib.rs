@@ -25,21 +25,19 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// A config for tests: ephemeral port, the default profile on Moonshine (the engine the
-/// server's tests share: `moonshine_registry`), everything else default.
+/// A config for tests: ephemeral port, everything else default (the default profile runs
+/// the default engine, Whisper, which a test's registry must then hold).
 pub fn test_config() -> Config {
-    let mut config = Config {
+    Config {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
         ..Config::default()
-    };
-    config.profiles.insert(
-        "default".into(),
-        hark::config::Profile {
-            backend: "moonshine".into(),
-            ..hark::config::Profile::default()
-        },
-    );
-    config
+    }
+}
+
+/// [`test_config`] with the default profile on Moonshine, the engine most tests share
+/// ([`moonshine_registry`]).
+pub fn moonshine_config() -> Config {
+    config_with_default_backend("moonshine")
 }
 
 /// A test config whose default profile (`/api/custom-transcriber`) uses `backend`.

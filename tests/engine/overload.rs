@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hark_testkit::{Call, TestServer, clips, moonshine_registry, test_config};
+use hark_testkit::{Call, TestServer, clips, moonshine_registry};
 use tokio_tungstenite::tungstenite;
 
 /// Dense speech: every dev clip back to back, 300 ms apart, starting at clip `first`,
@@ -33,7 +33,7 @@ async fn offered_twice_the_capacity_no_admitted_call_fails() {
     const OFFERED: usize = 36;
     const STAGGER: Duration = Duration::from_millis(700);
     const CALL_SECS: f64 = 30.0;
-    let mut config = test_config();
+    let mut config = hark_testkit::moonshine_config();
     config.max_sessions = 64;
     let server = TestServer::start(config, moonshine_registry()).await;
     let url = server.ws_url("/api/custom-transcriber");
@@ -132,7 +132,7 @@ async fn one_real_call(mut call: Call) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_or_silent_handshakes_do_not_keep_a_real_call_out() {
     const BURST: usize = 20;
-    let mut config = test_config();
+    let mut config = hark_testkit::moonshine_config();
     config.max_sessions = 64;
     config.max_pending_starts = 64;
     // The other tests share this binary's engine and may load it: this one needs an idle

@@ -14,8 +14,8 @@ use std::time::Instant;
 use hark_bench::protocol::ServerMessage;
 use hark_bench::wer;
 use hark_testkit::{
-    Call, Clip, Received, TestServer, clips, config_with_default_backend, moonshine_registry,
-    resample, test_config, whisper_registry,
+    Call, Clip, Received, TestServer, clips, config_with_default_backend, moonshine_config,
+    moonshine_registry, resample, whisper_registry,
 };
 
 const GAP_SECS: f64 = 1.2;
@@ -126,7 +126,7 @@ fn assert_shape(rate: u32, got: &Received) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dev_clips_through_the_server_at_16_and_8_khz() {
     let clips = clips();
-    let server = TestServer::start(test_config(), moonshine_registry()).await;
+    let server = TestServer::start(moonshine_config(), moonshine_registry()).await;
     let url = server.ws_url("/api/custom-transcriber");
     let (wide, narrow) = tokio::join!(
         play_call(url.clone(), 16000, &clips),
@@ -183,7 +183,7 @@ async fn wideband_and_mono_calls_are_recognised() {
         .into_iter()
         .find(|c| c.name == "jfk.wav")
         .expect("jfk clip");
-    let server = TestServer::start(test_config(), moonshine_registry()).await;
+    let server = TestServer::start(moonshine_config(), moonshine_registry()).await;
     let url = server.ws_url("/api/custom-transcriber");
     let run = |rate: u32, channels: usize| {
         let url = url.clone();
