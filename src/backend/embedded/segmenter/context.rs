@@ -4,6 +4,14 @@
 
 use super::*;
 
+/// A word as it is compared: letters and digits, lowercase.
+fn key(w: &str) -> String {
+    w.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
 /// What a decode of the turn's earlier audio and a new piece says about the piece: the
 /// words after those that match `context`, the finals already sent for that audio.
 ///
@@ -11,12 +19,6 @@ use super::*;
 /// cheapest prefix is the context. On a tie the shorter prefix wins: a word the model merged
 /// across the cut is sent twice rather than lost.
 pub fn strip_context(context: &str, decoded: &str) -> String {
-    let key = |w: &str| -> String {
-        w.chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
     let said: Vec<String> = context
         .split_whitespace()
         .map(key)
@@ -52,12 +54,6 @@ pub fn strip_context(context: &str, decoded: &str) -> String {
 /// a word cut short at the boundary; one word only when it is the previous final's last and
 /// at least 4 letters (so "no. No." stays). A text that would be left empty is kept whole.
 pub fn drop_repeat(previous: &str, text: &str) -> String {
-    let key = |w: &str| -> String {
-        w.chars()
-            .filter(|c| c.is_alphanumeric())
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
     let same = |a: &str, b: &str| {
         a == b || (a.len() >= 4 && b.len() >= 4 && (a.starts_with(b) || b.starts_with(a)))
     };
