@@ -311,13 +311,23 @@ impl Config {
     /// Whether some profile's chain (the default profile's included) uses `backend`: an
     /// embedded engine is loaded only then.
     pub fn uses(&self, backend: &str) -> bool {
-        let default = !self.profiles.contains_key(DEFAULT_PROFILE)
-            && Profile::default().chain().any(|b| b == backend);
+        !self.profiles_using(backend).is_empty()
+    }
+
+    /// The profiles whose chain names `backend`, the implicit default profile included.
+    pub fn profiles_using(&self, backend: &str) -> Vec<&str> {
+        let default = (!self.profiles.contains_key(DEFAULT_PROFILE)
+            && Profile::default().chain().any(|b| b == backend))
+        .then_some(DEFAULT_PROFILE);
         default
-            || self
-                .profiles
-                .values()
-                .any(|p| p.chain().any(|b| b == backend))
+            .into_iter()
+            .chain(
+                self.profiles
+                    .iter()
+                    .filter(|(_, p)| p.chain().any(|b| b == backend))
+                    .map(|(name, _)| name.as_str()),
+            )
+            .collect()
     }
 
     pub fn profile(&self, name: &str) -> Option<Profile> {

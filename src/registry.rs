@@ -88,22 +88,7 @@ pub fn default_engine(config: &Config) -> Arc<crate::backend::embedded::Embedded
 /// What each embedded engine the profiles use runs, and which profiles use it: for
 /// `hark check-config` (the start-up log says the same once the engine is loaded).
 pub fn engines(config: &Config) -> Vec<String> {
-    let users = |engine: &str| -> String {
-        let mut names: Vec<&str> = config
-            .profiles
-            .iter()
-            .filter(|(_, p)| p.chain().any(|b| b == engine))
-            .map(|(n, _)| n.as_str())
-            .collect();
-        if !config.profiles.contains_key(crate::config::DEFAULT_PROFILE)
-            && crate::config::Profile::default()
-                .chain()
-                .any(|b| b == engine)
-        {
-            names.insert(0, crate::config::DEFAULT_PROFILE);
-        }
-        names.join(", ")
-    };
+    let users = |engine: &str| config.profiles_using(engine).join(", ");
     let mut out = Vec::new();
     if config.uses(moonshine::NAME) {
         let m = &config.moonshine;

@@ -327,7 +327,7 @@ impl Decoder {
         self.padded.resize(len, 0.0);
         let frames = self.mel.compute(&self.padded, &mut self.features);
         let encoded = w.encode(&self.features, frames, &mut self.scratch);
-        let mut state = w.start(&encoded, frames / 2, &mut self.scratch);
+        let mut state = w.start(&encoded, frames / 2);
 
         let mut tokens: Vec<u32> = Vec::new();
         if let (Some(prev), false) = (m.start_of_prev, prompt.trim().is_empty())

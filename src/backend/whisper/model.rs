@@ -391,7 +391,7 @@ impl Weights {
 
     /// Starts a decode over a short encoding (`rows` frames): the cross-attention keys and
     /// values are the encoding's own, then the silent tail's up to `ENCODER_FRAMES`.
-    pub fn start(&self, encoded: &[f32], rows: usize, _s: &mut Scratch) -> DecoderState {
+    pub fn start(&self, encoded: &[f32], rows: usize) -> DecoderState {
         let rows = rows.min(ENCODER_FRAMES);
         let own = self.cross_kv(encoded, rows);
         let cross = own

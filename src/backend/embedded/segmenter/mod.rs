@@ -524,12 +524,16 @@ impl Segmenter {
         out.resize(out.len() + padding, 0.0);
     }
 
-    /// The text prompt of a decode, for engines that read context as text: the keyterms,
-    /// then, for a decode that may become a final, the turn's earlier finals it reads.
+    /// The text prompt of a decode, for engines that read context as text (empty for the
+    /// others): the keyterms, then, for a decode that may become a final, the turn's earlier
+    /// finals it reads.
     pub fn prompt(&self, want: &Want, out: &mut String) {
         out.clear();
+        if !self.config.context_as_text {
+            return;
+        }
         out.push_str(&self.keyterms);
-        if !self.config.context_as_text || !want.ticket.whole {
+        if !want.ticket.whole {
             return;
         }
         let Some(start) = self.utterance(want.ticket.utterance).map(|u| u.start) else {
