@@ -11,6 +11,6 @@ fn main() {
     let mut d = hark::backend::whisper::Decoder::new(model);
     for f in std::env::args().skip(1) {
         let (s, _) = hark_bench::wav::read_mono_f32(std::path::Path::new(&f)).unwrap();
-        println!("{f}: {:?}", d.decode(&s, ""));
+        println!("{f}: {:?}", d.decode(&s, "", ""));
     }
 }

@@ -125,7 +125,7 @@ fn main() {
         }
         if std::env::var("WHOLE").is_ok() {
             let before = cpu_secs();
-            let text = t.transcribe(&clip, "").expect("decode");
+            let text = t.transcribe(&clip, "", "").expect("decode");
             cpu += cpu_secs() - before;
             decoded_secs += clip.len() as f64 / 16e3;
             if !quiet {
@@ -155,7 +155,7 @@ fn main() {
                 let piece = seg.audio(want.ticket);
                 let started = Instant::now();
                 let before = cpu_secs();
-                let text = t.transcribe(&input, &prompt).expect("decode");
+                let text = t.transcribe(&input, &prompt, "").expect("decode");
                 cpu += cpu_secs() - before;
                 decoded_secs += input.len() as f64 / 16e3;
                 decode_ms += started.elapsed().as_secs_f64() * 1000.0;
@@ -195,7 +195,7 @@ fn main() {
         while let Some(want) = seg.want() {
             seg.decode_input(&want, &mut input);
             seg.prompt(&want, &mut prompt);
-            let text = t.transcribe(&input, &prompt).expect("decode");
+            let text = t.transcribe(&input, &prompt, "").expect("decode");
             seg.decoded(want.ticket, text, Instant::now(), &mut out);
         }
         for e in out.drain(..) {

@@ -51,7 +51,7 @@ fn transcribes_jfk_with_the_short_window() {
     let audio = at_16k("jfk.wav");
     let mut decoder = Decoder::new(model());
     let t = Instant::now();
-    let decoded = decoder.decode(&audio, "");
+    let decoded = decoder.decode(&audio, "", "");
     eprintln!(
         "{:?} in {:?} ({:.3} s per audio s)",
         decoded,
@@ -61,15 +61,45 @@ fn transcribes_jfk_with_the_short_window() {
     assert!(words(&decoded.text).contains(KEY_PHRASE), "{decoded:?}");
     assert!(!decoded.cut);
     // A prompt (earlier words, keyterms) is read as context, not repeated.
-    let prompted = decoder.decode(&audio, "And so, my fellow Americans,");
+    let prompted = decoder.decode(&audio, "And so, my fellow Americans,", "");
     assert!(words(&prompted.text).contains(KEY_PHRASE), "{prompted:?}");
+}
+
+/// A draft (an earlier decode's words) is only checked: right, part right or wrong, the
+/// text is what greedy decoding alone finds.
+#[test]
+fn a_draft_never_changes_the_text() {
+    let audio = at_16k("jfk.wav");
+    let mut decoder = Decoder::new(model());
+    let plain = decoder.decode(&audio, "", "");
+    let half = words(&plain.text)
+        .split(' ')
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(" ");
+    for draft in [
+        plain.text.as_str(),
+        half.as_str(),
+        "And so my fellow citizens, ask what you can do for your city.",
+        "Completely unrelated words about the weather tomorrow",
+    ] {
+        let drafted = decoder.decode(&audio, "", draft);
+        assert_eq!(
+            (&drafted.text, drafted.cut),
+            (&plain.text, plain.cut),
+            "draft {draft:?}"
+        );
+    }
+    // Silence with a draft of words still gives none.
+    let silence = vec![0.0f32; 16_000 * 2];
+    assert_eq!(decoder.decode(&silence, "", &plain.text).text, "");
 }
 
 #[test]
 fn silence_and_noise_alone_give_no_words() {
     let mut decoder = Decoder::new(model());
     let silence = vec![0.0f32; 16_000 * 2];
-    let decoded = decoder.decode(&silence, "");
+    let decoded = decoder.decode(&silence, "", "");
     assert_eq!(decoded.text, "", "silence: {decoded:?}");
     // White noise and a breath-like burst (noise under a slow swell), deterministic.
     let mut state = 0x2545_f491_4f6c_dd1du64;
@@ -80,7 +110,7 @@ fn silence_and_noise_alone_give_no_words() {
         (state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
     };
     let hiss: Vec<f32> = (0..16_000 * 2).map(|_| noise() * 0.05).collect();
-    let decoded = decoder.decode(&hiss, "");
+    let decoded = decoder.decode(&hiss, "", "");
     assert_eq!(decoded.text, "", "hiss: {decoded:?}");
     let mut low = 0.0f32;
     let breath: Vec<f32> = (0..16_000)
@@ -90,7 +120,7 @@ fn silence_and_noise_alone_give_no_words() {
             low * swell * 0.3
         })
         .collect();
-    let decoded = decoder.decode(&breath, "");
+    let decoded = decoder.decode(&breath, "", "");
     assert_eq!(decoded.text, "", "breath: {decoded:?}");
 }
 
@@ -101,7 +131,7 @@ fn a_decode_of_cut_off_audio_stays_within_its_token_budget() {
     // Cut mid-word, the way a partial reads an utterance still being spoken.
     for cut in [0.4, 0.9, 1.7, 3.3] {
         let piece = &audio[..(16_000.0 * cut) as usize];
-        let decoded = decoder.decode(piece, "");
+        let decoded = decoder.decode(piece, "", "");
         let n = decoded.text.split_whitespace().count();
         let budget = 10 + (8.0 * cut) as usize;
         assert!(n <= budget, "{cut} s: {decoded:?}");

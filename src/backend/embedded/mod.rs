@@ -41,7 +41,9 @@ const RETRY_MAX: Duration = Duration::from_secs(300);
 pub trait Engine: Send {
     /// Text of `audio` (16 kHz mono, f32 in [-1, 1]). `prompt` is the turn's earlier text
     /// for engines that read context as text ([`ContextKind::Text`]); empty otherwise.
-    fn transcribe(&mut self, audio: &[f32], prompt: &str) -> Result<String, String>;
+    /// `draft` is what the latest decode of the same utterance heard (empty if none): an
+    /// engine may check it rather than find it again, as long as the text is its own.
+    fn transcribe(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Result<String, String>;
 }
 
 /// How an engine reads the turn's earlier finals (left context).
@@ -428,7 +430,7 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         struct Echo;
         impl Engine for Echo {
-            fn transcribe(&mut self, _: &[f32], _: &str) -> Result<String, String> {
+            fn transcribe(&mut self, _: &[f32], _: &str, _: &str) -> Result<String, String> {
                 Ok(String::new())
             }
         }

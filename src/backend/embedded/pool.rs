@@ -414,9 +414,10 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
 fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
     let mut audio = Vec::new();
     let mut prompt = String::new();
+    let mut draft = String::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
-        let Some((channel, want)) = claim(pool, &mut audio, &mut prompt) else {
+        let Some((channel, want)) = claim(pool, &mut audio, &mut prompt, &mut draft) else {
             pool.wait_for_work(seen);
             continue;
         };
@@ -425,8 +426,9 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
             .record(started.saturating_duration_since(want.since).as_secs_f64());
         pool.set_busy(index, true);
         let waited_before = m::thread_run_queue_wait();
-        let result =
-            std::panic::catch_unwind(AssertUnwindSafe(|| engine.transcribe(&audio, &prompt)));
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            engine.transcribe(&audio, &prompt, &draft)
+        }));
         let waited_after = m::thread_run_queue_wait();
         pool.set_busy(index, false);
         let spent = started.elapsed();
@@ -465,7 +467,12 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
 
 /// Picks the most urgent wanted decode of any idle channel, marks that channel as
 /// decoding and copies the audio into `audio`.
-fn claim(pool: &Pool, audio: &mut Vec<f32>, prompt: &mut String) -> Option<(Arc<Channel>, Want)> {
+fn claim(
+    pool: &Pool,
+    audio: &mut Vec<f32>,
+    prompt: &mut String,
+    draft: &mut String,
+) -> Option<(Arc<Channel>, Want)> {
     loop {
         let (best, finals) = {
             let channels = lock(&pool.channels);
@@ -499,6 +506,7 @@ fn claim(pool: &Pool, audio: &mut Vec<f32>, prompt: &mut String) -> Option<(Arc<
         state.decoding = true;
         state.segmenter.decode_input(&want, audio);
         state.segmenter.prompt(&want, prompt);
+        state.segmenter.draft(&want, draft);
         drop(state);
         return Some((channel, want));
     }

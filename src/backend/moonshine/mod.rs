@@ -53,7 +53,7 @@ pub fn spawn(config: &MoonshineConfig, turn_model: bool) -> Arc<Embedded> {
 struct Moonshine(Transcriber);
 
 impl Engine for Moonshine {
-    fn transcribe(&mut self, audio: &[f32], _prompt: &str) -> Result<String, String> {
+    fn transcribe(&mut self, audio: &[f32], _prompt: &str, _draft: &str) -> Result<String, String> {
         self.0
             .transcribe_without_streaming(audio, MODEL_RATE)
             .map(|lines| ffi::joined_text(&lines))

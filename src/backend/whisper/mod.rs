@@ -210,8 +210,8 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
 }
 
 impl Engine for Decoder {
-    fn transcribe(&mut self, audio: &[f32], prompt: &str) -> Result<String, String> {
-        Ok(self.decode(audio, prompt).text)
+    fn transcribe(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Result<String, String> {
+        Ok(self.decode(audio, prompt, draft).text)
     }
 }
 
@@ -289,7 +289,10 @@ pub struct Decoder {
     scratch: Scratch,
     padded: Vec<f32>,
     features: Vec<f32>,
+    /// Scores of the first pass (start and draft), one row per token.
     logits: Vec<f32>,
+    /// Scores of one token decoded after the draft.
+    step: Vec<f32>,
 }
 
 /// What a decode found besides its text, for the guards' tests and the study.
@@ -311,12 +314,14 @@ impl Decoder {
             padded: Vec::new(),
             features: Vec::new(),
             logits: Vec::new(),
+            step: Vec::new(),
         }
     }
 
     /// Transcribes `audio` (16 kHz mono, at most 29 s are read), with `prompt` (earlier
-    /// words, names) as Whisper's previous text.
-    pub fn decode(&mut self, audio: &[f32], prompt: &str) -> Decoded {
+    /// words, names) as Whisper's previous text and `draft` (an earlier decode's text of
+    /// this audio, or empty) checked in one pass rather than decoded token by token.
+    pub fn decode(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
         let m = &*self.model;
         let w = &m.weights;
         let audio = &audio[..audio.len().min(WINDOW_SAMPLES - TAIL_SAMPLES)];
@@ -339,44 +344,61 @@ impl Decoder {
         }
         let sot_at = tokens.len();
         tokens.extend(&m.start);
+        let first = tokens.len();
+        let budget = BASE_TOKENS + (audio.len() as f32 / RATE as f32 * TOKENS_PER_SECOND) as usize;
+        let budget = budget.min(w.max_positions.saturating_sub(first + 1));
+        // What an earlier decode of this audio said is run through the decoder with the
+        // start, in one pass, and checked token by token: where greedy decoding would pick
+        // the same token it costs nothing more; from the first difference on, the draft is
+        // forgotten and decoding goes on one token at a time. The text is greedy's either way.
+        let mut drafted: Vec<u32> = Vec::new();
+        if !draft.trim().is_empty()
+            && let Ok(enc) = m.tokenizer.encode(format!(" {}", draft.trim()), false)
+        {
+            drafted.extend(enc.get_ids().iter().take_while(|&&t| t < m.eot));
+            drafted.truncate(budget);
+        }
+        tokens.extend(&drafted);
         let hidden = w.decode(&tokens, &mut state, &mut self.scratch);
         let d = w.dim;
+        let vocab = w.vocab;
+        // Scores after the start's first token (for no-speech) up to after the draft's last.
+        w.logits(&hidden[sot_at * d..], &mut self.logits);
         let no_speech = match m.no_speech {
-            Some(t) => {
-                w.logits(&hidden[sot_at * d..(sot_at + 1) * d], &mut self.logits);
-                probability(&self.logits, t as usize)
-            }
+            Some(t) => probability(&self.logits[..vocab], t as usize),
             None => 0.0,
         };
-        let budget = BASE_TOKENS + (audio.len() as f32 / RATE as f32 * TOKENS_PER_SECOND) as usize;
-        let budget = budget.min(w.max_positions.saturating_sub(tokens.len() + 1));
-        let mut last = hidden[hidden.len() - d..].to_vec();
+        let drafted_row = first - 1 - sot_at;
+        let mut in_draft = true;
+        let mut last = vec![0.0; d];
         let mut out: Vec<u32> = Vec::new();
         let mut logprob = 0.0;
         let mut cut = true;
         for step in 0..budget {
-            w.logits(&last, &mut self.logits);
+            let logits = if in_draft {
+                let row = drafted_row + step;
+                &mut self.logits[row * vocab..(row + 1) * vocab]
+            } else {
+                w.logits(&last, &mut self.step);
+                &mut self.step[..]
+            };
             for &t in &m.suppress {
-                if let Some(l) = self.logits.get_mut(t as usize) {
+                if let Some(l) = logits.get_mut(t as usize) {
                     *l = f32::NEG_INFINITY;
                 }
             }
             if step == 0 {
                 for &t in &m.suppress_begin {
-                    if let Some(l) = self.logits.get_mut(t as usize) {
+                    if let Some(l) = logits.get_mut(t as usize) {
                         *l = f32::NEG_INFINITY;
                     }
                 }
             }
-            let Some((next, _)) = self
-                .logits
-                .iter()
-                .enumerate()
-                .max_by(|a, b| a.1.total_cmp(b.1))
+            let Some((next, _)) = logits.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))
             else {
                 break;
             };
-            logprob += probability(&self.logits, next).max(1e-30).ln();
+            logprob += probability(logits, next).max(1e-30).ln();
             let next = next as u32;
             if next == m.eot {
                 cut = false;
@@ -386,6 +408,13 @@ impl Decoder {
             if let Some(keep) = repeating(&out) {
                 out.truncate(keep);
                 break;
+            }
+            if in_draft && drafted.get(step) == Some(&next) {
+                continue;
+            }
+            if in_draft {
+                state.truncate(first + step, d);
+                in_draft = false;
             }
             let h = w.decode(&[next], &mut state, &mut self.scratch);
             last.copy_from_slice(&h[..d]);

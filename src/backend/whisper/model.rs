@@ -96,7 +96,6 @@ struct QLinear {
     w: Vec<i8>,
     scale: Vec<f32>,
     b: Option<Vec<f32>>,
-    inp: usize,
     out: usize,
 }
 
@@ -107,7 +106,6 @@ impl QLinear {
             w,
             scale,
             b: l.b,
-            inp: l.inp,
             out: l.out,
         }
     }
@@ -115,9 +113,7 @@ impl QLinear {
     fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>) {
         y.clear();
         y.resize(rows * self.out, 0.0);
-        for (x, y) in x.chunks_exact(self.inp).zip(y.chunks_exact_mut(self.out)) {
-            matvec_i8(&self.w, &self.scale, self.b.as_deref(), x, y);
-        }
+        matmul_i8(&self.w, &self.scale, self.b.as_deref(), x, y);
     }
 }
 
@@ -137,42 +133,50 @@ fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
     (q, scales)
 }
 
-/// `y[o] = scale[o] · Σ w[o][i]·x[i] + b[o]`, with AVX2 and FMA where the CPU has them.
-fn matvec_i8(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
+/// `y[t][o] = scale[o] · Σ w[o][i]·x[t][i] + b[o]` for every row `t` of `x`, with AVX2 and
+/// FMA where the CPU has them. Each weight row is read once for all of `x`'s rows: the
+/// weights (the vocabulary's 20 MB for tiny.en) do not stay in cache from one token to the
+/// next, so a pass over several tokens costs about what one does.
+fn matmul_i8(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has the features the function is compiled for.
-        unsafe { matvec_i8_avx2(w, scale, b, x, y) };
+        unsafe { matmul_i8_avx2(w, scale, b, x, y) };
         return;
     }
-    matvec_i8_any(w, scale, b, x, y);
+    matmul_i8_any(w, scale, b, x, y);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn matvec_i8_avx2(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
-    matvec_i8_any(w, scale, b, x, y);
+fn matmul_i8_avx2(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
+    matmul_i8_any(w, scale, b, x, y);
 }
 
 /// Written so the compiler vectorises it: 16 independent lanes, whole chunks, then the rest.
 #[inline(always)]
-fn matvec_i8_any(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
-    let inp = x.len();
-    for (o, out) in y.iter_mut().enumerate() {
-        let row = &w[o * inp..(o + 1) * inp];
-        let mut acc = [0f32; 16];
-        let mut rc = row.chunks_exact(16);
-        let mut xc = x.chunks_exact(16);
-        for (r, v) in (&mut rc).zip(&mut xc) {
-            for k in 0..16 {
-                acc[k] += f32::from(r[k]) * v[k];
+fn matmul_i8_any(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut [f32]) {
+    let out = scale.len();
+    let inp = w.len() / out.max(1);
+    let rows = y.len() / out.max(1);
+    for (o, row) in w.chunks_exact(inp).enumerate() {
+        let bias = b.map_or(0.0, |b| b[o]);
+        for t in 0..rows {
+            let x = &x[t * inp..(t + 1) * inp];
+            let mut acc = [0f32; 16];
+            let mut rc = row.chunks_exact(16);
+            let mut xc = x.chunks_exact(16);
+            for (r, v) in (&mut rc).zip(&mut xc) {
+                for k in 0..16 {
+                    acc[k] += f32::from(r[k]) * v[k];
+                }
             }
+            let mut sum: f32 = acc.iter().sum();
+            for (r, v) in rc.remainder().iter().zip(xc.remainder()) {
+                sum += f32::from(*r) * v;
+            }
+            y[t * out + o] = sum * scale[o] + bias;
         }
-        let mut sum: f32 = acc.iter().sum();
-        for (r, v) in rc.remainder().iter().zip(xc.remainder()) {
-            sum += f32::from(*r) * v;
-        }
-        *out = sum * scale[o] + b.map_or(0.0, |b| b[o]);
     }
 }
 
@@ -438,11 +442,12 @@ impl Weights {
         out
     }
 
-    /// Scores of every token after a hidden state.
+    /// Scores of every token after each of the hidden states in `hidden`
+    /// (`[rows][vocab]`).
     pub fn logits(&self, hidden: &[f32], out: &mut Vec<f32>) {
         out.clear();
-        out.resize(self.vocab, 0.0);
-        matvec_i8(&self.embed, &self.embed_scale, None, hidden, out);
+        out.resize(hidden.len() / self.dim * self.vocab, 0.0);
+        matmul_i8(&self.embed, &self.embed_scale, None, hidden, out);
     }
 
     /// One pre-norm transformer layer over `x` (`[n][dim]`), in place.
@@ -644,6 +649,19 @@ pub struct DecoderState {
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
     len: usize,
+}
+
+impl DecoderState {
+    /// Forgets every token after the first `len`: a draft's tokens the model did not choose.
+    pub fn truncate(&mut self, len: usize, dim: usize) {
+        if len >= self.len {
+            return;
+        }
+        for kv in self.keys.iter_mut().chain(self.values.iter_mut()) {
+            kv.truncate(len * dim);
+        }
+        self.len = len;
+    }
 }
 
 /// Buffers reused across layers and decodes.

@@ -549,6 +549,28 @@ impl Segmenter {
         }
     }
 
+    /// Copies into `out` what the latest decode of the ticket's utterance that had words
+    /// heard, for the engine to check rather than find again (empty if none). Only for a
+    /// decode that may become the final: it reads the audio a partial read plus the pause,
+    /// so the partial's words are mostly its own; a partial's next reads new words, and a
+    /// draft that parts early costs more than it saves (BENCHMARKS.md, "Whisper").
+    pub fn draft(&self, want: &Want, out: &mut String) {
+        out.clear();
+        if !want.ticket.whole {
+            return;
+        }
+        let id = want.ticket.utterance;
+        let heard = match &self.open {
+            Some(open) if open.id == id => open.heard.as_deref(),
+            _ => self
+                .ended
+                .iter()
+                .find(|e| e.id == id)
+                .and_then(|e| e.heard.as_deref()),
+        };
+        out.push_str(heard.unwrap_or_default());
+    }
+
     /// The open or ended utterance `id`.
     fn utterance(&self, id: u64) -> Option<Utterance<'_>> {
         match &self.open {
