@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Word errors per source in a `hark-bench --report` JSON file.
 
-    samples/wer-by-source.py REPORT.json [--missing]
+    samples/wer-by-source.py REPORT.json [--missing] [--exclude SOURCE]...
 
 A recording's source is its file name's prefix before the first `_` (the convention of
 samples/study-clips and samples/hard-clips). Customer utterances only. With --missing, also
-lists the utterances that got no final at all.
+lists the utterances that got no final at all. --exclude leaves a source out of the total
+(hard-clips' `hw_` references are the clip's tag, not always all that is said: see
+samples/hard-clips/README.md).
 """
 import json
 import sys
@@ -16,6 +18,8 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     report = json.load(open(sys.argv[1]))
+    args = sys.argv[2:]
+    excluded = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "--exclude"}
     words, errors, utts, missing = defaultdict(int), defaultdict(int), defaultdict(int), []
     for target in report["targets"]:
         for call in target["per_call"]:
@@ -23,6 +27,8 @@ def main():
                 if u["channel"] != "customer":
                     continue
                 source = u["recording"].split("/")[-1].split("_")[0]
+                if source in excluded:
+                    continue
                 words[source] += u["words"]
                 errors[source] += u["word_errors"]
                 utts[source] += 1

@@ -19,6 +19,8 @@
 //!   SILENCE=MS          silence before and after each clip (default 1000)
 //!   ENGINE=whisper      decode with Whisper instead of Moonshine (context as a text prompt)
 //!   MODEL=tiny.en|base|DIR  the Whisper model (default tiny.en)
+//!   CONTEXT_AS=audio|text   how finals read the turn's earlier finals (default: the engine's
+//!                       own: Moonshine audio, Whisper text); text is a prompt Moonshine ignores
 //! ```
 //!
 //! Prints the decoders' CPU time per second of audio decoded (both engines' threads).
@@ -100,7 +102,11 @@ fn main() {
     }
     .expect("engine");
     eprintln!("engine: {}", loaded.describe);
-    config.context_as_text = loaded.context == ContextKind::Text;
+    config.context_as_text = match std::env::var("CONTEXT_AS").as_deref() {
+        Ok("audio") => false,
+        Ok("text") => true,
+        _ => loaded.context == ContextKind::Text,
+    };
     let mut t: Box<dyn Engine> = loaded.engines.remove(0);
     let mut prompt = String::new();
     let (mut cpu, mut decoded_secs) = (0.0f64, 0.0f64);
