@@ -639,7 +639,7 @@ impl Stream {
                     let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
                     events.settled(position.min(self.sent));
                 }
-                Heard::Ended | Heard::Error { .. } => {}
+                Heard::Processed(_) | Heard::Ended | Heard::Error { .. } => {}
             }
         }
     }
