@@ -316,3 +316,81 @@ async fn a_real_time_riva_settles_by_what_it_processed_through_faults_mid_replay
     assert_replays_start_at_the_last_final("riva", &spoken(&said), &records);
     server.shutdown().await.unwrap();
 }
+
+/// A real-time Riva that took a replay stays that far behind the call: its stream fails
+/// 2 s into a long sentence, and the reconnect's stream works through 2.8 s of replay and
+/// then the call, 2.8 s late. When the caller speaks again after a long pause, the server
+/// is still in that pause and answers the new words only 2.8 s after hark sent them. It is
+/// working at real time, not stalled: the reconnect carries the call to its end, with no
+/// stall taken for a fault (each would start a stream with a longer replay, later still).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_time_riva_behind_by_its_replay_is_not_taken_for_stalled() {
+    let mock = RivaMock::start(RivaOptions {
+        speed: Some(1.0),
+        ..RivaOptions::default()
+    })
+    .await;
+    // The long sentence runs from 1.8 s to 4.7 s; its stream fails at 3.8 s, and the
+    // replay starts after "bravo", at 1.0 s.
+    mock.script(vec![RivaFault::StatusAfter(3.8, Code::Unavailable)]);
+    let mut registry = hark::backend::Registry::default();
+    // The default stall bound (2.5 s).
+    let config: hark::config::BackendConfig = toml::from_str(&format!(
+        "type = \"riva\"\nurl = \"{}\"\nendpointing_ms = 300",
+        mock.url()
+    ))
+    .expect("riva config parses");
+    registry.insert(
+        "gpu",
+        hark::registry::network("gpu", config, None).expect("backend"),
+    );
+    let mut config = test_config();
+    config.profiles.insert(
+        "p".into(),
+        hark::config::Profile {
+            backend: "gpu".into(),
+            channels: vec![hark::protocol::Channel::Customer],
+            ..Default::default()
+        },
+    );
+    let server = TestServer::start(config, registry).await;
+    let rate = 16_000;
+    let parts = [
+        ("hello alpha bravo", 700),
+        (
+            "charlie delta echo foxtrot golf hotel india juliet kilo lima",
+            3_500,
+        ),
+        ("mike november oscar", 1_000),
+    ];
+    let said: Vec<&str> = parts.iter().map(|(s, _)| *s).collect();
+    let audio = speech(&parts, rate);
+    let (came, got) = play(
+        &server.ws_url("/api/custom-transcriber/p"),
+        &audio,
+        rate,
+        "oscar",
+    )
+    .await;
+    assert!(came, "no last final: {got:?}");
+    assert!(got.error().is_none(), "{:?}", got.error());
+    assert_eq!(
+        final_words(&got, Channel::Customer),
+        spoken(&said),
+        "every word once"
+    );
+    let streams = mock.streams();
+    assert_eq!(
+        streams.len(),
+        2,
+        "one reconnect for the fault, none for a stall: {streams:?}"
+    );
+    assert!(
+        streams[1].max_backlog_secs > 0.0,
+        "the replay ran ahead of the server: {:?}",
+        streams[1]
+    );
+    let records: Vec<_> = streams.iter().map(stream_record).collect();
+    assert_replays_start_at_the_last_final("riva", &spoken(&said), &records);
+    server.shutdown().await.unwrap();
+}
