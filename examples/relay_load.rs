@@ -42,6 +42,13 @@
 //!   with dg as its fallback, its streams sharing `--riva-connections` HTTP/2 connections; in
 //!   failover mode both channels' streams end UNAVAILABLE instead of dropping, and even
 //!   calls' new streams are refused UNAUTHENTICATED (so they fail over to dg).
+//! - Slow providers (issue 30, part 4): `--late-ms`, `--late-per-stream-ms` and `--capacity`
+//!   make the Deepgram and AssemblyAI mocks answer late under load (`provider_mock::Load`),
+//!   `--riva-speed 1` makes the Riva mock process at real time; with `--cut-replay`, failover
+//!   mode also fails each channel's next connection (or stream) while it is still taking the
+//!   replay (Deepgram 1011, AssemblyAI 3005, Riva UNAVAILABLE, after 0.6 s of its audio), so
+//!   the replay is cut and replayed again. `--finals-wait` lengthens the wait for the last
+//!   finals, which a slow provider's backlog delays.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -59,7 +66,7 @@ use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 use hark_bench::report::Stats;
 use tokio_tungstenite::tungstenite::Message;
 
-use hark_testkit::provider_mock::{Connection, Fault, MockOptions, MockProvider, Provider};
+use hark_testkit::provider_mock::{Connection, Fault, Load, MockOptions, MockProvider, Provider};
 use hark_testkit::riva_mock::{RivaFault, RivaMock, RivaOptions, RivaStream};
 use hark_testkit::words;
 
@@ -72,8 +79,8 @@ const HALF: usize = 16;
 const FRAME_MS: u32 = 20;
 /// Silence after the last word of a call before the client starts waiting for its finals.
 const TAIL_MS: u32 = 1500;
-/// Longest wait (streaming silence) for the last finals before hanging up.
-const FINALS_WAIT: Duration = Duration::from_secs(5);
+/// Seconds of audio into a replay at which `--cut-replay` fails the connection taking it.
+const CUT_REPLAY_AFTER: f64 = 0.6;
 
 #[derive(Parser, Debug)]
 #[command(about = "Relayed-call load study: hark between platform calls and provider mocks")]
@@ -121,6 +128,30 @@ struct Args {
     /// Keep the temporary directory (config and hark's log) and print its path.
     #[arg(long)]
     keep: bool,
+    /// Slow providers: every Deepgram and AssemblyAI mock answer this late (ms) after the
+    /// mock processed the audio it answers; 0: at once.
+    #[arg(long, default_value_t = 0)]
+    late_ms: u64,
+    /// Slow providers: added to `--late-ms` for each other stream open on the same mock.
+    #[arg(long, default_value_t = 0)]
+    late_per_stream_ms: u64,
+    /// Slow providers: seconds of audio per second the Deepgram and AssemblyAI mocks
+    /// process, shared by their open streams (with `--late-ms`).
+    #[arg(long, default_value_t = 1000.0)]
+    capacity: f64,
+    /// The Riva mock processes audio at this speed (1 = real time) instead of at once.
+    #[arg(long)]
+    riva_speed: Option<f64>,
+    /// Failover mode: also fail each channel's next connection (or stream) while it takes
+    /// the replay.
+    #[arg(long)]
+    cut_replay: bool,
+    /// hark's nice (on a machine shared with others, run both below them).
+    #[arg(long, default_value_t = 0)]
+    hark_nice: i32,
+    /// Longest wait (streaming silence) for the last finals after a call's last word, s.
+    #[arg(long, default_value_t = 5.0)]
+    finals_wait: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -175,6 +206,8 @@ struct Plan {
     sentences: [Vec<(u64, u64)>; 2],
     /// Failover mode: the kind, and the audio second at which both channels' connections fail.
     fault: Option<(FaultKind, f64)>,
+    /// Longest wait for the last finals after the last word.
+    finals_wait: Duration,
 }
 
 impl Plan {
@@ -254,6 +287,7 @@ impl Plan {
             words,
             sentences,
             fault,
+            finals_wait: Duration::from_secs_f64(args.finals_wait.max(0.0)),
         }
     }
 
@@ -334,7 +368,7 @@ type Ws =
 
 /// One call through hark, with hark-bench's client (the platform's side of the wire): the
 /// start frame, then 20 ms frames paced in real time until every spoken word arrived in a
-/// final or [`FINALS_WAIT`] passed after the last word, then the platform's hang-up.
+/// final or the plan's `finals_wait` passed after the last word, then the platform's hang-up.
 async fn run_call(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
     tokio::time::sleep_until(start.into()).await;
     let mut out = Outcome::default();
@@ -362,7 +396,7 @@ async fn run_call(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
                 .iter()
                 .all(|c| final_words(got, *c) >= expected[c.index()]);
             let end = *audio_end.get_or_insert_with(tokio::time::Instant::now);
-            if done || end.elapsed() >= FINALS_WAIT {
+            if done || end.elapsed() >= plan.finals_wait {
                 break;
             }
         }
@@ -490,7 +524,7 @@ async fn run_direct(plan: Arc<Plan>, url: String, start: Instant) -> Outcome {
         if sent >= plan.total {
             let done = (0..2).all(|c| state.final_words[c].load(Ordering::Relaxed) >= expected[c]);
             let end = *audio_end.get_or_insert_with(tokio::time::Instant::now);
-            if done || end.elapsed() >= FINALS_WAIT {
+            if done || end.elapsed() >= plan.finals_wait {
                 break;
             }
         }
@@ -695,12 +729,12 @@ fn start_hark(args: &Args, config: &Path, dir: &Path) -> Hark {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(file);
-    // hark runs at nice 0 whatever the tool's own nice (the tool runs below it).
+    // hark runs at `--hark-nice` (0) whatever the tool's own nice (the tool runs below it).
     // SAFETY: setpriority is async-signal-safe; nothing else runs between fork and exec.
-    let pin = args.pin;
+    let (pin, hark_nice) = (args.pin, args.hark_nice);
     unsafe {
         cmd.pre_exec(move || {
-            libc::setpriority(libc::PRIO_PROCESS, 0, 0);
+            libc::setpriority(libc::PRIO_PROCESS, 0, hark_nice);
             if pin {
                 pin_to(0);
             }
@@ -1186,14 +1220,19 @@ fn analyse(
                 }
             }
             // Failover: the channel's faulted provider connection.
+            // The first to fail (with `--cut-replay`, later connections fail too).
             let faulted = plan.fault.and_then(|(kind, _)| {
-                conn_of.get(&(plan.index, c))?.iter().find_map(|&(b, j)| {
-                    let x = conn(b, j);
-                    (b != Backend::Aai && x.refused.is_none())
-                        .then_some(x.fault_at)
-                        .flatten()
-                        .map(|f| (kind, (b, j), f))
-                })
+                conn_of
+                    .get(&(plan.index, c))?
+                    .iter()
+                    .filter_map(|&(b, j)| {
+                        let x = conn(b, j);
+                        (b != Backend::Aai && x.refused.is_none())
+                            .then_some(x.fault_at)
+                            .flatten()
+                            .map(|f| (kind, (b, j), f))
+                    })
+                    .min_by_key(|(_, _, f)| *f)
             });
             match faulted {
                 Some((kind, failed, fault_at)) => {
@@ -1316,6 +1355,13 @@ fn chaos_script(rng: &mut fastrand::Rng, deepgram: bool) -> Vec<Fault> {
         .collect()
 }
 
+/// `--cut-replay`, a call failing over to dg: its first two dg connections (one per channel)
+/// fail while they take the replay.
+fn cut_dg_replay(dg: &MockProvider, tag: &str) {
+    let cut = Fault::CloseAfter(CUT_REPLAY_AFTER, 1011, "NET-0000");
+    dg.script_for("keyterm", tag, vec![cut.clone(), cut]);
+}
+
 /// Restricts the calling thread (and threads and children it starts later) to one CPU.
 fn pin_to(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it.
@@ -1382,7 +1428,17 @@ fn main() {
     let aai = start_mock(Provider::AssemblyAi);
     dg.record_sent(true);
     aai.record_sent(true);
-    let riva = mock_rt.block_on(RivaMock::start(RivaOptions::default()));
+    let load = (args.late_ms > 0 || args.late_per_stream_ms > 0).then(|| Load {
+        base: Duration::from_millis(args.late_ms),
+        per_stream: Duration::from_millis(args.late_per_stream_ms),
+        capacity: args.capacity,
+    });
+    dg.set_load(load);
+    aai.set_load(load);
+    let riva = mock_rt.block_on(RivaMock::start(RivaOptions {
+        speed: args.riva_speed,
+        ..RivaOptions::default()
+    }));
     riva.record_sent(true);
 
     let plans: Vec<Arc<Plan>> = (0..args.calls)
@@ -1413,6 +1469,12 @@ fn main() {
                         RivaFault::Refuse(tonic::Code::Unauthenticated),
                         RivaFault::Refuse(tonic::Code::Unauthenticated),
                     ]);
+                    if args.cut_replay {
+                        cut_dg_replay(&dg, &p.tag);
+                    }
+                } else if args.cut_replay {
+                    let cut = RivaFault::StatusAfter(CUT_REPLAY_AFTER, tonic::Code::Unavailable);
+                    script.extend([cut.clone(), cut]);
                 }
                 riva.script_for(&p.tag, script);
                 faults_scripted += 1;
@@ -1422,6 +1484,15 @@ fn main() {
             let mut script = vec![Fault::DropAfter(at), Fault::DropAfter(at)];
             if kind == FaultKind::Failover {
                 script.extend([Fault::Refuse(401), Fault::Refuse(401)]);
+                if args.cut_replay {
+                    // The fallback's first connections fail while taking the replay.
+                    let cut = Fault::CloseAfter(CUT_REPLAY_AFTER, 3005, "Internal server error");
+                    let value = format!("[\"{}\"]", p.tag);
+                    aai.script_for("keyterms_prompt", &value, vec![cut.clone(), cut]);
+                }
+            } else if args.cut_replay {
+                let cut = Fault::CloseAfter(CUT_REPLAY_AFTER, 1011, "NET-0000");
+                script.extend([cut.clone(), cut]);
             }
             dg.script_for("keyterm", &p.tag, script);
             faults_scripted += 1;
@@ -1540,6 +1611,19 @@ fn main() {
         ),
     ];
     let riva_tcp = riva.connections();
+    let latest = |c: &[Connection]| {
+        c.iter()
+            .map(|c| c.max_answer_delay)
+            .max()
+            .unwrap_or_default()
+            .as_secs_f64()
+    };
+    let (dg_late, aai_late) = (latest(&conns[0].1), latest(&conns[1].1));
+    let riva_backlog = riva
+        .streams()
+        .iter()
+        .map(|s| s.max_backlog_secs)
+        .fold(0.0, f64::max);
     drop(dg);
     drop(aai);
     drop(riva);
@@ -1665,6 +1749,19 @@ fn main() {
             opened(Backend::Aai)
         );
     }
+    if load.is_some() || args.riva_speed.is_some() {
+        println!(
+            "| slow providers | dg and aai answer {} ms late + {} ms per other open stream, processing {} s of audio per s shared by their streams; riva processes at {}; the latest answer: dg {}, aai {}; riva's largest backlog (received, not yet processed) {} |",
+            args.late_ms,
+            args.late_per_stream_ms,
+            args.capacity,
+            args.riva_speed
+                .map_or("once".into(), |s| format!("{s}× real time")),
+            fmt_secs(dg_late),
+            fmt_secs(aai_late),
+            fmt_secs(riva_backlog)
+        );
+    }
     if args.mode == Mode::Failover {
         let what = if args.primary == Primary::Riva {
             "riva streams end UNAVAILABLE"
@@ -1672,8 +1769,17 @@ fn main() {
             "dg connections drop"
         };
         println!(
-            "| faults | both channels' {what} {:.1} s into a {}-word sentence both sides speak (after ≥ {:.0} s of the call) |",
-            args.fault_into, args.barge_words, args.fault_after
+            "| faults | both channels' {what} {:.1} s into a {}-word sentence both sides speak (after ≥ {:.0} s of the call){} |",
+            args.fault_into,
+            args.barge_words,
+            args.fault_after,
+            if args.cut_replay {
+                format!(
+                    "; the next connection or stream fails {CUT_REPLAY_AFTER} s into its replay (dg 1011, aai 3005, riva UNAVAILABLE)"
+                )
+            } else {
+                String::new()
+            }
         );
     }
     println!(

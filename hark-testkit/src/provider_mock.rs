@@ -9,7 +9,8 @@
 //! in the provider's own message shapes. Everything a client does is recorded per connection
 //! ([`Connection`]), including each documented rule it broke (`violations`), so a backend test
 //! can check both what the platform received and how the backend treated the provider.
-//! Failures are scripted per connection ([`Fault`]) to test reconnects and failure handling.
+//! Failures are scripted per connection ([`Fault`]) to test reconnects and failure handling;
+//! a [`Load`] makes the whole mock a provider that answers late under load.
 //!
 //! Design: one task per connection owns its websocket; a single `select!` loop reads the
 //! client, sends queued answers when they are due (a queue, so [`Fault::Slow`] delays answers
@@ -19,7 +20,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -90,7 +91,8 @@ pub enum Fault {
     DropAfter(f64),
     /// After this many seconds of audio, close with (code, reason) (Deepgram: 1011
     /// "NET-0000"; AssemblyAI: 3005 …). AssemblyAI sends an `{"type":"Error",...}` text frame
-    /// just before the close (newer-server behaviour).
+    /// just before the close (newer-server behaviour). Under a [`Load`], answers not yet due
+    /// are dropped and the close goes out at once.
     CloseAfter(f64, u16, &'static str),
     /// After this many seconds of audio, keep reading audio but never send anything again
     /// (and never close, not even in answer to the client's close).
@@ -106,6 +108,22 @@ pub enum Fault {
     /// The upgrade is answered only after this long (a provider slow to accept); the
     /// client's audio waits meanwhile.
     SlowUpgrade(Duration),
+}
+
+/// A provider under load (issue 30, part 4): it processes audio at a finite speed that every
+/// stream open on it shares, and answers what a frame or a control message produced only once
+/// it has processed that audio, some latency later. So its answers come late in proportion to
+/// the audio a connection holds unprocessed (a replay sent faster than real time) and to the
+/// streams open at once; the order of answers is kept. Set with [`MockProvider::set_load`].
+#[derive(Clone, Copy, Debug)]
+pub struct Load {
+    /// Latency of every answer after the audio it answers was processed.
+    pub base: Duration,
+    /// Added to `base` for each other stream open on the mock.
+    pub per_stream: Duration,
+    /// Seconds of audio the mock processes per second with one stream open; with `n` open,
+    /// each gets `capacity / n`.
+    pub capacity: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -155,6 +173,9 @@ pub struct Connection {
     pub fault_at: Option<std::time::Instant>,
     /// When the websocket upgrade completed (std clock); None if it did not.
     pub opened_at: Option<std::time::Instant>,
+    /// The latest any answer on this connection was due after the input it answers
+    /// arrived (a [`Load`], or [`Fault::Slow`]).
+    pub max_answer_delay: Duration,
     /// Each text message the mock sent, with the std clock's time just before it went to the
     /// socket. Recorded only after [`MockProvider::record_sent`]`(true)`.
     pub sent: Vec<(std::time::Instant, String)>,
@@ -174,6 +195,9 @@ struct Shared {
     /// [`MockProvider::script_for`].
     keyed: Mutex<Vec<Keyed>>,
     record_sent: AtomicBool,
+    load: Mutex<Option<Load>>,
+    /// Upgraded connections not yet ended: the streams a [`Load`] is shared by.
+    open: AtomicUsize,
 }
 
 /// A mock provider on an ephemeral loopback port; it serves until dropped.
@@ -198,6 +222,8 @@ impl MockProvider {
             idle: Mutex::new(DEEPGRAM_IDLE),
             keyed: Mutex::new(Vec::new()),
             record_sent: AtomicBool::new(false),
+            load: Mutex::new(None),
+            open: AtomicUsize::new(0),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Self { addr, shared, task }
@@ -235,6 +261,12 @@ impl MockProvider {
     /// call, so a test of keep-alives need not wait 10 s. (Addition to the agreed API.)
     pub fn set_idle_timeout(&self, idle: Duration) {
         *lock(&self.shared.idle) = idle;
+    }
+
+    /// Makes the mock a provider under load (or, with `None`, prompt again), for every
+    /// connection from its next frame on.
+    pub fn set_load(&self, load: Option<Load>) {
+        *lock(&self.shared.load) = load;
     }
 
     /// What each connection saw so far, in connection order.
@@ -584,6 +616,8 @@ struct Link {
     closing: bool,
     /// [`Fault::StallAfter`] fired: nothing is ever sent again.
     stalled: bool,
+    /// Under a [`Load`]: when the mock will have processed the audio received so far.
+    processed_at: Instant,
 }
 
 impl Link {
@@ -601,7 +635,29 @@ impl Link {
             },
             closing: false,
             stalled: false,
+            processed_at: now,
         }
+    }
+
+    /// Under a [`Load`], the answers queued since the outbox held `from` items wait until the
+    /// mock has processed `secs` more seconds of audio behind what it already holds, plus the
+    /// load's latency.
+    fn loaded(&mut self, from: usize, secs: f64) {
+        let Some(load) = *lock(&self.shared.load) else {
+            return;
+        };
+        let now = Instant::now();
+        let streams = self.shared.open.load(Ordering::Relaxed).max(1);
+        let speed = (load.capacity / streams as f64).max(1e-3);
+        self.processed_at = self.processed_at.max(now) + Duration::from_secs_f64(secs / speed);
+        let others = u32::try_from(streams - 1).unwrap_or(u32::MAX);
+        let due = self.processed_at + load.base + load.per_stream.saturating_mul(others);
+        let mut latest = Duration::ZERO;
+        for (at, _) in self.outbox.iter_mut().skip(from) {
+            *at = (*at).max(due);
+            latest = latest.max(at.saturating_duration_since(now));
+        }
+        self.record(|c| c.max_answer_delay = c.max_answer_delay.max(latest));
     }
 
     fn send(&mut self, message: Value) {
@@ -738,6 +794,22 @@ async fn deliver_or_end(ws: &mut WebSocketStream<TcpStream>, link: &mut Link) ->
     }
 }
 
+/// Counts an upgraded connection among the streams a [`Load`] is shared by while it lives.
+struct OpenStream(Arc<Shared>);
+
+impl OpenStream {
+    fn new(shared: &Arc<Shared>) -> Self {
+        shared.open.fetch_add(1, Ordering::Relaxed);
+        Self(shared.clone())
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// Serves one upgraded connection until either side ends it.
 async fn run(
     mut ws: WebSocketStream<TcpStream>,
@@ -746,6 +818,7 @@ async fn run(
     fault: Option<Fault>,
 ) {
     dialect.open(&mut link);
+    let _open = OpenStream::new(&link.shared);
     let mut audio_secs = 0.0;
     let mut fault = fault;
     let far = || Instant::now() + Duration::from_secs(3600);
@@ -776,7 +849,10 @@ async fn run(
                         if link.closing {
                             continue;
                         }
-                        audio_secs += dialect.audio(&data, &mut link);
+                        let queued = link.outbox.len();
+                        let secs = dialect.audio(&data, &mut link);
+                        link.loaded(queued, secs);
+                        audio_secs += secs;
                         let wall = link.connected.elapsed().as_secs_f64();
                         if wall >= 1.0 {
                             let ratio = audio_secs / wall;
@@ -793,6 +869,11 @@ async fn run(
                             Some(Fault::CloseAfter(t, code, reason)) if reached(t) => {
                                 fired();
                                 fault = None;
+                                // Under a load, answers to audio not yet processed go down
+                                // with the server: the error goes out at once.
+                                if lock(&link.shared.load).is_some() {
+                                    link.outbox.clear();
+                                }
                                 dialect.fail(&mut link, code, reason);
                             }
                             Some(Fault::StallAfter(t)) if reached(t) => {
@@ -827,7 +908,9 @@ async fn run(
                         let kind = message_type(&text).unwrap_or_else(|| "<invalid>".into());
                         link.record(|c| c.control.push(kind));
                         if !link.closing && !link.stalled {
+                            let queued = link.outbox.len();
                             dialect.text(&text, &mut link);
+                            link.loaded(queued, 0.0);
                         }
                     }
                     Message::Close(_) => {

@@ -5,7 +5,9 @@
 //! Like the websocket mocks it "hears" the word code of [`super::words`]: the words a test
 //! speaks come back as interim results while they are spoken and as one final per
 //! utterance, ended by `endpointing_config.stop_history` of silence (800 ms when unset) or
-//! by the client's half-close, with word times in ms and `audio_processed`. What the client
+//! by the client's half-close, with word times in ms and `audio_processed`; with
+//! [`RivaOptions::speed`] it processes at that pace (real time: a loaded server) rather than
+//! as audio arrives, so its results and `audio_processed` trail what was sent. What the client
 //! does is recorded per stream ([`RivaStream`]), each documented rule it broke as a
 //! violation. Failures are scripted per stream ([`RivaFault`]); a connection-level fault
 //! (a drop, a peer that goes deaf) takes down every stream on that HTTP/2 connection, as
@@ -76,6 +78,11 @@ pub struct RivaOptions {
     /// go with the first result, as a gRPC C++ server sends them: a silent channel's stream
     /// stays unanswered until its first words.
     pub headers_at_once: bool,
+    /// Seconds of audio a stream processes per second of time (1.0: real time, as a loaded
+    /// GPU server): audio is read as it comes and queued, and results follow the processing,
+    /// so a replay sent at once is answered over its own duration and `audio_processed` runs
+    /// behind what the client sent. `None`: each message is processed as it arrives.
+    pub speed: Option<f64>,
 }
 
 impl Default for RivaOptions {
@@ -86,6 +93,7 @@ impl Default for RivaOptions {
             languages: vec!["en-US".into()],
             model: "parakeet-1.1b-en-US-asr-streaming".into(),
             headers_at_once: false,
+            speed: None,
         }
     }
 }
@@ -128,8 +136,14 @@ pub struct RivaStream {
     pub boosted: Vec<(Vec<String>, f32)>,
     /// Status the stream was refused or ended with, if not OK.
     pub status: Option<Code>,
+    /// Audio received (not necessarily processed yet).
     pub audio_messages: usize,
     pub audio_samples: u64,
+    /// The most audio, in seconds, received and not yet processed at once (with
+    /// [`RivaOptions::speed`]): how far the client ran ahead of the server.
+    pub max_backlog_secs: f64,
+    /// Audio received and not yet processed when the scripted fault fired, in seconds.
+    pub backlog_at_fault: Option<f64>,
     pub words_heard: Vec<String>,
     pub words_sent_final: Vec<String>,
     /// The client half-closed (ended its audio).
@@ -445,6 +459,7 @@ impl RivaSpeechRecognition for Mock {
             interim,
             last_interim: 0.0,
             word_times: rc.enable_word_time_offsets,
+            speed: options.speed,
             fault,
             wire,
             tx,
@@ -477,6 +492,7 @@ struct Heard {
     /// Audio seconds at the last interim result.
     last_interim: f64,
     word_times: bool,
+    speed: Option<f64>,
     fault: Option<RivaFault>,
     wire: Option<WireSwitch>,
     tx: mpsc::Sender<Result<StreamingRecognizeResponse, Status>>,
@@ -487,10 +503,24 @@ impl Heard {
         edit(&mut lock(&self.shared.streams)[self.index]);
     }
 
-    async fn run(mut self, mut inbound: Streaming<StreamingRecognizeRequest>) {
+    async fn run(mut self, inbound: Streaming<StreamingRecognizeRequest>) {
+        // Requests are read as they come (audio counted as received) and processed in order
+        // here, at `speed` when set.
+        let (feed, mut queued) = mpsc::unbounded_channel();
+        let reader = tokio::spawn(read_requests(
+            inbound,
+            feed,
+            self.shared.clone(),
+            self.index,
+        ));
+        let _reader = AbortOnDrop(reader);
+        let rate = f64::from(self.decoder.rate());
+        let mut clock = tokio::time::Instant::now();
         let mut stalled = false;
         let end = loop {
-            let message = inbound.message().await;
+            let Some((arrived, message)) = queued.recv().await else {
+                break Some(Status::cancelled("client went away"));
+            };
             let audio = match message {
                 Ok(Some(StreamingRecognizeRequest {
                     streaming_request: Some(StreamingRequest::AudioContent(audio)),
@@ -522,11 +552,15 @@ impl Heard {
                 .chunks_exact(2)
                 .map(|b| i16::from_le_bytes([b[0], b[1]]))
                 .collect();
-            self.record(|r| {
-                r.audio_messages += 1;
-                r.audio_samples += samples.len() as u64;
-            });
+            if let Some(speed) = self.speed {
+                // The server gets to this audio once it has processed what came before.
+                let secs = samples.len() as f64 / rate / speed.max(1e-3);
+                clock = clock.max(arrived) + Duration::from_secs_f64(secs);
+                tokio::time::sleep_until(clock).await;
+            }
             let words = self.decoder.push(&samples);
+            let backlog = self.backlog();
+            self.record(|r| r.max_backlog_secs = r.max_backlog_secs.max(backlog));
             self.record(|r| {
                 r.words_heard
                     .extend(words.iter().map(|w| w.text.to_string()))
@@ -534,7 +568,10 @@ impl Heard {
             self.utterance.extend(words);
             let secs = self.decoder.position_secs();
             if let Some(fault) = self.due(secs) {
-                self.record(|r| r.fault_at = Some(std::time::Instant::now()));
+                self.record(|r| {
+                    r.fault_at = Some(std::time::Instant::now());
+                    r.backlog_at_fault = Some(backlog);
+                });
                 match fault {
                     RivaFault::StatusAfter(_, code) => {
                         break Some(Status::new(code, "stream failed by script"));
@@ -593,6 +630,12 @@ impl Heard {
         self.shared.closed.notify_waiters();
         // Dropping the sender ends the response stream (OK, unless a status went first).
         drop(self.tx);
+    }
+
+    /// Seconds of audio received and not yet processed.
+    fn backlog(&self) -> f64 {
+        let received = lock(&self.shared.streams)[self.index].audio_samples;
+        received.saturating_sub(self.decoder.position()) as f64 / f64::from(self.decoder.rate())
     }
 
     /// The scripted fault, once its time in the audio has come.
@@ -665,6 +708,45 @@ impl Heard {
             ..Default::default()
         };
         self.tx.send(Ok(response)).await.is_ok()
+    }
+}
+
+/// Reads a stream's requests as they arrive, counting its audio as received, and queues
+/// them (with their arrival) for [`Heard::run`]; the end of the requests or an error is
+/// queued last.
+async fn read_requests(
+    mut inbound: Streaming<StreamingRecognizeRequest>,
+    feed: mpsc::UnboundedSender<(
+        tokio::time::Instant,
+        Result<Option<StreamingRecognizeRequest>, Status>,
+    )>,
+    shared: Arc<Shared>,
+    index: usize,
+) {
+    loop {
+        let message = inbound.message().await;
+        let last = !matches!(message, Ok(Some(_)));
+        if let Ok(Some(StreamingRecognizeRequest {
+            streaming_request: Some(StreamingRequest::AudioContent(audio)),
+            ..
+        })) = &message
+        {
+            let r = &mut lock(&shared.streams)[index];
+            r.audio_messages += 1;
+            r.audio_samples += (audio.len() / 2) as u64;
+        }
+        if feed.send((tokio::time::Instant::now(), message)).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// Aborts a task when dropped: a stream's reader ends with its stream.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -215,6 +215,12 @@ impl Provider for Stream {
                 } else {
                     self.open |= !transcript.trim().is_empty();
                     heard.push(Heard::Partial(transcript.to_string()));
+                    // An interim covers the audio processed so far.
+                    if let (Some(start), Some(duration)) =
+                        (msg["start"].as_f64(), msg["duration"].as_f64())
+                    {
+                        heard.push(Heard::Processed(start + duration));
+                    }
                 }
             }
             Some("Metadata") => heard.push(Heard::Ended),
@@ -326,7 +332,7 @@ mod tests {
     }
 
     #[test]
-    fn results_become_partials_finals_and_settled_time() {
+    fn results_become_partials_finals_and_processed_and_settled_times() {
         let mut s = Stream { open: false };
         let mut heard = Vec::new();
         s.read(
@@ -345,10 +351,11 @@ mod tests {
         );
         s.read("not json", &mut heard);
         assert_eq!(heard[0], Heard::Partial("hello wor".into()));
+        assert_eq!(heard[1], Heard::Processed(1.5), "what the interim covers");
         assert!(s.idle(), "a final closes what the interim opened");
-        assert_eq!(heard[1], Heard::Final("Hello world.".into()));
-        assert_eq!(heard[2], Heard::Settled(2.25));
-        assert!(matches!(heard[3], Heard::Error { .. }));
-        assert_eq!(heard.len(), 4);
+        assert_eq!(heard[2], Heard::Final("Hello world.".into()));
+        assert_eq!(heard[3], Heard::Settled(2.25));
+        assert!(matches!(heard[4], Heard::Error { .. }));
+        assert_eq!(heard.len(), 5);
     }
 }

@@ -45,6 +45,9 @@ pub enum Heard {
     Final(String),
     /// Everything up to this stream time (seconds from the connection's first sample) is final.
     Settled(f64),
+    /// The provider has processed the stream up to this time (an interim result's end): it
+    /// has answered what came before. A late provider's answer says no more than that.
+    Processed(f64),
     /// The provider finished the stream we asked it to end.
     Ended,
     /// The provider reported an error; its close usually follows.
@@ -68,8 +71,9 @@ pub trait Provider: Send + 'static {
     fn closing(&self) -> Vec<Message>;
     /// Interprets one text message.
     fn read(&mut self, text: &str, heard: &mut Vec<Heard>);
-    /// True while the provider has no words pending (no turn open): audio it has answered
-    /// and that held no voice since can be settled by the relay itself.
+    /// True while the provider has no words pending (no turn open): audio it has processed
+    /// (its `Settled` and `Processed` times) past the last voice sent can be settled by the
+    /// relay itself.
     fn idle(&self) -> bool {
         false
     }
@@ -139,6 +143,8 @@ pub fn spawn<P: Provider>(
             rate: audio.sample_rate(),
             audio,
             sent: 0,
+            processed: 0,
+            voiced_until: 0,
             heard: Vec::new(),
         };
         report(relay.run(request, &events).await, events);
@@ -179,6 +185,10 @@ struct Relay<P> {
     rate: u32,
     /// Samples sent on this connection: the provider's stream position.
     sent: u64,
+    /// The furthest stream position the provider said it processed (`Settled`, `Processed`).
+    processed: u64,
+    /// The end of the last voiced frame sent: audio up to here may hold words.
+    voiced_until: u64,
     /// Pauses left out while behind, and how the provider's positions map to the ring's.
     catch_up: CatchUp,
     heard: Vec<Heard>,
@@ -288,6 +298,9 @@ impl<P: Provider> Relay<P> {
                             unanswered_since = Some(Instant::now());
                         }
                         self.sent += frame.len() as u64;
+                        if voiced {
+                            self.voiced_until = self.sent;
+                        }
                         last_audio = Instant::now();
                         if !send(&mut tx, Message::binary(to_bytes(&frame)), limit).await {
                             return self.lost("the connection broke or stopped taking audio");
@@ -395,7 +408,15 @@ impl<P: Provider> Relay<P> {
                             since.elapsed().as_secs_f64()
                         )));
                     }
-                    if self.provider.idle() && unanswered_since.is_none() {
+                    // No turn open and the provider has processed every voiced frame sent
+                    // (by its own positions, not just any answer: a late provider's answer
+                    // may be about audio sent seconds ago): what was sent, less a margin,
+                    // holds no word still to come. AssemblyAI gives no position in silence,
+                    // so there only its finals settle.
+                    if self.provider.idle()
+                        && unanswered_since.is_none()
+                        && self.processed >= self.voiced_until
+                    {
                         let margin = (IDLE_SETTLE_MARGIN.as_secs_f64() * per_sec) as u64;
                         if self.sent > margin {
                             self.settle(events, self.sent - margin);
@@ -424,8 +445,12 @@ impl<P: Provider> Relay<P> {
                 Heard::Partial(text) => events.partial(&text),
                 Heard::Final(text) => events.final_text(&text),
                 Heard::Settled(secs) => {
-                    let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
-                    self.settle(events, position.min(self.sent));
+                    let position = self.position(secs);
+                    self.processed = self.processed.max(position);
+                    self.settle(events, position);
+                }
+                Heard::Processed(secs) => {
+                    self.processed = self.processed.max(self.position(secs));
                 }
                 Heard::Ended => ended = true,
                 Heard::Error { code, message } => {
@@ -443,6 +468,12 @@ impl<P: Provider> Relay<P> {
         }
         self.heard = all;
         ended
+    }
+
+    /// A provider's stream time as a stream position, never past what was sent.
+    fn position(&self, secs: f64) -> u64 {
+        let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
+        position.min(self.sent)
     }
 
     /// The provider will not revise its stream up to `position`: the ring position it

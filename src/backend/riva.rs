@@ -34,7 +34,7 @@ use self::proto::nvidia::riva::asr::{
 use super::catch_up::{VOICED_RMS, rms};
 use super::relay::{Failure, HOUSEKEEPING, Heard, IDLE_SETTLE_MARGIN, count_error, report};
 use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink};
-use crate::audio::AudioSource;
+use crate::audio::{AudioSource, samples_to_duration};
 use crate::metrics as m;
 use crate::untrusted::quote;
 
@@ -580,7 +580,11 @@ impl Stream {
                     let frame = &buf[..n];
                     let voiced = rms(frame) > VOICED_RMS;
                     if unanswered_since.is_none() && voiced {
-                        unanswered_since = Some(Instant::now());
+                        // A server that works through what was sent before this chunk at
+                        // real time (a replay, sent at once) reaches it only then: its
+                        // silence until that moment is no stall.
+                        let reached = self.opened + samples_to_duration(self.sent, self.rate);
+                        unanswered_since = Some(Instant::now().max(reached));
                         self.audio.owe_from(Some(self.audio.position() - n as u64));
                     }
                     self.sent += n as u64;
@@ -639,7 +643,7 @@ impl Stream {
                     let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
                     events.settled(position.min(self.sent));
                 }
-                Heard::Ended | Heard::Error { .. } => {}
+                Heard::Processed(_) | Heard::Ended | Heard::Error { .. } => {}
             }
         }
     }

@@ -8,3 +8,4 @@ mod failures;
 mod provider_mocks;
 mod relay;
 mod riva;
+mod slow_providers;
