@@ -154,7 +154,7 @@ async fn a_server_that_refuses_the_credentials_stops_the_run_saying_what_to_set(
 }
 
 /// `hark bench --calls 0` is refused (a run of no calls prints a table of zeros), and the
-/// help names the command as users type it.
+/// help names the command as users type it and lists the load shapes.
 #[tokio::test]
 async fn no_calls_is_refused_and_the_help_says_hark_bench() {
     for flag in ["--calls", "--max-calls"] {
@@ -167,6 +167,13 @@ async fn no_calls_is_refused_and_the_help_says_hark_bench() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("Usage: hark bench [OPTIONS]"), "{help}");
     assert!(!help.contains("hark-bench ["), "{help}");
+    // The load shapes to run against a deployment (BENCHMARKS.md, "Load shapes").
+    for shape in ["--stagger 6", "--stagger 0.1", "--burst", "--ramp 2"] {
+        assert!(
+            help.contains(shape),
+            "the help lacks the shape {shape}: {help}"
+        );
+    }
 }
 
 /// A server at capacity refuses a call at the upgrade (503): the bench counts it as
