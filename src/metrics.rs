@@ -32,6 +32,8 @@ pub const FAILOVER_GAP: &str = "hark_failover_gap_seconds";
 pub const REPLAY_SECONDS: &str = "hark_replay_seconds";
 pub const CATCH_UP_SKIPPED: &str = "hark_catch_up_skipped_seconds";
 pub const DECODER_LOAD: &str = "hark_decoder_load";
+pub const SHED_STEP: &str = "hark_shed_step";
+pub const SHED_SECONDS: &str = "hark_shed_seconds_total";
 pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
 pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
 pub const FINAL_RECOVERIES: &str = "hark_final_recoveries_total";
@@ -176,6 +178,18 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         Kind::Gauge,
         &[],
         "Share of the embedded recognizer's decoder time that finals and speculative decodes took lately (1 = all); admission refuses calls that would take it over moonshine.max_load.",
+    ),
+    (
+        SHED_STEP,
+        Kind::Gauge,
+        &[],
+        "What the embedded recognizer sheds while finals are late: 0 nothing, 1 partials, 2 and finals' left context, 3 and speculative decodes.",
+    ),
+    (
+        SHED_SECONDS,
+        Kind::Counter,
+        &["step"],
+        "Seconds the embedded recognizer spent shedding, by the highest step shed (partials, context, speculative).",
     ),
     (
         REPLAY_SECONDS,

@@ -71,6 +71,9 @@ pub struct Received {
     pub unparseable: Vec<String>,
     /// The socket broke without a close frame, or did not close in time.
     pub transport_error: Option<String>,
+    /// The server refused the upgrade with 503 (at capacity): the call never opened, and
+    /// the platform would have taken it to its fallback transcriber at once.
+    pub refused: bool,
 }
 
 impl Received {
@@ -133,7 +136,9 @@ impl Drop for Call {
 
 impl Call {
     /// Opens the websocket to `target` without sending anything.
-    pub async fn dial(target: &Target) -> Result<Self, String> {
+    /// Opens a call to `target`; `Err(None)` when the server refuses it with 503 (at
+    /// capacity), `Err(Some(why))` for any other failure.
+    pub async fn dial(target: &Target) -> Result<Self, Option<String>> {
         let headers = target.headers();
         let pairs: Vec<(&str, &str)> = headers
             .iter()
@@ -141,7 +146,10 @@ impl Call {
             .collect();
         Self::connect(&target.url, &pairs)
             .await
-            .map_err(|e| format!("connect: {e}"))
+            .map_err(|e| match e {
+                tungstenite::Error::Http(r) if r.status() == 503 => None,
+                e => Some(format!("connect: {e}")),
+            })
     }
 
     /// Opens a call to `target` and hangs up at once: `Some(status)` when the server

@@ -7,11 +7,24 @@ use clap::Parser;
 
 /// Benchmark a custom-transcriber server the way the voice platform calls it.
 #[derive(Parser)]
-#[command(name = "hark bench", bin_name = "hark bench", version)]
+#[command(name = "hark bench", bin_name = "hark bench", version, after_help = SHAPES)]
 struct Cli {
     #[command(flatten)]
     args: hark_bench::BenchArgs,
 }
+
+/// The load shapes worth running against a deployment (hark's own figures: BENCHMARKS.md,
+/// "Load shapes").
+const SHAPES: &str = "\
+Load shapes: run each at your server's capacity (N calls; --find-capacity finds it) and at
+twice it. A call refused at the upgrade (HTTP 503, at capacity: the platform takes it to
+its fallbackPlan at once) is counted as refused, not failed, and left out of the figures;
+a call that opened and then failed is the one to worry about.
+  staggered, independent calls   --calls N --stagger 6
+  a burst of independent calls   --calls N --stagger 0.1
+  an in-phase burst (worst case) --calls N --burst
+  a ramp past capacity           --find-capacity --ramp 2 --max-calls 2N --duration 30
+On the server's own machine, run the bench below it: nice -n 10 hark bench ...";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

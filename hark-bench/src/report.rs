@@ -103,6 +103,8 @@ pub struct CallResult {
     pub close_code: Option<u16>,
     pub close_reason: Option<String>,
     pub transport_error: Option<String>,
+    /// The server refused the call at the upgrade with 503: it never opened.
+    pub refused: bool,
     /// Text messages that were not protocol JSON.
     pub unparseable: usize,
     /// Transcripts on a channel before anyone spoke on it.
@@ -125,11 +127,12 @@ pub struct WholeCallWer {
 impl CallResult {
     /// The call ended in a failure rather than by the client hanging up.
     pub fn failed(&self) -> bool {
-        !self.errors.is_empty()
-            || self.transport_error.is_some()
-            || self.unparseable > 0
-            || self.close_reason.as_deref() == Some(PIPELINE_FAILED)
-            || self.close_code.is_some_and(|c| c != 1000)
+        !self.refused
+            && (!self.errors.is_empty()
+                || self.transport_error.is_some()
+                || self.unparseable > 0
+                || self.close_reason.as_deref() == Some(PIPELINE_FAILED)
+                || self.close_code.is_some_and(|c| c != 1000))
     }
 }
 
@@ -142,11 +145,12 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
     let mut stray = 0;
     let whole_call = conv.call_references.is_some();
     for channel in [Channel::Customer, Channel::Assistant] {
+        // A refused call was never spoken: nothing of it is missing.
         let own: Vec<(usize, &Utterance)> = conv
             .utterances
             .iter()
             .enumerate()
-            .filter(|(_, u)| u.channel == channel)
+            .filter(|(_, u)| u.channel == channel && !log.refused)
             .collect();
         let transcripts: Vec<(f64, &str, TranscriptType)> = log
             .messages
@@ -266,6 +270,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
     let whole_call: Vec<WholeCallWer> = conv
         .call_references
         .iter()
+        .filter(|_| !log.refused)
         .flat_map(|refs| {
             [Channel::Customer, Channel::Assistant].map(|c| (c, refs[c.index()].clone()))
         })
@@ -304,6 +309,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
         close_code: log.close.as_ref().map(|c| c.0),
         close_reason: log.close.as_ref().map(|c| c.1.clone()),
         transport_error: log.transport_error.clone(),
+        refused: log.refused,
         unparseable: log.unparseable.len(),
         stray_transcripts: stray,
         whole_call,
@@ -602,6 +608,24 @@ mod tests {
         assert_eq!(a.leaked_words, 1); // "forward" from the customer's turn
         assert_eq!(a.word_errors, 1);
         assert!(!r.failed());
+
+        // The same conversation refused at the upgrade: not a failure, and none of its
+        // words counts as missing.
+        let refused = Received {
+            refused: true,
+            ..Received::default()
+        };
+        let r = analyze(0, &conv, &refused, t0);
+        assert!(r.refused && !r.failed());
+        assert!(r.utterances.is_empty());
+        assert_eq!(r.customer.missing_finals + r.assistant.missing_finals, 0);
+        let failed = Received {
+            transport_error: Some("connect: refused".into()),
+            ..Received::default()
+        };
+        let r = analyze(0, &conv, &failed, t0);
+        assert!(!r.refused && r.failed());
+        assert_eq!(r.customer.missing_finals, 1);
     }
 
     #[test]

@@ -81,7 +81,11 @@ pub struct Report {
     pub reply_wait_ms: Stats,
     pub customer: ChannelTotals,
     pub assistant: ChannelTotals,
+    /// Calls that opened and then failed (a refused call is not one).
     pub failed_calls: usize,
+    /// Calls the server refused at the upgrade with 503 (at capacity); their utterances
+    /// are left out of every other figure.
+    pub refused_calls: usize,
     /// Transcripts on a channel before anyone spoke on it.
     pub stray_transcripts: usize,
     /// Calls whose socket broke, or that the server did not close in time.
@@ -129,6 +133,7 @@ impl Report {
     /// The run held: no call failed and p95 time-to-final is within `max_p95_ms`.
     pub fn held(&self, max_p95_ms: f64) -> bool {
         self.failed_calls == 0
+            && self.refused_calls == 0
             && self.customer.missing_finals + self.assistant.missing_finals == 0
             && self.time_to_final_ms.p95 <= max_p95_ms
     }

@@ -261,6 +261,7 @@ fn target_report(
         customer: report::overall(&per_call, Channel::Customer),
         assistant: report::overall(&per_call, Channel::Assistant),
         failed_calls: per_call.iter().filter(|c| c.failed()).count(),
+        refused_calls: per_call.iter().filter(|c| c.refused).count(),
         stray_transcripts: per_call.iter().map(|c| c.stray_transcripts).sum(),
         transport_errors: per_call
             .iter()
@@ -296,7 +297,14 @@ async fn play(target: &Target, conv: &Conversation, frame_ms: u32) -> (Received,
     };
     let mut call = match Call::dial(target).await {
         Ok(call) => call,
-        Err(e) => return failed(e),
+        Err(Some(e)) => return failed(e),
+        Err(None) => {
+            let got = Received {
+                refused: true,
+                ..Received::default()
+            };
+            return (got, Instant::now(), false);
+        }
     };
     if let Err(e) = call.start(conv.rate, 2).await {
         return failed(e);
@@ -493,7 +501,7 @@ async fn ramp_capacity(
                     timing.audio_from_ms,
                     timing.audio_from_ms + timing.audio_s * 1000.0,
                 )),
-                failed: c.failed(),
+                failed: c.failed() || c.refused,
                 utterances: c
                     .utterances
                     .iter()

@@ -107,6 +107,7 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             r.stray_transcripts,
         ),
         ("failed_calls", "failed calls", r.failed_calls),
+        ("refused_calls", "refused calls (503)", r.refused_calls),
         ("transport_errors", "transport errors", r.transport_errors),
         ("unparseable", "unparseable messages", r.unparseable),
     ] {
@@ -251,6 +252,7 @@ const ROWS: &[(&str, &[&str])] = &[
     ),
     ("stray transcripts", &["stray_transcripts"]),
     ("failed calls", &["failed_calls"]),
+    ("refused calls (503)", &["refused_calls"]),
     ("transport errors", &["transport_errors"]),
     ("unparseable messages", &["unparseable"]),
 ];
@@ -318,11 +320,12 @@ fn endings(run: &RunReport, bullet: &str) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "{bullet}{}: close codes {}; failed calls {} of {}",
+            "{bullet}{}: close codes {}; failed calls {} of {}; refused at the upgrade {}",
             t.label,
             codes.join(", "),
             t.failed_calls,
-            t.calls
+            t.calls,
+            t.refused_calls
         );
         for c in t.per_call.iter().filter(|c| c.failed()) {
             let why = c
@@ -527,6 +530,7 @@ mod tests {
             customer: totals(&[], Channel::Customer),
             assistant: totals(&[], Channel::Assistant),
             failed_calls: failed,
+            refused_calls: 0,
             stray_transcripts: 0,
             transport_errors: 0,
             unparseable: 0,

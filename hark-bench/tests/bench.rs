@@ -154,7 +154,7 @@ async fn a_server_that_refuses_the_credentials_stops_the_run_saying_what_to_set(
 }
 
 /// `hark bench --calls 0` is refused (a run of no calls prints a table of zeros), and the
-/// help names the command as users type it.
+/// help names the command as users type it and lists the load shapes.
 #[tokio::test]
 async fn no_calls_is_refused_and_the_help_says_hark_bench() {
     for flag in ["--calls", "--max-calls"] {
@@ -167,4 +167,33 @@ async fn no_calls_is_refused_and_the_help_says_hark_bench() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("Usage: hark bench [OPTIONS]"), "{help}");
     assert!(!help.contains("hark-bench ["), "{help}");
+    // The load shapes to run against a deployment (BENCHMARKS.md, "Load shapes").
+    for shape in ["--stagger 6", "--stagger 0.1", "--burst", "--ramp 2"] {
+        assert!(
+            help.contains(shape),
+            "the help lacks the shape {shape}: {help}"
+        );
+    }
+}
+
+/// A server at capacity refuses a call at the upgrade (503): the bench counts it as
+/// refused, not failed, leaves its words out of the figures, and the run did not hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_refused_at_the_upgrade_is_counted_as_refused_not_failed() {
+    let corpus = corpus();
+    let mut config = config_with_default_backend("recorder");
+    config.max_sessions = 1;
+    let server = TestServer::start(config, backends::registry()).await;
+    let mut a = args(server.ws_url("/api/custom-transcriber"), 5.0);
+    a.burst = true;
+    let report = measure(&a, &corpus, 2).await.expect("bench runs");
+    assert_eq!((report.refused_calls, report.failed_calls), (1, 0));
+    let refused = report
+        .per_call
+        .iter()
+        .find(|c| c.refused)
+        .expect("the refused call");
+    assert!(refused.utterances.is_empty() && !refused.failed());
+    assert!(!report.held(800.0), "a run with a refused call held");
+    server.shutdown().await.unwrap();
 }

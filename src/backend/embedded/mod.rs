@@ -247,7 +247,8 @@ impl Backend for Embedded {
         };
         let cuts = self.cuts(&spec, running.judging, running.context);
         audio.wake_thread(running.listener.clone());
-        running.pool.starting();
+        running.pool.starting(spec.session_id);
+        let session = spec.session_id;
         let sent = running.jobs.send(Job {
             audio,
             events,
@@ -259,9 +260,10 @@ impl Backend for Embedded {
                 .as_deref()
                 .unwrap_or_default()
                 .join(", "),
+            session,
         });
         if sent.is_err() {
-            running.pool.started();
+            running.pool.started(session);
             return Err(BackendError::new("recognizer listener has stopped"));
         }
         running.listener.unpark();

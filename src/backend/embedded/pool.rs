@@ -21,7 +21,7 @@
 //! reverse. No lock is held across a decode.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{self, Thread};
@@ -52,6 +52,22 @@ const SHED_CONTEXT_AT: f64 = 0.6;
 const BOOKING_HOLD: Duration = Duration::from_secs(3);
 /// A final waiting this long for a decoder means the recognizer is behind now.
 const FINAL_BACKLOG: Duration = Duration::from_millis(400);
+/// What a final or speculative decode is taken to cost, in decoder seconds, before the
+/// pool has measured any: Whisper tiny.en's finals of 5–6 s utterances on 2 cores
+/// (BENCHMARKS.md, "Load shapes"). Then an envelope of those measured, rising fast
+/// (`COST_RISE`) and falling slowly (`COST_FALL`): a wave is as slow as its longest
+/// utterances, not its average one.
+const PRIOR_COST: f64 = 0.2;
+const COST_RISE: f64 = 0.3;
+const COST_FALL: f64 = 0.03;
+/// A newly admitted call promises one final in its first seconds (callers answer "Hello?"
+/// together, dialers start calls in waves): that promise fades by `e^(-age/PROMISE_DECAY)`
+/// as the call's own decodes show in the measured load.
+const PROMISE_DECAY: Duration = Duration::from_secs(3);
+/// The decoders must be able to clear a wave of finals, one per newly admitted call all
+/// due at the same instant, within this much time each: what is left of the 800 ms time to
+/// final once the voice has been heard to stop (BENCHMARKS.md, "Load shapes").
+const WAVE_BUDGET: f64 = 0.55;
 
 /// Longest a thread sleeps before looking at its channels again without being woken.
 const IDLE_POLL: Duration = Duration::from_millis(20);
@@ -66,6 +82,8 @@ pub struct Job {
     pub cuts: SegmenterConfig,
     /// The call's keyterms, for engines that take a prompt.
     pub keyterms: String,
+    /// The call it belongs to: admission counts a call's promise once.
+    pub session: u64,
 }
 
 /// What the listener and the decoders share.
@@ -97,8 +115,14 @@ pub struct Pool {
     /// `BOOKING_HOLD` without a start frame.
     booked: Mutex<Vec<(u64, usize, Instant)>>,
     next_booking: AtomicU64,
-    /// Channels handed to the listener that it has not made live yet.
-    starting: AtomicUsize,
+    /// Calls (session ids) of channels handed to the listener that it has not made live
+    /// yet, one entry per channel.
+    starting: Mutex<Vec<u64>>,
+    /// What a final or speculative decode costs lately, seconds (`f64` bits; see
+    /// `PRIOR_COST`).
+    cost: AtomicU64,
+    /// What is shed while finals are late (see [`Ladder`]).
+    ladder: Mutex<Ladder>,
 }
 
 impl Pool {
@@ -117,15 +141,28 @@ impl Pool {
             context_scale: AtomicU64::new(1f64.to_bits()),
             booked: Mutex::new(Vec::new()),
             next_booking: AtomicU64::new(0),
-            starting: AtomicUsize::new(0),
+            starting: Mutex::new(Vec::new()),
+            cost: AtomicU64::new(PRIOR_COST.to_bits()),
+            ladder: Mutex::new(Ladder::new(Instant::now())),
         })
     }
 
     /// Counts a final or speculative decode's time into the recognizer's essential load:
     /// the share of its decoders' time such decodes took over the last `LOAD_WINDOW` or so
-    /// (1.0: all of it). Partials do not count: they only fill the time that is left.
+    /// (1.0: all of it), and into the running mean of what such a decode costs. Partials do
+    /// not count: they only fill the time that is left.
     fn add_load(&self, spent: Duration) {
-        self.update(spent.as_secs_f64(), 0.0);
+        let spent = spent.as_secs_f64();
+        let cost = self.cost();
+        let rate = if spent > cost { COST_RISE } else { COST_FALL };
+        let cost = cost + rate * (spent - cost);
+        self.cost.store(cost.to_bits(), Ordering::Relaxed);
+        self.update(spent, 0.0);
+    }
+
+    /// What a final or speculative decode costs lately, in decoder seconds.
+    fn cost(&self) -> f64 {
+        f64::from_bits(self.cost.load(Ordering::Relaxed))
     }
 
     /// A channel of age weight `weight` left: its share of the load stays a while.
@@ -153,26 +190,19 @@ impl Pool {
     }
 
     /// Whether a call of `channels` more channels can be taken without putting the
-    /// calls already here at risk: no final is queueing now, and the load the channels
-    /// will bring once all of them have been here a while, plus the new ones, stays under
-    /// `limit`.
-    ///
-    /// The load is an average over `LOAD_WINDOW`, so a channel of age `a` has put only
-    /// `w = 1 − e^(−a/window)` of its demand into it. One channel's demand is estimated as
-    /// `(load + PRIOR·K) / (Σw + K)`: the measured share per fully observed channel, pulled
-    /// towards a dense channel's share while there is little history, so a burst of calls
-    /// arriving together is not all admitted on the strength of a load they have not yet
-    /// brought.
+    /// calls already here at risk (see [`Demand::admits`]).
     pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
-        let held = booked_channels(&mut lock(&self.booked));
-        self.fits(held, channels, limit)
+        let mut booked = lock(&self.booked);
+        let calls = held_bookings(&mut booked);
+        self.demand(calls).admits(channels, limit)
     }
 
     /// [`Pool::has_headroom`], and on yes the room held for the new channels until the
     /// booking is dropped (the call started its channels, or ended before it could).
     pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Option<Booking> {
         let mut booked = lock(&self.booked);
-        if !self.fits(booked_channels(&mut booked), channels, limit) {
+        let calls = held_bookings(&mut booked);
+        if !self.demand(calls).admits(channels, limit) {
             return None;
         }
         let id = self.next_booking.fetch_add(1, Ordering::Relaxed);
@@ -185,33 +215,40 @@ impl Pool {
         }))
     }
 
-    /// Whether `channels` more fit beside the live, starting and `booked` ones.
-    fn fits(&self, booked: usize, channels: usize, limit: f64) -> bool {
-        /// A channel's share of the decoders before it has history: what conversational
-        /// calls take on 2 cores (26 held: BENCHMARKS.md, "Against the targets"), so an
-        /// idle server admits a burst up to that. Denser speech shows in the measured load
-        /// and the final backlog within seconds, and the calls after it are refused
-        /// (BENCHMARKS.md, "Overload").
-        const PRIOR: f64 = 0.015;
-        /// How many fully observed channels the prior weighs as.
-        const K: f64 = 4.0;
+    /// What the calls here, starting and `booked` (calls, channels) demand of the decoders.
+    fn demand(&self, booked: (usize, usize)) -> Demand {
         let live = lock(&self.channels).clone();
-        let mut weight = 0.0;
+        let mut demand = Demand {
+            decoders: self.busy.len().max(1),
+            cost: self.cost(),
+            ..Demand::default()
+        };
+        // The youngest channel of each call: its promise.
+        let mut calls: Vec<(u64, f64)> = Vec::with_capacity(live.len());
         for c in &live {
             let behind = c
                 .lock()
                 .want()
                 .is_some_and(|w| w.kind == DecodeKind::Final && w.since.elapsed() > FINAL_BACKLOG);
-            if behind {
-                return false;
+            demand.behind |= behind;
+            demand.weight += c.weight();
+            let promise = promise(c.opened.elapsed());
+            match calls.iter_mut().find(|(s, _)| *s == c.session) {
+                Some((_, p)) => *p = p.max(promise),
+                None => calls.push((c.session, promise)),
             }
-            weight += c.weight();
         }
+        let mut starting = lock(&self.starting).clone();
+        demand.channels = live.len() + starting.len() + booked.1;
+        starting.sort_unstable();
+        starting.dedup();
+        starting.retain(|s| calls.iter().all(|(live, _)| live != s));
+        demand.promised =
+            calls.iter().map(|(_, p)| p).sum::<f64>() + (starting.len() + booked.0) as f64;
         // Channels that left still count for the load they brought, as it decays.
-        let (load, gone) = self.update(0.0, 0.0);
-        let per_channel = (load + PRIOR * K) / (weight + gone + K);
-        let starting = self.starting.load(Ordering::Acquire);
-        per_channel * (live.len() + starting + booked + channels) as f64 <= limit
+        (demand.load, demand.gone) = self.update(0.0, 0.0);
+        demand.shedding = lock(&self.ladder).step >= Shed::Context;
+        demand
     }
 
     /// Decoder slots.
@@ -219,16 +256,18 @@ impl Pool {
         self.busy.len()
     }
 
-    /// A channel was handed to the listener: it counts as present from now on.
-    pub fn starting(&self) {
-        self.starting.fetch_add(1, Ordering::AcqRel);
+    /// A channel of call `session` was handed to the listener: it counts as present from
+    /// now on.
+    pub fn starting(&self, session: u64) {
+        lock(&self.starting).push(session);
     }
 
-    /// The listener took a channel in (or the hand-over failed).
-    pub fn started(&self) {
-        let _ = self
-            .starting
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    /// The listener took a channel of `session` in (or the hand-over failed).
+    pub fn started(&self, session: u64) {
+        let mut starting = lock(&self.starting);
+        if let Some(i) = starting.iter().position(|s| *s == session) {
+            starting.swap_remove(i);
+        }
     }
 
     /// False while a decode has run longer than `limit`: a library call that never returns
@@ -305,22 +344,82 @@ pub fn spawn_decoder(pool: Arc<Pool>, index: usize, engine: Box<dyn Engine>) -> 
         .map_err(|e| format!("cannot start decoder thread: {e}"))
 }
 
-/// Channels booked and still held: bookings older than `BOOKING_HOLD` are forgotten.
-fn booked_channels(booked: &mut Vec<(u64, usize, Instant)>) -> usize {
+/// Calls booked and still held, and their channels: bookings older than `BOOKING_HOLD`
+/// are forgotten.
+fn held_bookings(booked: &mut Vec<(u64, usize, Instant)>) -> (usize, usize) {
     booked.retain(|(_, _, at)| at.elapsed() < BOOKING_HOLD);
-    booked.iter().map(|(_, n, _)| n).sum()
+    (booked.len(), booked.iter().map(|(_, n, _)| n).sum())
+}
+
+/// What is left of a call's promise of a final (see `PROMISE_DECAY`) at `age`.
+fn promise(age: Duration) -> f64 {
+    (-age.as_secs_f64() / PROMISE_DECAY.as_secs_f64()).exp()
+}
+
+/// What the calls present ask of the decoders, as admission weighs it.
+#[derive(Debug, Default, Clone, Copy)]
+struct Demand {
+    decoders: usize,
+    /// Channels live, starting or booked.
+    channels: usize,
+    /// The measured essential load (share of the decoders' time) and the age weights of
+    /// the channels that brought it: those here (`weight`) and those gone.
+    load: f64,
+    weight: f64,
+    gone: f64,
+    /// Finals of newly admitted calls still to come (see `PROMISE_DECAY`), in calls.
+    promised: f64,
+    /// What one of those finals costs, in decoder seconds.
+    cost: f64,
+    /// A final has waited over `FINAL_BACKLOG`.
+    behind: bool,
+    /// Finals were late enough lately that the ladder sheds context or more.
+    shedding: bool,
+}
+
+impl Demand {
+    /// Whether a call of `channels` more channels can be taken without putting the calls
+    /// already here at risk. Three conditions:
+    ///
+    /// - no final is late now and the decoders are not shedding context or more;
+    /// - **the wave**: if every newly admitted call, this one included, said its first words
+    ///   at the same instant, the decoders would clear their finals within `WAVE_BUDGET`.
+    ///   This is what a burst of calls opened together costs before any of it shows in the
+    ///   measured load;
+    /// - **the average**: the load the channels will bring once all have been here a while
+    ///   stays under `limit`. The load is an average over `LOAD_WINDOW`, so a channel of age
+    ///   `a` has put only `w = 1 − e^(−a/window)` of its demand into it. One channel's demand
+    ///   is estimated as `(load + PRIOR·K) / (Σw + K)`: the measured share per fully
+    ///   observed channel, pulled towards a conversational channel's while there is little
+    ///   history.
+    fn admits(&self, channels: usize, limit: f64) -> bool {
+        /// A channel's share of the decoders before it has history: what conversational
+        /// calls take on 2 cores when spread out (BENCHMARKS.md, "Against the targets").
+        const PRIOR: f64 = 0.015;
+        /// How many fully observed channels the prior weighs as.
+        const K: f64 = 4.0;
+        if self.behind || self.shedding {
+            return false;
+        }
+        if (self.promised + 1.0) * self.cost > self.decoders as f64 * WAVE_BUDGET {
+            return false;
+        }
+        let per_channel = (self.load + PRIOR * K) / (self.weight + self.gone + K);
+        per_channel * (self.channels + channels) as f64 <= limit
+    }
 }
 
 fn listen(pool: &Pool, jobs: &Receiver<Job>) {
     let mut channels: Vec<Arc<Channel>> = Vec::new();
     loop {
         let mut added = false;
-        // Jobs taken in this round: they stop counting as starting once published.
-        let mut added_count = 0;
+        // Calls of the jobs taken in this round: they stop counting as starting once
+        // published.
+        let mut added_sessions = Vec::new();
         loop {
             match jobs.try_recv() {
                 Ok(job) => {
-                    added_count += 1;
+                    added_sessions.push(job.session);
                     match Channel::open(job, pool.name) {
                         Ok(channel) => {
                             channels.push(Arc::new(channel));
@@ -362,8 +461,8 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
         if added || channels.len() != before {
             *lock(&pool.channels) = channels.clone();
         }
-        for _ in 0..added_count {
-            pool.started();
+        for session in added_sessions {
+            pool.started(session);
         }
         if wants {
             pool.notify_work();
@@ -465,8 +564,8 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
     }
 }
 
-/// Picks the most urgent wanted decode of any idle channel, marks that channel as
-/// decoding and copies the audio into `audio`.
+/// Picks the most urgent wanted decode of any idle channel that is not shed, marks that
+/// channel as decoding and copies the audio into `audio`.
 fn claim(
     pool: &Pool,
     audio: &mut Vec<f32>,
@@ -474,26 +573,40 @@ fn claim(
     draft: &mut String,
 ) -> Option<(Arc<Channel>, Want)> {
     loop {
-        let (best, finals) = {
+        let step = lock(&pool.ladder).step;
+        let (best, finals, late) = {
             let channels = lock(&pool.channels);
-            let shedding = pool.shedding.load(Ordering::Relaxed);
-            let scale = f64::from_bits(pool.context_scale.load(Ordering::Relaxed));
+            let shedding = pool.shedding.load(Ordering::Relaxed) || step >= Shed::Speculative;
+            let scale = match step >= Shed::Context {
+                true => 0.0,
+                false => f64::from_bits(pool.context_scale.load(Ordering::Relaxed)),
+            };
+            let now = Instant::now();
             let mut best: Option<((DecodeKind, Instant), &Arc<Channel>)> = None;
             let mut finals = 0;
+            let mut late = Duration::ZERO;
             for c in channels.iter() {
                 let mut state = c.lock();
                 state.segmenter.scale_context(scale);
                 let Some(w) = state.want() else { continue };
-                if shedding && w.kind == DecodeKind::Speculative {
-                    continue;
+                match w.kind {
+                    DecodeKind::Final => {
+                        finals += 1;
+                        late = late.max(now.saturating_duration_since(w.since));
+                    }
+                    DecodeKind::Speculative if shedding => continue,
+                    DecodeKind::FirstPartial | DecodeKind::Partial if step >= Shed::Partials => {
+                        continue;
+                    }
+                    _ => {}
                 }
-                finals += usize::from(w.kind == DecodeKind::Final);
                 if best.is_none_or(|(urgency, _)| (w.kind, w.since) < urgency) {
                     best = Some(((w.kind, w.since), c));
                 }
             }
-            (best.map(|(_, c)| c.clone()), finals)
+            (best.map(|(_, c)| c.clone()), finals, late)
         };
+        pool.climb(late);
         let channel = best?;
         let mut state = channel.lock();
         // Finals queueing behind this one: the decoders are behind now, whatever the load
@@ -512,6 +625,117 @@ fn claim(
     }
 }
 
+/// What the decoders leave out while finals are late, in the order a caller misses it
+/// least: each step sheds its own work and every step's before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Shed {
+    Nothing,
+    /// Partials (and first partials): the platform acts on finals.
+    Partials,
+    /// Finals' left context: their decodes get shorter, a little less accurate.
+    Context,
+    /// Speculative decodes: finals are decoded only once their endpoint has passed.
+    Speculative,
+}
+
+impl Shed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Nothing => "nothing",
+            Self::Partials => "partials",
+            Self::Context => "context",
+            Self::Speculative => "speculative",
+        }
+    }
+
+    /// How late the oldest waiting final may be before this step is taken.
+    fn late_at(self) -> Duration {
+        match self {
+            Self::Nothing => Duration::ZERO,
+            Self::Partials => Duration::from_millis(100),
+            Self::Context => Duration::from_millis(250),
+            // A speculative decode at a pause that does end is that utterance's final, ready
+            // at the endpoint: in a wave of finals most are. Shed only when finals are
+            // already about to miss the time to final the platform needs.
+            Self::Speculative => Duration::from_millis(600),
+        }
+    }
+
+    fn down(self) -> Self {
+        match self {
+            Self::Nothing | Self::Partials => Self::Nothing,
+            Self::Context => Self::Partials,
+            Self::Speculative => Self::Context,
+        }
+    }
+}
+
+/// The degradation ladder: climbs at once to the step that how late the oldest waiting
+/// final is calls for, and comes down one step per `CALM` in which no final was that late,
+/// so partials come back when the load falls.
+#[derive(Debug)]
+struct Ladder {
+    step: Shed,
+    /// Since when no final has been late enough for `step`.
+    calm_since: Instant,
+    /// Seconds spent on each step since the last count went to the metrics, and when.
+    spent: [f64; 4],
+    counted: Instant,
+}
+
+/// How long finals must be on time before the ladder comes down a step.
+const CALM: Duration = Duration::from_secs(2);
+
+impl Ladder {
+    fn new(now: Instant) -> Self {
+        Self {
+            step: Shed::Nothing,
+            calm_since: now,
+            spent: [0.0; 4],
+            counted: now,
+        }
+    }
+
+    /// The step for the oldest waiting final being `late` at `now`.
+    fn update(&mut self, late: Duration, now: Instant) -> Shed {
+        let called = [Shed::Speculative, Shed::Context, Shed::Partials]
+            .into_iter()
+            .find(|s| late >= s.late_at())
+            .unwrap_or(Shed::Nothing);
+        if self.step != Shed::Nothing {
+            self.spent[self.step as usize] +=
+                now.saturating_duration_since(self.counted).as_secs_f64();
+        }
+        self.counted = now;
+        if called >= self.step {
+            self.step = called;
+            self.calm_since = now;
+        } else if now.saturating_duration_since(self.calm_since) >= CALM {
+            self.step = self.step.down();
+            self.calm_since = now;
+        }
+        self.step
+    }
+}
+
+impl Pool {
+    /// Moves the ladder for the oldest waiting final being `late`, and counts the time on
+    /// each step into the metrics in whole seconds.
+    fn climb(&self, late: Duration) {
+        let mut ladder = lock(&self.ladder);
+        let step = ladder.update(late, Instant::now());
+        metrics::gauge!(m::SHED_STEP).set(step as u8 as f64);
+        for s in [Shed::Partials, Shed::Context, Shed::Speculative] {
+            let spent = &mut ladder.spent[s as usize];
+            if *spent >= 1.0 {
+                let whole = spent.floor();
+                *spent -= whole;
+                metrics::counter!(m::SHED_SECONDS, "step" => s.as_str()).increment(whole as u64);
+            }
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding a lock is caught and fails that channel; the data stays usable.
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -521,6 +745,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Channel {
     state: Mutex<ChannelState>,
     opened: Instant,
+    session: u64,
 }
 
 impl Channel {
@@ -560,6 +785,7 @@ impl Channel {
             sample_rate,
             cuts,
             keyterms,
+            session,
         } = job;
         let mut segmenter = Segmenter::new(cuts);
         segmenter.set_keyterms(keyterms);
@@ -573,6 +799,7 @@ impl Channel {
         };
         Ok(Self {
             opened: Instant::now(),
+            session,
             state: Mutex::new(ChannelState {
                 backend,
                 audio,
@@ -724,5 +951,127 @@ mod tests {
         assert!(!pool.is_healthy(limit));
         pool.set_busy(1, false);
         assert!(pool.is_healthy(limit));
+    }
+
+    /// Calls an idle pool of `decoders` takes at once before its measurements say more.
+    fn wave(decoders: usize, cost: f64) -> usize {
+        (decoders as f64 * WAVE_BUDGET / cost).floor() as usize
+    }
+
+    #[test]
+    fn an_idle_pool_takes_a_burst_only_as_large_as_its_decoders_clear_in_time() {
+        let pool = Pool::new("test", 2);
+        let mut held = Vec::new();
+        while let Some(booking) = pool.book(2, 0.8) {
+            held.push(booking);
+            assert!(held.len() <= 64, "the burst was never cut");
+        }
+        assert_eq!(held.len(), wave(2, PRIOR_COST));
+        assert!(held.len() >= 2, "a burst of calls should not be cut at one");
+        // A call that ended (or started and settled) gives its room back.
+        held.pop();
+        assert!(pool.book(2, 0.8).is_some());
+        // One decoder clears half the finals in the same time.
+        let one = Pool::new("test", 1);
+        let mut held = Vec::new();
+        while let Some(booking) = one.book(2, 0.8) {
+            held.push(booking);
+        }
+        assert_eq!(held.len(), wave(1, PRIOR_COST));
+    }
+
+    #[test]
+    fn slower_decodes_measured_make_the_wave_smaller_and_faster_ones_larger_slowly() {
+        let pool = Pool::new("test", 2);
+        for _ in 0..20 {
+            pool.add_load(Duration::from_secs_f64(PRIOR_COST * 2.0));
+        }
+        let slow = pool.cost();
+        assert!(slow > PRIOR_COST * 1.9, "cost {slow}");
+        let mut held = Vec::new();
+        while let Some(booking) = pool.book(2, 1.0) {
+            held.push(booking);
+        }
+        assert!(held.len() < wave(2, PRIOR_COST), "{} calls", held.len());
+        // One fast decode moves the estimate only a little: a wave is as slow as its
+        // longest utterances.
+        pool.add_load(Duration::from_secs_f64(PRIOR_COST / 4.0));
+        assert!(pool.cost() > slow * 0.9);
+    }
+
+    #[test]
+    fn a_promise_fades_as_the_call_ages() {
+        assert_eq!(promise(Duration::ZERO), 1.0);
+        assert!(promise(PROMISE_DECAY) < 0.4);
+        assert!(promise(PROMISE_DECAY * 10) < 0.001);
+        // The same demand with the promises kept or faded.
+        let young = Demand {
+            decoders: 2,
+            cost: PRIOR_COST,
+            channels: 2 * wave(2, PRIOR_COST),
+            promised: wave(2, PRIOR_COST) as f64,
+            ..Demand::default()
+        };
+        assert!(!young.admits(2, 0.8));
+        let settled = Demand {
+            promised: young.promised * promise(PROMISE_DECAY * 10),
+            weight: young.channels as f64,
+            load: 0.2,
+            ..young
+        };
+        assert!(settled.admits(2, 0.8));
+        // The measured load still refuses what would take the decoders over the limit.
+        let busy = Demand {
+            load: 1.0,
+            ..settled
+        };
+        assert!(!busy.admits(2, 0.8));
+        // And so do late finals, or shedding, whatever the averages say.
+        assert!(
+            !Demand {
+                behind: true,
+                ..settled
+            }
+            .admits(2, 0.8)
+        );
+        assert!(
+            !Demand {
+                shedding: true,
+                ..settled
+            }
+            .admits(2, 0.8)
+        );
+    }
+
+    #[test]
+    fn the_ladder_sheds_partials_then_context_then_speculative_and_comes_back_down() {
+        let t0 = Instant::now();
+        let ms = |v: u64| Duration::from_millis(v);
+        let mut ladder = Ladder::new(t0);
+        assert_eq!(ladder.update(ms(0), t0), Shed::Nothing);
+        assert_eq!(ladder.update(ms(50), t0), Shed::Nothing);
+        assert_eq!(ladder.update(Shed::Partials.late_at(), t0), Shed::Partials);
+        assert_eq!(ladder.update(Shed::Context.late_at(), t0), Shed::Context);
+        assert_eq!(
+            ladder.update(Shed::Speculative.late_at(), t0),
+            Shed::Speculative
+        );
+        // Finals on time again: one step down per calm stretch, partials last.
+        let mut at = t0 + CALM / 2;
+        assert_eq!(ladder.update(ms(0), at), Shed::Speculative);
+        at = t0 + CALM;
+        assert_eq!(ladder.update(ms(0), at), Shed::Context);
+        // A final late enough for the step held restarts the calm.
+        at += CALM / 2;
+        assert_eq!(ladder.update(Shed::Context.late_at(), at), Shed::Context);
+        at += CALM / 2;
+        assert_eq!(ladder.update(ms(0), at), Shed::Context);
+        at += CALM / 2;
+        assert_eq!(ladder.update(ms(0), at), Shed::Partials);
+        at += CALM;
+        assert_eq!(ladder.update(ms(0), at), Shed::Nothing);
+        // Very late finals climb every step at once.
+        assert_eq!(ladder.update(ms(2_000), at), Shed::Speculative);
+        assert!(ladder.spent[Shed::Context as usize] > 0.0);
     }
 }
