@@ -10,7 +10,7 @@ use std::time::Duration;
 use hark_bench::protocol::Channel;
 use hark_testkit::provider_mock::{Connection, Fault, Load, Provider};
 use hark_testkit::riva_mock::{RivaFault, RivaMock, RivaOptions, RivaStream};
-use hark_testkit::{Call, Received, TestServer, test_config, words};
+use hark_testkit::{Call, TestServer, test_config, words};
 use tonic::Code;
 
 use super::relay::{backend_config, final_words, is_final_with, mock, server, spoken};
@@ -20,8 +20,16 @@ use super::relay::{backend_config, final_words, is_final_with, mock, server, spo
 const LAST_FINAL_WAIT: Duration = Duration::from_secs(20);
 
 /// Plays `audio` (one channel, real time) to `url`, waits (bounded) for the final holding
-/// `last` and hangs up.
-async fn play(url: &str, audio: &[i16], rate: u32, last: &'static str) -> (bool, Received) {
+/// `last`, hangs up and checks the call: that final came, no error, and the client got every
+/// word of `said` exactly once.
+async fn play_every_word_once(
+    what: &str,
+    url: &str,
+    audio: &[i16],
+    rate: u32,
+    last: &'static str,
+    said: &[&str],
+) {
     let mut call = Call::open(url, rate, 1).await.expect("call opens");
     assert!(
         call.play(&[audio], rate, 20, true).await,
@@ -30,7 +38,14 @@ async fn play(url: &str, audio: &[i16], rate: u32, last: &'static str) -> (bool,
     let came = call
         .wait_for(LAST_FINAL_WAIT, is_final_with(Channel::Customer, last))
         .await;
-    (came, call.hang_up().await)
+    let got = call.hang_up().await;
+    assert!(came, "{what}: no last final: {got:?}");
+    assert!(got.error().is_none(), "{what}: {:?}", got.error());
+    assert_eq!(
+        final_words(&got, Channel::Customer),
+        spoken(said),
+        "{what}: every word once"
+    );
 }
 
 /// Speech of `parts`: (sentence, silence after it in ms), after 200 ms of silence.
@@ -108,15 +123,8 @@ async fn a_late_provider_settles_only_what_it_finalized_through_a_fault_mid_repl
         };
         m.script(vec![Fault::DropAfter(4.5), error_close]);
         let url = server.ws_url("/api/custom-transcriber/p");
-        let (came, got) = play(&url, &audio, rate, "golf").await;
-        assert!(came, "{what}: no last final: {got:?}");
-        assert!(got.error().is_none(), "{what}: {:?}", got.error());
         let said: Vec<&str> = parts.iter().map(|(s, _)| *s).collect();
-        assert_eq!(
-            final_words(&got, Channel::Customer),
-            spoken(&said),
-            "{what}: every word once"
-        );
+        play_every_word_once(&what, &url, &audio, rate, "golf", &said).await;
         let conns = m.connections();
         assert_eq!(
             conns.len(),
@@ -195,15 +203,8 @@ async fn calls_on_a_provider_late_under_load_lose_and_double_nothing() {
                 let at = 2.2 + 0.3 * i as f64;
                 m.script_for(name, &value, vec![Fault::DropAfter(at), error_close]);
                 let url = server.ws_url(&format!("/api/custom-transcriber/p?keyterms={tag}"));
-                let (came, got) = play(&url, audio, rate, "mike").await;
                 let what = format!("{what} {tag}");
-                assert!(came, "{what}: no last final: {got:?}");
-                assert!(got.error().is_none(), "{what}: {:?}", got.error());
-                assert_eq!(
-                    final_words(&got, Channel::Customer),
-                    spoken(said),
-                    "{what}: every word once"
-                );
+                play_every_word_once(&what, &url, audio, rate, "mike", said).await;
                 let mine: Vec<Connection> = m
                     .connections()
                     .into_iter()
@@ -281,20 +282,8 @@ async fn a_real_time_riva_settles_by_what_it_processed_through_faults_mid_replay
     ];
     let said: Vec<&str> = parts.iter().map(|(s, _)| *s).collect();
     let audio = speech(&parts, rate);
-    let (came, got) = play(
-        &server.ws_url("/api/custom-transcriber/p"),
-        &audio,
-        rate,
-        "kilo",
-    )
-    .await;
-    assert!(came, "no last final: {got:?}");
-    assert!(got.error().is_none(), "{:?}", got.error());
-    assert_eq!(
-        final_words(&got, Channel::Customer),
-        spoken(&said),
-        "every word once"
-    );
+    let url = server.ws_url("/api/custom-transcriber/p");
+    play_every_word_once("riva", &url, &audio, rate, "kilo", &said).await;
     let streams: Vec<RivaStream> = first
         .streams()
         .into_iter()
@@ -365,20 +354,8 @@ async fn a_real_time_riva_behind_by_its_replay_is_not_taken_for_stalled() {
     ];
     let said: Vec<&str> = parts.iter().map(|(s, _)| *s).collect();
     let audio = speech(&parts, rate);
-    let (came, got) = play(
-        &server.ws_url("/api/custom-transcriber/p"),
-        &audio,
-        rate,
-        "oscar",
-    )
-    .await;
-    assert!(came, "no last final: {got:?}");
-    assert!(got.error().is_none(), "{:?}", got.error());
-    assert_eq!(
-        final_words(&got, Channel::Customer),
-        spoken(&said),
-        "every word once"
-    );
+    let url = server.ws_url("/api/custom-transcriber/p");
+    play_every_word_once("riva", &url, &audio, rate, "oscar", &said).await;
     let streams = mock.streams();
     assert_eq!(
         streams.len(),

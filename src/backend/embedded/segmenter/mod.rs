@@ -290,6 +290,8 @@ struct Utterance<'a> {
     preroll: usize,
     audio: &'a [f32],
     voiced_end: usize,
+    /// Its latest decode that had words.
+    heard: Option<&'a str>,
 }
 
 pub struct Segmenter {
@@ -559,16 +561,9 @@ impl Segmenter {
         if !want.ticket.whole {
             return;
         }
-        let id = want.ticket.utterance;
-        let heard = match &self.open {
-            Some(open) if open.id == id => open.heard.as_deref(),
-            _ => self
-                .ended
-                .iter()
-                .find(|e| e.id == id)
-                .and_then(|e| e.heard.as_deref()),
-        };
-        out.push_str(heard.unwrap_or_default());
+        if let Some(heard) = self.utterance(want.ticket.utterance).and_then(|u| u.heard) {
+            out.push_str(heard);
+        }
     }
 
     /// The open or ended utterance `id`.
@@ -579,12 +574,14 @@ impl Segmenter {
                 preroll: open.preroll,
                 audio: &open.audio,
                 voiced_end: open.voiced_end,
+                heard: open.heard.as_deref(),
             }),
             _ => self.ended.iter().find(|e| e.id == id).map(|e| Utterance {
                 start: e.start,
                 preroll: e.preroll,
                 audio: &e.audio,
                 voiced_end: e.voiced_end,
+                heard: e.heard.as_deref(),
             }),
         }
     }
