@@ -1,16 +1,53 @@
 //! Prints what Whisper decodes of each 16 kHz WAV file given, with the figures its guards
 //! read (no-speech probability, mean log-probability): `MODEL=tiny.en|base|DIR
 //! cargo run --release --example whisper_probe -- FILE…`.
+//!
+//! With `TIME=1`, times the decodes of each file's first 1-12 s instead: alone, with the
+//! previous length's text as the draft (a partial after a partial), and with its own text
+//! (a final after the partial of nearly the same audio). Best of 3, one thread.
+use hark::backend::whisper::{Decoder, Model, WhisperConfig, ensure_model};
+
 fn main() {
-    let config = hark::backend::whisper::WhisperConfig {
+    let config = WhisperConfig {
         model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
         ..Default::default()
     };
-    let paths = hark::backend::whisper::ensure_model(&config).unwrap();
-    let model = hark::backend::whisper::Model::load(&paths).unwrap();
-    let mut d = hark::backend::whisper::Decoder::new(model);
+    let paths = ensure_model(&config).unwrap();
+    let mut d = Decoder::new(Model::load(&paths).unwrap());
+    let time = std::env::var_os("TIME").is_some();
     for f in std::env::args().skip(1) {
         let (s, _) = hark_bench::wav::read_mono_f32(std::path::Path::new(&f)).unwrap();
-        println!("{f}: {:?}", d.decode(&s, "", ""));
+        match time {
+            false => println!("{f}: {:?}", d.decode(&s, "", "")),
+            true => time_decodes(&mut d, &f, &s),
+        }
+    }
+}
+
+fn time_decodes(d: &mut Decoder, f: &str, s: &[f32]) {
+    println!("{f}:");
+    let mut prev = String::new();
+    for secs in [1.0f32, 2.0, 3.0, 5.0, 8.0, 12.0] {
+        let n = ((secs * 16000.0) as usize).min(s.len());
+        let mut time = |draft: &str| {
+            let mut best = f64::MAX;
+            let mut text = String::new();
+            for _ in 0..3 {
+                let t = std::time::Instant::now();
+                text = d.decode(&s[..n], "", draft).text;
+                best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            (best, text)
+        };
+        let (plain, text) = time("");
+        let (from_prev, t2) = time(&prev);
+        let (from_own, t3) = time(&text);
+        assert_eq!(text, t2, "a draft changed the text");
+        assert_eq!(text, t3, "a draft changed the text");
+        println!(
+            "{secs:5.1} s: plain {plain:6.1} ms, prev draft {from_prev:6.1}, own draft {from_own:6.1}  {}",
+            &text[..text.len().min(60)]
+        );
+        prev = text;
     }
 }
