@@ -17,10 +17,12 @@
 //!   LOUD_FRAMES=N       frames in a row that LOUD needs (hark's default: LOUD_FRAMES)
 //!   SAME=1              one segmenter for all clips in turn, as one channel of a call hears them
 //!   SILENCE=MS          silence before and after each clip (default 1000)
-//!   ENGINE=whisper      decode with Whisper instead of Moonshine (context as a text prompt)
+//!   ENGINE=whisper      decode with Whisper instead of Moonshine
 //!   MODEL=tiny.en|base|DIR  the Whisper model (default tiny.en)
 //!   CONTEXT_AS=audio|text   how finals read the turn's earlier finals (default: the engine's
-//!                       own: Moonshine audio, Whisper text); text is a prompt Moonshine ignores
+//!                       own, `[whisper] context_as`); text is a prompt Moonshine ignores
+//!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
+//!                       default: FADE_DB; inf never)
 //! ```
 //!
 //! Prints the decoders' CPU time per second of audio decoded (both engines' threads).
@@ -76,6 +78,9 @@ fn main() {
     if let Some(db) = std::env::var("LOUD").ok().and_then(|v| v.parse().ok()) {
         config.loud_margin_db = db;
     }
+    if let Some(db) = std::env::var("FADE").ok().and_then(|v| v.parse().ok()) {
+        config.fade_db = db;
+    }
     if let Some(frames) = ms_var("LOUD_FRAMES") {
         config.loud_frames = frames;
     }
@@ -107,6 +112,7 @@ fn main() {
         Ok("text") => true,
         _ => loaded.context == ContextKind::Text,
     };
+    config.prompted = loaded.prompted;
     let mut t: Box<dyn Engine> = loaded.engines.remove(0);
     let mut prompt = String::new();
     let (mut cpu, mut decoded_secs) = (0.0f64, 0.0f64);

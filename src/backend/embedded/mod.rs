@@ -39,15 +39,17 @@ const RETRY_MAX: Duration = Duration::from_secs(300);
 /// A speech recognizer the embedded path runs: one instance per decoder thread, owned by
 /// that thread alone.
 pub trait Engine: Send {
-    /// Text of `audio` (16 kHz mono, f32 in [-1, 1]). `prompt` is the turn's earlier text
-    /// for engines that read context as text ([`ContextKind::Text`]); empty otherwise.
+    /// Text of `audio` (16 kHz mono, f32 in [-1, 1]). `prompt` is, for engines that read
+    /// one ([`Loaded::prompted`]), the words to expect (keyterms), then the turn's earlier
+    /// finals if they read context as text ([`ContextKind::Text`]); empty otherwise.
     /// `draft` is what the latest decode of the same utterance heard (empty if none): an
     /// engine may check it rather than find it again, as long as the text is its own.
     fn transcribe(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Result<String, String>;
 }
 
 /// How an engine reads the turn's earlier finals (left context).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ContextKind {
     /// Their audio before the utterance's own; their words are aligned off the text.
     Audio,
@@ -60,6 +62,9 @@ pub struct Loaded {
     /// One per decoder thread.
     pub engines: Vec<Box<dyn Engine>>,
     pub context: ContextKind,
+    /// The engine reads a text prompt: the keyterms reach it (and the earlier finals, with
+    /// [`ContextKind::Text`]).
+    pub prompted: bool,
     /// For the start-up log: engine, model, compute type, threads.
     pub describe: String,
     /// The end-of-turn model, when one was wanted and loaded.
@@ -99,6 +104,7 @@ struct Running {
     /// The end-of-turn model is loaded.
     judging: bool,
     context: ContextKind,
+    prompted: bool,
 }
 
 impl Embedded {
@@ -139,7 +145,7 @@ impl Embedded {
                         return;
                     };
                     match start_pool(name, &loader, &pool) {
-                        Ok((judging, context)) => {
+                        Ok((judging, context, prompted)) => {
                             *lock(&backend.load_error) = None;
                             let _ = backend.pool.set(Running {
                                 pool,
@@ -147,6 +153,7 @@ impl Embedded {
                                 listener,
                                 judging,
                                 context,
+                                prompted,
                             });
                             return;
                         }
@@ -173,7 +180,13 @@ impl Embedded {
 
     /// Where a channel's utterances end: the profile's timing if it has one, else the
     /// server-wide one; calls below the model's rate get the narrowband endpoint.
-    fn cuts(&self, spec: &ChannelSpec, judging: bool, context: ContextKind) -> SegmenterConfig {
+    fn cuts(
+        &self,
+        spec: &ChannelSpec,
+        judging: bool,
+        context: ContextKind,
+        prompted: bool,
+    ) -> SegmenterConfig {
         let o = &spec.options;
         let s = &self.settings;
         let endpoint = if spec.sample_rate < MODEL_RATE {
@@ -187,6 +200,7 @@ impl Embedded {
         );
         cuts.context_span = (s.context_span_ms as usize).min(60_000) * 16;
         cuts.context_as_text = context == ContextKind::Text;
+        cuts.prompted = prompted;
         // Measured on customers' speech; on text-to-speech prompts it is unreliable.
         cuts.judge_turns =
             judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(s.turn_model);
@@ -245,7 +259,7 @@ impl Backend for Embedded {
                 None => format!("the {} recognizer is still loading", self.name),
             }));
         };
-        let cuts = self.cuts(&spec, running.judging, running.context);
+        let cuts = self.cuts(&spec, running.judging, running.context, running.prompted);
         audio.wake_thread(running.listener.clone());
         running.pool.starting(spec.session_id);
         let session = spec.session_id;
@@ -272,12 +286,12 @@ impl Backend for Embedded {
 }
 
 /// Loads the engine and starts its decoders (and judge) on `pool`: whether the judge runs,
-/// and how the engine reads context.
+/// how the engine reads context and whether it reads a prompt.
 fn start_pool(
     name: &'static str,
     loader: &Loader,
     pool: &Arc<Pool>,
-) -> Result<(bool, ContextKind), String> {
+) -> Result<(bool, ContextKind, bool), String> {
     let started = Instant::now();
     let loaded = loader()?;
     if loaded.engines.is_empty() {
@@ -305,7 +319,7 @@ fn start_pool(
         load_ms = started.elapsed().as_millis() as u64,
         "embedded recognizer ready"
     );
-    Ok((judging, loaded.context))
+    Ok((judging, loaded.context, loaded.prompted))
 }
 
 /// Puts the calling thread in the `SCHED_IDLE` class (nice `DECODE_NICE` if that is
@@ -378,35 +392,21 @@ mod tests {
                 context_span_ms: 6_000,
             },
         };
-        let audio = ContextKind::Audio;
         let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
-        assert_eq!(
-            backend.cuts(&spec(16_000, &[]), false, audio).endpoint,
-            ms(200)
-        );
-        assert_eq!(
-            backend.cuts(&spec(48_000, &[]), false, audio).endpoint,
-            ms(200)
-        );
-        assert_eq!(
-            backend.cuts(&spec(8_000, &[]), false, audio).endpoint,
-            ms(300)
-        );
+        let cut =
+            |spec: &ChannelSpec, judging| backend.cuts(spec, judging, ContextKind::Audio, false);
+        assert_eq!(cut(&spec(16_000, &[]), false).endpoint, ms(200));
+        assert_eq!(cut(&spec(48_000, &[]), false).endpoint, ms(200));
+        assert_eq!(cut(&spec(8_000, &[]), false).endpoint, ms(300));
         let profile = [("endpoint_ms", 150), ("narrowband_endpoint_ms", 400)];
-        assert_eq!(
-            backend.cuts(&spec(16_000, &profile), false, audio).endpoint,
-            ms(150)
-        );
-        assert_eq!(
-            backend.cuts(&spec(8_000, &profile), false, audio).endpoint,
-            ms(400)
-        );
+        assert_eq!(cut(&spec(16_000, &profile), false).endpoint, ms(150));
+        assert_eq!(cut(&spec(8_000, &profile), false).endpoint, ms(400));
         // The end-of-turn model: customers only, when loaded, unless the profile says no.
-        assert!(backend.cuts(&spec(16_000, &[]), true, audio).judge_turns);
-        assert!(!backend.cuts(&spec(16_000, &[]), false, audio).judge_turns);
+        assert!(cut(&spec(16_000, &[]), true).judge_turns);
+        assert!(!cut(&spec(16_000, &[]), false).judge_turns);
         let mut assistant = spec(16_000, &[]);
         assistant.channel = Channel::Assistant;
-        assert!(!backend.cuts(&assistant, true, audio).judge_turns);
+        assert!(!cut(&assistant, true).judge_turns);
         let off = ChannelSpec {
             options: Arc::new(crate::backend::Options {
                 turn_model: Some(false),
@@ -414,17 +414,19 @@ mod tests {
             }),
             ..spec(16_000, &[])
         };
-        assert!(!backend.cuts(&off, true, audio).judge_turns);
-        let cadence = backend.cuts(&spec(8_000, &[("partial_interval_ms", 300)]), false, audio);
+        assert!(!cut(&off, true).judge_turns);
+        let cadence = cut(&spec(8_000, &[("partial_interval_ms", 300)]), false);
         assert_eq!(
             cadence.partial_every,
             SegmenterConfig::from_ms(300, 300).partial_every
         );
         assert!(
             backend
-                .cuts(&spec(16_000, &[]), false, ContextKind::Text)
+                .cuts(&spec(16_000, &[]), false, ContextKind::Text, true)
                 .context_as_text
         );
+        let whisper = backend.cuts(&spec(16_000, &[]), false, ContextKind::Audio, true);
+        assert!(whisper.prompted && !whisper.context_as_text);
     }
 
     #[test]
@@ -457,6 +459,7 @@ mod tests {
                 Ok(Loaded {
                     engines: vec![Box::new(Echo)],
                     context: ContextKind::Audio,
+                    prompted: false,
                     describe: "echo".into(),
                     judge: None,
                 })

@@ -87,6 +87,7 @@ pub fn load(config: &MoonshineConfig, turn_model: bool) -> Result<Loaded, String
     Ok(Loaded {
         engines,
         context: ContextKind::Audio,
+        prompted: false,
         describe: format!(
             "moonshine tiny-en (libmoonshine {}, onnxruntime float32, 2 threads per handle, {})",
             lib.version(),

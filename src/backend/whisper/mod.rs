@@ -85,8 +85,12 @@ pub struct WhisperConfig {
     /// Admission: as `moonshine.max_load`.
     pub max_load: f64,
     /// How much of the turn's earlier finals a final's decode reads before its own audio,
-    /// as text (Whisper's prompt), in ms of their audio (0: none).
+    /// in ms of their audio (0: none).
     pub context_span_ms: u64,
+    /// How it reads them: `"audio"` (their audio before the utterance's, their words taken
+    /// off the text) or `"text"` (Whisper's prompt, after the keyterms). Measured in
+    /// BENCHMARKS.md, "Whisper".
+    pub context_as: ContextKind,
 }
 
 impl Default for WhisperConfig {
@@ -101,6 +105,7 @@ impl Default for WhisperConfig {
             narrowband_endpoint_ms: 300,
             max_load: 0.8,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
+            context_as: ContextKind::Audio,
         }
     }
 }
@@ -199,7 +204,8 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
         .collect();
     Ok(Loaded {
         engines,
-        context: ContextKind::Text,
+        context: config.context_as,
+        prompted: true,
         describe: format!(
             "whisper {} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, {})",
             model.name,

@@ -66,6 +66,11 @@ pub struct SegmenterConfig {
     /// so that a click does not open one (BENCHMARKS.md, "Hard speech").
     pub loud_margin_db: f32,
     pub loud_frames: usize,
+    /// A frame of an open utterance this many dB under the mean of its voiced frames is
+    /// silence to the endpoint's clock, whatever the detector scores it: the score takes tens
+    /// of ms to fall after the last word, and every one of them was added to time to final
+    /// (`f32::INFINITY`: never; BENCHMARKS.md, "Whisper").
+    pub fade_db: f32,
     /// Silence a decode that may become a final ends with, after the last voiced frame
     /// (zeros appended where the utterance has less). Cut right after its last word, the
     /// model repeats words and ends sentences on commas (BENCHMARKS.md, "decode padding").
@@ -84,6 +89,8 @@ pub struct SegmenterConfig {
     pub judge_turns: bool,
     /// The engine reads left context as text (a prompt) rather than audio.
     pub context_as_text: bool,
+    /// The engine reads a text prompt: the keyterms go to it whatever `context_as_text`.
+    pub prompted: bool,
 }
 
 /// See [`SegmenterConfig::release`]. Silero VAD's default hysteresis (0.15 under the
@@ -94,6 +101,8 @@ pub const RELEASE: f32 = 0.35;
 pub const LOUD_MARGIN_DB: f32 = 30.0;
 /// See [`SegmenterConfig::loud_margin_db`].
 pub const LOUD_FRAMES: usize = 2;
+/// See [`SegmenterConfig::fade_db`].
+pub const FADE_DB: f32 = 30.0;
 /// How fast the noise floor rises while the line is louder than it (it falls at once).
 const FLOOR_RISE_DB_PER_FRAME: f32 = 1.0 * FRAME as f32 / RATE as f32;
 /// See [`SegmenterConfig::pad`].
@@ -117,11 +126,13 @@ impl SegmenterConfig {
             release: RELEASE,
             loud_margin_db: LOUD_MARGIN_DB,
             loud_frames: LOUD_FRAMES,
+            fade_db: FADE_DB,
             pad: ms(DECODE_PAD_MS),
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
             judge_turns: false,
             context_as_text: false,
+            prompted: false,
         }
     }
 }
@@ -239,6 +250,10 @@ struct Open {
     voice: usize,
     /// Samples since the last frame at `threshold` (0 while voiced): the endpoint's clock.
     silence: usize,
+    /// Mean power of its frames at `threshold`, dB against full scale (see `fade_db`), and
+    /// how many there were.
+    level_db: f32,
+    level_frames: u32,
     /// Samples since the last frame at `release`: the endpoint also waits for this much
     /// quiet, so that a voice dipping under `threshold` is not cut (hysteresis), while the
     /// usual fall of the score after a word does not delay the final.
@@ -323,14 +338,14 @@ pub struct Segmenter {
     last_partial: String,
     /// The last final sent and where its voice ended, for [`drop_repeat`].
     last_final: (String, u64),
-    /// Words to expect (the call's or profile's keyterms), prompted to engines that read
-    /// text; empty for none.
+    /// Words to expect (the call's or profile's keyterms), prompted to engines that read a
+    /// prompt; empty for none.
     keyterms: String,
     next_id: u64,
 }
 
 impl Segmenter {
-    /// Words the engine should expect: prompted to engines that read context as text.
+    /// Words the engine should expect: prompted to engines that read a prompt.
     pub fn set_keyterms(&mut self, keyterms: String) {
         self.keyterms = keyterms;
     }
@@ -370,22 +385,9 @@ impl Segmenter {
                 let frame = std::mem::take(&mut self.carry);
                 let score = self.score(&frame);
                 // What the detector heard, dither included: digital silence has a floor.
-                let loud = self.loudness() >= self.config.loud_margin_db;
-                self.loud_run = if loud && score >= self.config.release {
-                    self.loud_run + 1
-                } else {
-                    0
-                };
-                let heard = if score >= self.config.threshold
-                    || (self.open.is_none() && self.loud_run >= self.config.loud_frames)
-                {
-                    Heard::Voice
-                } else if score >= self.config.release {
-                    Heard::Weak
-                } else {
-                    Heard::Silence
-                };
-                self.frame(&frame, heard, at_input, now);
+                let (db, above_floor) = self.loudness();
+                let heard = self.hear(score, db, above_floor);
+                self.frame(&frame, heard, db, at_input, now);
                 self.carry = frame;
                 self.carry.clear();
             }
@@ -526,16 +528,16 @@ impl Segmenter {
         out.resize(out.len() + padding, 0.0);
     }
 
-    /// The text prompt of a decode, for engines that read context as text (empty for the
-    /// others): the keyterms, then, for a decode that may become a final, the turn's earlier
-    /// finals it reads.
+    /// The text prompt of a decode, for engines that read one (empty for the others): the
+    /// keyterms, then, for a decode that may become a final of an engine that reads context
+    /// as text, the turn's earlier finals it reads.
     pub fn prompt(&self, want: &Want, out: &mut String) {
         out.clear();
-        if !self.config.context_as_text {
+        if !self.config.prompted {
             return;
         }
         out.push_str(&self.keyterms);
-        if !want.ticket.whole {
+        if !want.ticket.whole || !self.config.context_as_text {
             return;
         }
         let Some(start) = self.utterance(want.ticket.utterance).map(|u| u.start) else {
@@ -697,9 +699,35 @@ impl Segmenter {
         self.detector.predict_f32(&self.heard)
     }
 
-    /// How far the frame the detector last heard is above the noise floor, in dB, and the
-    /// floor updated with it.
-    fn loudness(&mut self) -> f32 {
+    /// What a frame of detector score `score`, power `db` and `above_floor` dB over the noise
+    /// floor counts as.
+    fn hear(&mut self, score: f32, db: f32, above_floor: f32) -> Heard {
+        let loud = above_floor >= self.config.loud_margin_db;
+        self.loud_run = if loud && score >= self.config.release {
+            self.loud_run + 1
+        } else {
+            0
+        };
+        let faded = self
+            .open
+            .as_ref()
+            .is_some_and(|o| db < o.level_db - self.config.fade_db);
+        if faded {
+            Heard::Silence
+        } else if score >= self.config.threshold
+            || (self.open.is_none() && self.loud_run >= self.config.loud_frames)
+        {
+            Heard::Voice
+        } else if score >= self.config.release {
+            Heard::Weak
+        } else {
+            Heard::Silence
+        }
+    }
+
+    /// The power of the frame the detector last heard and how far it is above the noise
+    /// floor, in dB, and the floor updated with it.
+    fn loudness(&mut self) -> (f32, f32) {
         let heard = &self.heard;
         let power = heard.iter().map(|x| x * x).sum::<f32>() / heard.len().max(1) as f32;
         let db = 10.0 * (power + 1e-12).log10();
@@ -709,10 +737,11 @@ impl Segmenter {
         } else {
             (self.floor_db + FLOOR_RISE_DB_PER_FRAME).min(db)
         };
-        above
+        (db, above)
     }
 
-    fn frame(&mut self, frame: &[f32], heard: Heard, at_input: u64, now: Instant) {
+    /// `db`: the frame's power (see [`Self::loudness`]).
+    fn frame(&mut self, frame: &[f32], heard: Heard, db: f32, at_input: u64, now: Instant) {
         let config = self.config;
         match &mut self.open {
             None if heard == Heard::Voice => {
@@ -730,6 +759,8 @@ impl Segmenter {
                     audio,
                     voice: FRAME,
                     silence: 0,
+                    level_db: db,
+                    level_frames: 1,
                     quiet: 0,
                     decoded_len: 0,
                     decoded_text: None,
@@ -756,6 +787,8 @@ impl Segmenter {
                 if heard == Heard::Voice {
                     open.silence = 0;
                     open.judged = None;
+                    open.level_frames += 1;
+                    open.level_db += (db - open.level_db) / open.level_frames as f32;
                 } else {
                     if open.silence == 0 {
                         open.since = now;
@@ -900,13 +933,19 @@ mod tests {
             .collect()
     }
 
+    /// A frame's power, dB against full scale.
+    fn db(frame: &[f32]) -> f32 {
+        let power = frame.iter().map(|x| x * x).sum::<f32>() / frame.len() as f32;
+        10.0 * (power + 1e-12).log10()
+    }
+
     /// Feeds `frames` frames, all voiced or all not, through the policy (no detector).
     fn feed(s: &mut Segmenter, frames: usize, voiced: bool, at: &mut u64) {
         let frame = [if voiced { 0.1 } else { 0.0 }; FRAME];
         let heard = if voiced { Heard::Voice } else { Heard::Silence };
         for _ in 0..frames {
             *at += FRAME as u64;
-            s.frame(&frame, heard, *at, Instant::now());
+            s.frame(&frame, heard, db(&frame), *at, Instant::now());
         }
     }
 
@@ -1429,6 +1468,41 @@ mod tests {
     }
 
     #[test]
+    fn the_endpoint_runs_from_where_the_voice_fades_not_from_the_detectors_fall() {
+        /// Feeds one frame of `amplitude` that the detector scores `score`.
+        fn step(s: &mut Segmenter, at: &mut u64, amplitude: f32, score: f32) -> Heard {
+            let frame = [amplitude; FRAME];
+            let heard = s.hear(score, db(&frame), 60.0);
+            *at += FRAME as u64;
+            s.frame(&frame, heard, db(&frame), *at, Instant::now());
+            heard
+        }
+        for fade_db in [FADE_DB, f32::INFINITY] {
+            let mut s = Segmenter::new(SegmenterConfig {
+                fade_db,
+                ..config()
+            });
+            let mut at = 0;
+            // A quiet voice is voice: the level is the utterance's own.
+            for _ in 0..20 {
+                assert_eq!(step(&mut s, &mut at, 0.003, 0.9), Heard::Voice);
+            }
+            // 10 dB under it is still voice.
+            assert_eq!(step(&mut s, &mut at, 0.001, 0.9), Heard::Voice);
+            // The score stays up after the last word while the sound has gone (40 dB under):
+            // silence to the endpoint's clock, unless fading is off.
+            let frames = s.config.endpoint.div_ceil(FRAME);
+            for _ in 0..frames {
+                let heard = step(&mut s, &mut at, 0.000_03, 0.9);
+                let faded = fade_db.is_finite();
+                assert_eq!(heard == Heard::Silence, faded);
+            }
+            assert_eq!(s.open.is_none(), fade_db.is_finite());
+            assert_eq!(s.ended.len(), usize::from(fade_db.is_finite()));
+        }
+    }
+
+    #[test]
     fn a_voice_dipping_under_the_threshold_is_not_cut_but_its_end_is_not_delayed() {
         let mut s = Segmenter::new(config());
         let mut at = 0;
@@ -1437,7 +1511,7 @@ mod tests {
         // Longer than the endpoint under the threshold, but over the release: still open.
         for _ in 0..20 {
             at += FRAME as u64;
-            s.frame(&weak, Heard::Weak, at, Instant::now());
+            s.frame(&weak, Heard::Weak, db(&weak), at, Instant::now());
         }
         assert!(s.open.is_some());
         feed(&mut s, 20, true, &mut at);
@@ -1445,7 +1519,7 @@ mod tests {
         // from the last frame at the threshold.
         for _ in 0..3 {
             at += FRAME as u64;
-            s.frame(&weak, Heard::Weak, at, Instant::now());
+            s.frame(&weak, Heard::Weak, db(&weak), at, Instant::now());
         }
         feed(&mut s, 9, false, &mut at);
         assert!(
