@@ -207,8 +207,12 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
         context: config.context_as,
         prompted: true,
         describe: format!(
-            "whisper {} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, {})",
+            "whisper {} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
             model.name,
+            match config.context_as {
+                ContextKind::Audio => "audio",
+                ContextKind::Text => "text",
+            },
             paths.dir.display()
         ),
         judge: None,

@@ -1266,6 +1266,52 @@ mod tests {
     }
 
     #[test]
+    fn keyterms_reach_an_engine_that_reads_a_prompt_and_earlier_finals_only_as_text() {
+        // (prompted, context as text) -> the second final's prompt; a partial's.
+        let cases = [
+            (false, false, "", ""),
+            (true, false, "Acme", "Acme"),
+            (true, true, "Acme Hello there.", "Acme"),
+        ];
+        for (prompted, context_as_text, final_prompt, partial_prompt) in cases {
+            let mut s = Segmenter::new(SegmenterConfig {
+                prompted,
+                context_as_text,
+                ..config()
+            });
+            s.set_keyterms("Acme".into());
+            let mut at = 0;
+            say(&mut s, 40, 12, "Hello there.", &mut at);
+            feed(&mut s, 5, false, &mut at);
+            feed(&mut s, 30, true, &mut at);
+            let mut prompt = String::new();
+            let partial = Want {
+                kind: DecodeKind::Partial,
+                since: Instant::now(),
+                ticket: Ticket {
+                    whole: false,
+                    ..open_ticket(&s)
+                },
+            };
+            s.prompt(&partial, &mut prompt);
+            assert_eq!(prompt, partial_prompt);
+            feed(&mut s, 12, false, &mut at);
+            let want = s.want().unwrap();
+            assert_eq!(want.kind, DecodeKind::Final);
+            s.prompt(&want, &mut prompt);
+            assert_eq!(
+                prompt, final_prompt,
+                "prompted {prompted}, text {context_as_text}"
+            );
+            // Context as audio: the earlier final's audio comes before this one's.
+            let mut input = Vec::new();
+            s.decode_input(&want, &mut input);
+            let own = s.audio(want.ticket).len() + s.config.pad;
+            assert_eq!(input.len() > own, !context_as_text);
+        }
+    }
+
+    #[test]
     fn a_long_pause_starts_a_new_turn_without_context() {
         let mut s = Segmenter::new(config());
         let mut at = 0;
