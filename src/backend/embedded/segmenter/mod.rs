@@ -554,8 +554,8 @@ impl Segmenter {
     }
 
     /// Copies into `out` what the latest decode of the ticket's utterance that had words
-    /// heard, for the engine to check rather than find again (empty if none). Only for a
-    /// decode that may become the final: it reads the audio a partial read plus the pause,
+    /// heard, for the engine to check rather than find again (empty if none), after the
+    /// words of the context it reads as audio. Only for a decode that may become the final: it reads the audio a partial read plus the pause,
     /// so the partial's words are mostly its own; a partial's next reads new words, and a
     /// draft that parts early costs more than it saves (BENCHMARKS.md, "Whisper").
     pub fn draft(&self, want: &Want, out: &mut String) {
@@ -563,7 +563,22 @@ impl Segmenter {
         if !want.ticket.whole {
             return;
         }
-        if let Some(heard) = self.utterance(want.ticket.utterance).and_then(|u| u.heard) {
+        let Some(utterance) = self.utterance(want.ticket.utterance) else {
+            return;
+        };
+        // Context read as audio is heard first: its words as they were sent.
+        if !self.config.context_as_text && want.ticket.context_from != 0 {
+            for (_, text) in self.context(want.ticket.context_from, utterance.start) {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(text);
+            }
+        }
+        if let Some(heard) = utterance.heard {
+            if !out.is_empty() {
+                out.push(' ');
+            }
             out.push_str(heard);
         }
     }
@@ -1303,7 +1318,11 @@ mod tests {
                 prompt, final_prompt,
                 "prompted {prompted}, text {context_as_text}"
             );
-            // Context as audio: the earlier final's audio comes before this one's.
+            // Context as audio: the earlier final's audio comes before this one's, and its
+            // words lead the draft.
+            let mut draft = String::new();
+            s.draft(&want, &mut draft);
+            assert_eq!(draft, if context_as_text { "" } else { "Hello there." });
             let mut input = Vec::new();
             s.decode_input(&want, &mut input);
             let own = s.audio(want.ticket).len() + s.config.pad;
