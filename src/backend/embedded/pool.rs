@@ -65,8 +65,9 @@ const COST_FALL: f64 = 0.03;
 /// as the call's own decodes show in the measured load.
 const PROMISE_DECAY: Duration = Duration::from_secs(3);
 /// The decoders must be able to clear a wave of finals, one per newly admitted call all
-/// due at the same instant, within this much time each: what is left of the 800 ms time to
-/// final once the voice has been heard to stop (BENCHMARKS.md, "Load shapes").
+/// due at the same instant, within this much time: what is left of the 800 ms time to final
+/// once the voice has been heard to stop (BENCHMARKS.md, "Load shapes"). The wave's last
+/// final is the one that counts (see [`wave_seconds`]).
 const WAVE_BUDGET: f64 = 0.55;
 
 /// Longest a thread sleeps before looking at its channels again without being woken.
@@ -351,6 +352,16 @@ fn held_bookings(booked: &mut Vec<(u64, usize, Instant)>) -> (usize, usize) {
     (booked.len(), booked.iter().map(|(_, n, _)| n).sum())
 }
 
+/// How long after a wave of `finals` finals, all due at once, the last of them is decoded
+/// by `decoders` decoders at `cost` each: it waits for the ones ahead of it, `finals − 1`
+/// shared among the decoders, then takes its own decode. Decodes are whole: five finals on
+/// two decoders take three decodes' time, not two and a half (the in-phase bursts of
+/// BENCHMARKS.md "Load shapes": the fifth final of each wave came about a decode after the
+/// fourth), and a decoder busy with a partial when the wave comes holds it that much longer.
+fn wave_seconds(finals: f64, decoders: usize, cost: f64) -> f64 {
+    ((finals - 1.0).max(0.0) / decoders.max(1) as f64 + 1.0) * cost
+}
+
 /// What is left of a call's promise of a final (see `PROMISE_DECAY`) at `age`.
 fn promise(age: Duration) -> f64 {
     (-age.as_secs_f64() / PROMISE_DECAY.as_secs_f64()).exp()
@@ -383,7 +394,8 @@ impl Demand {
     ///
     /// - no final is late now and the decoders are not shedding context or more;
     /// - **the wave**: if every newly admitted call, this one included, said its first words
-    ///   at the same instant, the decoders would clear their finals within `WAVE_BUDGET`.
+    ///   at the same instant, the decoders would clear their last final within
+    ///   `WAVE_BUDGET`.
     ///   This is what a burst of calls opened together costs before any of it shows in the
     ///   measured load;
     /// - **the average**: the load the channels will bring once all have been here a while
@@ -401,7 +413,7 @@ impl Demand {
         if self.behind || self.shedding {
             return false;
         }
-        if (self.promised + 1.0) * self.cost > self.decoders as f64 * WAVE_BUDGET {
+        if wave_seconds(self.promised + 1.0, self.decoders, self.cost) > WAVE_BUDGET {
             return false;
         }
         let per_channel = (self.load + PRIOR * K) / (self.weight + self.gone + K);
@@ -955,7 +967,20 @@ mod tests {
 
     /// Calls an idle pool of `decoders` takes at once before its measurements say more.
     fn wave(decoders: usize, cost: f64) -> usize {
-        (decoders as f64 * WAVE_BUDGET / cost).floor() as usize
+        (1..=64)
+            .take_while(|&n| wave_seconds(n as f64, decoders, cost) <= WAVE_BUDGET)
+            .count()
+    }
+
+    #[test]
+    fn a_wave_lasts_as_many_whole_decodes_as_its_last_final_waits_for() {
+        // One decoder: one decode after another.
+        assert!((wave_seconds(3.0, 1, 0.2) - 0.6).abs() < 1e-9);
+        // Two decoders: the fifth final starts once four are done, two decodes in.
+        assert!((wave_seconds(5.0, 2, 0.2) - 0.6).abs() < 1e-9);
+        assert!((wave_seconds(1.0, 2, 0.2) - 0.2).abs() < 1e-9);
+        // No wave still costs the decode of the call asking.
+        assert!((wave_seconds(0.0, 2, 0.2) - 0.2).abs() < 1e-9);
     }
 
     #[test]
