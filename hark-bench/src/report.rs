@@ -19,6 +19,8 @@ pub struct UtteranceResult {
     pub offset_s: f64,
     /// First transcript (partial or final) after the words start.
     pub first_partial_ms: Option<f64>,
+    /// Partials received for the utterance (none while a server sheds them under load).
+    pub partials: usize,
     /// End of the words to the last final of the utterance.
     pub time_to_final_ms: Option<f64>,
     pub reference: String,
@@ -235,6 +237,10 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
                 onset_s: start,
                 offset_s: secs(u.offset),
                 first_partial_ms,
+                partials: window
+                    .iter()
+                    .filter(|(_, _, kind)| *kind == TranscriptType::Partial)
+                    .count(),
                 time_to_final_ms,
                 reference: u.reference.clone(),
                 words: if whole_call {
@@ -598,6 +604,7 @@ mod tests {
         assert_eq!(c.first_partial_ms.map(f64::round), Some(400.0));
         assert_eq!(c.time_to_final_ms.map(f64::round), Some(300.0));
         assert_eq!(c.partial_words_lost, 1); // "meet"
+        assert_eq!(c.partials, 2);
         // Its last final ends in a period: the platform answers 100 ms after it; the
         // first final also ended in one while the turn went on.
         assert_eq!(c.reply_wait_ms.map(f64::round), Some(400.0));

@@ -65,8 +65,9 @@ const COST_FALL: f64 = 0.03;
 /// as the call's own decodes show in the measured load.
 const PROMISE_DECAY: Duration = Duration::from_secs(3);
 /// The decoders must be able to clear a wave of finals, one per newly admitted call all
-/// due at the same instant, within this much time each: what is left of the 800 ms time to
-/// final once the voice has been heard to stop (BENCHMARKS.md, "Load shapes").
+/// due at the same instant, within this much time: what is left of the 800 ms time to final
+/// once the voice has been heard to stop (BENCHMARKS.md, "Load shapes"). The wave's last
+/// final is the one that counts (see [`wave_seconds`]).
 const WAVE_BUDGET: f64 = 0.55;
 
 /// Longest a thread sleeps before looking at its channels again without being woken.
@@ -351,6 +352,17 @@ fn held_bookings(booked: &mut Vec<(u64, usize, Instant)>) -> (usize, usize) {
     (booked.len(), booked.iter().map(|(_, n, _)| n).sum())
 }
 
+/// How long after a wave of `finals` finals, all due at once, the last of them is decoded
+/// at `cost` each by `decoders` decoders' worth of time: it waits for the ones ahead of it,
+/// `finals − 1` shared among the decoders, then takes its own decode. Decodes are whole:
+/// five finals on two decoders take three decodes' time, not two and a half (the in-phase
+/// bursts of BENCHMARKS.md "Load shapes": the fifth final of each wave came about a decode
+/// after the fourth), and a decoder busy with a partial when the wave comes holds it that
+/// much longer.
+fn wave_seconds(finals: f64, decoders: f64, cost: f64) -> f64 {
+    ((finals - 1.0).max(0.0) / decoders.max(1e-3) + 1.0) * cost
+}
+
 /// What is left of a call's promise of a final (see `PROMISE_DECAY`) at `age`.
 fn promise(age: Duration) -> f64 {
     (-age.as_secs_f64() / PROMISE_DECAY.as_secs_f64()).exp()
@@ -383,7 +395,8 @@ impl Demand {
     ///
     /// - no final is late now and the decoders are not shedding context or more;
     /// - **the wave**: if every newly admitted call, this one included, said its first words
-    ///   at the same instant, the decoders would clear their finals within `WAVE_BUDGET`.
+    ///   at the same instant, the decoders would clear their last final within
+    ///   `WAVE_BUDGET`.
     ///   This is what a burst of calls opened together costs before any of it shows in the
     ///   measured load;
     /// - **the average**: the load the channels will bring once all have been here a while
@@ -401,7 +414,13 @@ impl Demand {
         if self.behind || self.shedding {
             return false;
         }
-        if (self.promised + 1.0) * self.cost > self.decoders as f64 * WAVE_BUDGET {
+        // The calls already here keep their share of the decoders while the wave drains
+        // (their finals come oldest first among its own), and the newcomers' utterances are
+        // unknown: as long as the prior's, however short the decodes measured lately (an
+        // in-phase burst on 8 settled calls, admitted at their ~0.15 s decodes, reached p95
+        // 880 ms; BENCHMARKS.md "Load shapes").
+        let free = self.decoders as f64 * (1.0 - self.load).max(0.0);
+        if wave_seconds(self.promised + 1.0, free, self.cost.max(PRIOR_COST)) > WAVE_BUDGET {
             return false;
         }
         let per_channel = (self.load + PRIOR * K) / (self.weight + self.gone + K);
@@ -955,7 +974,22 @@ mod tests {
 
     /// Calls an idle pool of `decoders` takes at once before its measurements say more.
     fn wave(decoders: usize, cost: f64) -> usize {
-        (decoders as f64 * WAVE_BUDGET / cost).floor() as usize
+        (1..=64)
+            .take_while(|&n| wave_seconds(n as f64, decoders as f64, cost) <= WAVE_BUDGET)
+            .count()
+    }
+
+    #[test]
+    fn a_wave_lasts_as_many_whole_decodes_as_its_last_final_waits_for() {
+        // One decoder: one decode after another.
+        assert!((wave_seconds(3.0, 1.0, 0.2) - 0.6).abs() < 1e-9);
+        // Two decoders: the fifth final starts once four are done, two decodes in.
+        assert!((wave_seconds(5.0, 2.0, 0.2) - 0.6).abs() < 1e-9);
+        assert!((wave_seconds(1.0, 2.0, 0.2) - 0.2).abs() < 1e-9);
+        // No wave still costs the decode of the call asking.
+        assert!((wave_seconds(0.0, 2.0, 0.2) - 0.2).abs() < 1e-9);
+        // Decoders half taken by the calls already here drain the queue half as fast.
+        assert!((wave_seconds(5.0, 1.0, 0.2) - 1.0).abs() < 1e-9);
     }
 
     #[test]
@@ -981,7 +1015,7 @@ mod tests {
     }
 
     #[test]
-    fn slower_decodes_measured_make_the_wave_smaller_and_faster_ones_larger_slowly() {
+    fn slower_decodes_measured_make_the_wave_smaller_and_faster_ones_no_larger() {
         let pool = Pool::new("test", 2);
         for _ in 0..20 {
             pool.add_load(Duration::from_secs_f64(PRIOR_COST * 2.0));
@@ -997,6 +1031,47 @@ mod tests {
         // longest utterances.
         pool.add_load(Duration::from_secs_f64(PRIOR_COST / 4.0));
         assert!(pool.cost() > slow * 0.9);
+        // Calls whose decodes are short say nothing of the utterances of the calls to come:
+        // a wave is never taken as cheaper than the prior's.
+        let quick = Demand {
+            decoders: 2,
+            cost: PRIOR_COST / 4.0,
+            ..Demand::default()
+        };
+        let prior = Demand {
+            cost: PRIOR_COST,
+            ..quick
+        };
+        for promised in 0..16 {
+            let promised = f64::from(promised);
+            assert_eq!(
+                Demand { promised, ..quick }.admits(2, 1.0),
+                Demand { promised, ..prior }.admits(2, 1.0),
+                "{promised} calls promised"
+            );
+        }
+    }
+
+    #[test]
+    fn a_wave_is_smaller_on_decoders_the_calls_here_keep_busy() {
+        let taken = |load: f64| {
+            (0..64)
+                .take_while(|&promised| {
+                    Demand {
+                        decoders: 2,
+                        cost: PRIOR_COST,
+                        promised: f64::from(promised),
+                        load,
+                        weight: 8.0,
+                        ..Demand::default()
+                    }
+                    .admits(2, 1.0)
+                })
+                .count()
+        };
+        assert_eq!(taken(0.0), wave(2, PRIOR_COST));
+        assert!(taken(0.3) < taken(0.0), "{} calls", taken(0.3));
+        assert!(taken(0.3) >= 1, "a busy pool still takes a call at a time");
     }
 
     #[test]
