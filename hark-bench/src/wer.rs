@@ -2,10 +2,13 @@
 
 /// Lower-case words with punctuation removed; hyphens and apostrophes split or join the
 /// way references usually write them ("ill-disposed" = "ill disposed", "don't" = "dont").
-/// Numbers are spelled out ([`spell_token`]) and a few spellings made one, on both sides,
-/// because recognizers write "4", "10%" or "Mr." where references say "four", "ten
-/// percent" or "mister" (as Whisper's English normalizer and the Open ASR leaderboard do,
-/// in the other direction).
+/// Numbers are spelled out on both sides, since recognizers write "4", "10%", "$5.50" or
+/// "10:30" where references say the words (Whisper's English normalizer, used by the Open
+/// ASR leaderboard, makes them one too, towards digits): "one hundred five" (an "and"
+/// inside a number dropped), years in pairs ("nineteen oh five"), "fourth", "three point
+/// five", "ten percent", "five dollars fifty cents", "ten thirty", identifiers digit by
+/// digit ("zero zero seven"). And "ok", "mr", "mrs", "dr" are "okay", "mister", "missus",
+/// "doctor".
 pub fn normalize(text: &str) -> Vec<String> {
     let mut words = Vec::new();
     for token in text.to_lowercase().replace('-', " ").split_whitespace() {
