@@ -8,6 +8,11 @@ samples/study-clips and samples/hard-clips). Customer utterances only. With --mi
 lists the utterances that got no final at all. --exclude leaves a source out of the total
 (hard-clips' `hw_` references are the clip's tag, not always all that is said: see
 samples/hard-clips/README.md).
+
+It sums the per-utterance `words` and `word_errors` as the run scored them: a report from an
+older hark-bench counts "4" against "four" as an error (numbers are now spelled out on both
+sides). Score such a report again first, without re-running:
+`hark-bench --rescore REPORT.json --report RESCORED.json`.
 """
 import json
 import sys

@@ -117,6 +117,11 @@ pub struct BenchArgs {
     /// Varies the conversations; the same seed plays the same audio.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Play nothing: score a saved --report again from its references and finals (after a
+    /// change to how WER is counted) and print its summary; --report, --markdown and --plot
+    /// write the rescored run.
+    #[arg(long, value_name = "REPORT.json", conflicts_with_all = ["vs", "find_capacity", "corpus", "clips", "each", "burst"])]
+    pub rescore: Option<PathBuf>,
 }
 
 /// A number of calls: a run of none would measure nothing and print a table of zeros.

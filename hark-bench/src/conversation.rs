@@ -128,7 +128,7 @@ pub struct Utterance {
 
 /// How much of a call is speech (`--pause`, `--turn-utterances`, `--turn-gap`): a server's
 /// capacity depends on it, since it decodes speech, not silence.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Density {
     /// Silence between turns, in seconds (min, max).
     pub pause_s: (f64, f64),

@@ -14,6 +14,7 @@ pub mod protocol;
 pub mod report;
 pub mod report_model;
 pub mod resample;
+pub mod rescore;
 pub mod run;
 pub mod shape;
 pub mod summary;

@@ -4,14 +4,14 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::client::Received;
 use crate::conversation::{Conversation, Utterance};
 use crate::protocol::{Channel, PIPELINE_FAILED, ServerMessage, TranscriptType};
 use crate::wer;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UtteranceResult {
     pub channel: Channel,
     pub recording: String,
@@ -46,7 +46,7 @@ pub struct UtteranceResult {
     pub repeated_words: usize,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Stats {
     pub count: usize,
     pub p50: f64,
@@ -76,7 +76,7 @@ impl Stats {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChannelTotals {
     pub words: usize,
     pub word_errors: usize,
@@ -92,7 +92,7 @@ pub struct ChannelTotals {
     pub repeated_words: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallResult {
     pub call: usize,
     pub utterances: Vec<UtteranceResult>,
@@ -105,7 +105,9 @@ pub struct CallResult {
     pub close_code: Option<u16>,
     pub close_reason: Option<String>,
     pub transport_error: Option<String>,
-    /// The server refused the call at the upgrade with 503: it never opened.
+    /// The server refused the call at the upgrade with 503: it never opened. (Absent
+    /// from reports written before it was counted: read as false.)
+    #[serde(default)]
     pub refused: bool,
     /// Text messages that were not protocol JSON.
     pub unparseable: usize,
@@ -116,7 +118,7 @@ pub struct CallResult {
     pub whole_call: Vec<WholeCallWer>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WholeCallWer {
     pub channel: Channel,
     pub reference: String,
@@ -124,6 +126,45 @@ pub struct WholeCallWer {
     pub transcript: String,
     pub words: usize,
     pub word_errors: usize,
+}
+
+impl UtteranceResult {
+    /// The utterance's finals as one transcript, as its WER reads them.
+    pub fn transcript(&self) -> String {
+        self.finals.join(" ")
+    }
+
+    /// Sets `words` and `word_errors` from `reference` and `finals`. A call played whole
+    /// (`whole_call`) does not know its utterances' references: its WER is counted over
+    /// the whole call ([`WholeCallWer`]) and its utterances count none.
+    pub fn score(&mut self, whole_call: bool) {
+        (self.words, self.word_errors) = if whole_call {
+            (0, 0)
+        } else {
+            score(&self.reference, &self.transcript())
+        };
+    }
+}
+
+impl WholeCallWer {
+    pub fn new(channel: Channel, reference: String, transcript: String) -> Self {
+        let (words, word_errors) = score(&reference, &transcript);
+        Self {
+            channel,
+            reference,
+            transcript,
+            words,
+            word_errors,
+        }
+    }
+}
+
+/// The words of `reference` and the word errors of `transcript` against it.
+fn score(reference: &str, transcript: &str) -> (usize, usize) {
+    (
+        wer::normalize(reference).len(),
+        wer::word_errors(reference, transcript),
+    )
 }
 
 impl CallResult {
@@ -231,7 +272,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
                 .filter(|n| n.channel != channel)
                 .map(|n| n.reference.as_str())
                 .collect();
-            utterances.push(UtteranceResult {
+            let mut result = UtteranceResult {
                 channel,
                 recording: u.recording.clone(),
                 onset_s: start,
@@ -243,16 +284,8 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
                     .count(),
                 time_to_final_ms,
                 reference: u.reference.clone(),
-                words: if whole_call {
-                    0
-                } else {
-                    wer::normalize(&u.reference).len()
-                },
-                word_errors: if whole_call {
-                    0
-                } else {
-                    wer::word_errors(&u.reference, &text)
-                },
+                words: 0,
+                word_errors: 0,
                 leaked_words: leaked_words(&u.reference, &text, &neighbours),
                 partial_words_lost: lost,
                 duplicate_finals: duplicates,
@@ -261,7 +294,9 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
                 premature_ends,
                 repeated_words: repeats(&text).saturating_sub(repeats(&u.reference)),
                 finals: finals.into_iter().map(|(_, f)| f).collect(),
-            });
+            };
+            result.score(whole_call);
+            utterances.push(result);
         }
     }
     utterances.sort_by(|a, b| a.onset_s.total_cmp(&b.onset_s));
@@ -283,17 +318,10 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
         .filter_map(|(channel, reference)| {
             let reference = reference?;
             let transcript = log.finals(channel.as_str()).join(" ");
-            Some(WholeCallWer {
-                channel,
-                words: wer::normalize(&reference).len(),
-                word_errors: wer::word_errors(&reference, &transcript),
-                reference,
-                transcript,
-            })
+            Some(WholeCallWer::new(channel, reference, transcript))
         })
         .collect();
-    let channel_totals =
-        |channel| add_whole_call(totals(&utterances, channel), &whole_call, channel);
+    let channel_totals = |channel| call_totals(&utterances, &whole_call, channel);
     CallResult {
         call,
         time_to_final_ms: Stats::of(
@@ -320,6 +348,29 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
         stray_transcripts: stray,
         whole_call,
     }
+}
+
+/// Scores a saved call again from its references and finals (`hark bench --rescore`), as
+/// [`analyze`] scored it: after a change to [`wer::normalize`], say. `whole_call`: the call
+/// was played whole (a real call), see [`UtteranceResult::score`].
+pub fn rescore(call: &mut CallResult, whole_call: bool) {
+    for u in &mut call.utterances {
+        u.score(whole_call);
+    }
+    for w in &mut call.whole_call {
+        *w = WholeCallWer::new(w.channel, w.reference.clone(), w.transcript.clone());
+    }
+    call.customer = call_totals(&call.utterances, &call.whole_call, Channel::Customer);
+    call.assistant = call_totals(&call.utterances, &call.whole_call, Channel::Assistant);
+}
+
+/// One call's totals for a channel, its whole-call WER included.
+fn call_totals(
+    utterances: &[UtteranceResult],
+    whole_call: &[WholeCallWer],
+    channel: Channel,
+) -> ChannelTotals {
+    add_whole_call(totals(utterances, channel), whole_call, channel)
 }
 
 /// A channel's totals over all calls, real calls' whole-call WER included.
@@ -679,5 +730,20 @@ mod tests {
         assert_eq!(ttf, [Some(700.0), Some(300.0)]);
         assert_eq!(r.customer.missing_finals, 0);
         assert_eq!(r.customer.word_errors, 0);
+
+        // Saved (by a hark-bench that did not yet write `refused`), its counts gone
+        // stale, and scored again: as analyze scored it.
+        let mut saved = serde_json::to_value(&r).unwrap();
+        saved.as_object_mut().unwrap().remove("refused");
+        saved["utterances"][1]["finals"] = serde_json::json!(["Three 4."]);
+        saved["utterances"][1]["word_errors"] = 5.into();
+        saved["customer"]["word_errors"] = 5.into();
+        let mut again: CallResult = serde_json::from_value(saved).unwrap();
+        rescore(&mut again, false);
+        assert_eq!(again.utterances[1].word_errors, 0);
+        assert_eq!((again.customer.words, again.customer.word_errors), (4, 0));
+        // A call played whole counts its WER over the whole call only.
+        rescore(&mut again, true);
+        assert_eq!((again.customer.words, again.customer.word_errors), (0, 0));
     }
 }

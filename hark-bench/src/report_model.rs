@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::conversation::Density;
 use crate::report::{CallResult, ChannelTotals, Stats};
@@ -20,7 +20,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 ///   utterance by utterance, and its capacity levels with `--find-capacity`;
 /// - `ratios`: with `--vs`, every figure of [`summary::figures`] as B ÷ A by its dotted key
 ///   (e.g. `time_to_final_ms.p95`, `customer.wer`), null where A's is 0.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct RunReport {
     pub schema_version: u32,
     pub tool_version: String,
@@ -31,7 +31,7 @@ pub struct RunReport {
 }
 
 /// What the run was asked to do.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Settings {
     pub urls: Vec<String>,
     pub labels: Vec<String>,
@@ -39,9 +39,11 @@ pub struct Settings {
     /// `--duration`; it does not apply when `each` or `recorded`.
     pub duration_s: f64,
     /// `--each`: the calls say every utterance of the corpus once between them.
+    #[serde(default)]
     pub each: bool,
     /// The calls play recordings as they are (`--each`, or real calls), not conversations
-    /// of `duration_s`.
+    /// of `duration_s`. (`each` and `recorded` are absent from older reports: false.)
+    #[serde(default)]
     pub recorded: bool,
     pub rate: u32,
     pub frame_ms: u32,
@@ -59,7 +61,7 @@ pub struct Settings {
 }
 
 /// Target B's figures divided by target A's.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ratios {
     /// "B/A": `numerator` (--vs) over `denominator` (--url), by label.
     pub numerator: String,
@@ -68,7 +70,7 @@ pub struct Ratios {
 }
 
 /// One server's results.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
     pub label: String,
     pub url: String,
@@ -84,7 +86,8 @@ pub struct Report {
     /// Calls that opened and then failed (a refused call is not one).
     pub failed_calls: usize,
     /// Calls the server refused at the upgrade with 503 (at capacity); their utterances
-    /// are left out of every other figure.
+    /// are left out of every other figure. (Absent from older reports: 0.)
+    #[serde(default)]
     pub refused_calls: usize,
     /// Transcripts on a channel before anyone spoke on it.
     pub stray_transcripts: usize,
@@ -101,7 +104,7 @@ pub struct Report {
     pub per_call: Vec<CallResult>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CloseCount {
     /// None: the close frame had no code, or no close frame came (that one also counted
     /// in `transport_errors`). A normal end is 1000: the bench hangs up with it.
@@ -110,7 +113,7 @@ pub struct CloseCount {
     pub count: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallTiming {
     pub call: usize,
     /// When the call was dialed, after the run started.
@@ -120,10 +123,10 @@ pub struct CallTiming {
     pub audio_s: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Capacity {
     /// "steps" (a run per call count) or "ramp" (one run, levels by calls open).
-    pub mode: &'static str,
+    pub mode: String,
     pub levels: Vec<Level>,
     /// The largest level that held with all below it: None if not even one call did.
     pub calls: Option<usize>,

@@ -18,13 +18,19 @@ use crate::plot;
 use crate::protocol::Channel;
 use crate::report::{self, CallResult, Stats};
 use crate::report_model::{
-    CallTiming, Capacity, CloseCount, Ratios, Report, RunReport, SCHEMA_VERSION, Settings,
+    CallTiming, Capacity, CloseCount, Report, RunReport, SCHEMA_VERSION, Settings,
 };
+use crate::rescore;
 use crate::shape::{self, Level, Start};
 use crate::summary;
 use crate::user_corpus::{Conversations, Speech};
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(saved) = &args.rescore {
+        let run = rescore::rescore_file(saved)?;
+        show(&run);
+        return write_outputs(&args, &run);
+    }
     // Bad labels are refused before the clips are fetched, and so is a server that will
     // not take the calls' credentials: a run of refused calls is a table of zeros.
     let targets = args.targets()?;
@@ -39,6 +45,17 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     } else {
         measure_run(&args, &corpus, args.calls).await?
     };
+    show(&run);
+    write_outputs(&args, &run)?;
+    let failed: usize = run.targets.iter().map(|t| t.failed_calls).sum();
+    if failed > 0 && !args.find_capacity {
+        bail!("{failed} calls failed");
+    }
+    Ok(())
+}
+
+/// The per-call tables of every target, then the summary.
+pub fn show(run: &RunReport) {
     for t in &run.targets {
         if run.targets.len() > 1 {
             println!("== {} ({})", t.label, t.url);
@@ -48,13 +65,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             report::table(&t.per_call, &t.time_to_final_ms, &t.first_partial_ms)
         );
     }
-    print!("{}", summary::text(&run));
-    write_outputs(&args, &run)?;
-    let failed: usize = run.targets.iter().map(|t| t.failed_calls).sum();
-    if failed > 0 && !args.find_capacity {
-        bail!("{failed} calls failed");
-    }
-    Ok(())
+    print!("{}", summary::text(run));
 }
 
 /// What to do about a server that answered the upgrade 401 or 403; `vs`: the server is
@@ -194,14 +205,7 @@ pub async fn measure_run(
             target_report(label, &target.url, longest, calls)
         })
         .collect();
-    let ratios = match reports.as_slice() {
-        [a, b] => Some(Ratios {
-            numerator: b.label.clone(),
-            denominator: a.label.clone(),
-            figures: summary::ratios(a, b),
-        }),
-        _ => None,
-    };
+    let ratios = summary::ratios_between(&reports);
     Ok(RunReport {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -469,7 +473,7 @@ pub async fn find_capacity(
     let mut run = last.context("no step ran")?;
     for (t, levels) in run.targets.iter_mut().zip(levels) {
         t.capacity = Some(Capacity {
-            mode: "steps",
+            mode: "steps".into(),
             calls: shape::capacity(&levels),
             levels,
         });
@@ -516,7 +520,7 @@ async fn ramp_capacity(
             .collect();
         let levels = shape::ramp_levels(&calls, args.max_p95_ms);
         t.capacity = Some(Capacity {
-            mode: "ramp",
+            mode: "ramp".into(),
             calls: shape::capacity(&levels),
             levels,
         });

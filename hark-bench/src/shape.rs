@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::report::Stats;
 
@@ -12,7 +12,7 @@ use crate::report::Stats;
 pub const PAIR_GAP_MS: f64 = 5.0;
 
 /// How the calls of a run start.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Shape {
     /// Starts spread evenly over `over_s` seconds, each call with its own seed: independent
@@ -153,7 +153,7 @@ pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
 
 /// One concurrency level of `--find-capacity`: a step (a run with this many calls) or, with
 /// `--ramp`, the utterances whose words ended while this many calls were open.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Level {
     pub calls: usize,
     pub time_to_final_ms: Stats,

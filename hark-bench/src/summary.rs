@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::report::Stats;
-use crate::report_model::{Report, RunReport};
+use crate::report_model::{Ratios, Report, RunReport};
 
 /// How a figure reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +114,18 @@ pub fn figures(r: &Report) -> Vec<Figure> {
         push(key.into(), label.into(), v as f64, Unit::Count);
     }
     out
+}
+
+/// With two targets, the second's figures over the first's: the report's `ratios`.
+pub fn ratios_between(targets: &[Report]) -> Option<Ratios> {
+    match targets {
+        [a, b] => Some(Ratios {
+            numerator: b.label.clone(),
+            denominator: a.label.clone(),
+            figures: ratios(a, b),
+        }),
+        _ => None,
+    }
 }
 
 /// B ÷ A for every figure; None where A's is 0 (or either is not a number).

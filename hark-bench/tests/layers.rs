@@ -19,8 +19,8 @@ const LAYERS: &[&[&str]] = &[
     &["report_model"],
     // What is shown of it: the summary tables and the plots.
     &["summary", "plot"],
-    // The flags and the run itself.
-    &["cli", "run"],
+    // The flags and the run itself, or a saved run scored again.
+    &["cli", "run", "rescore"],
 ];
 
 #[test]
