@@ -927,6 +927,18 @@ mod tests {
         s.want().map_or_else(|| open_ticket(s), |w| w.ticket)
     }
 
+    /// A partial of the open utterance as it is, whatever the channel wants.
+    fn partial_want(s: &Segmenter) -> Want {
+        Want {
+            kind: DecodeKind::Partial,
+            since: Instant::now(),
+            ticket: Ticket {
+                whole: false,
+                ..open_ticket(s)
+            },
+        }
+    }
+
     /// The open utterance as it is, decoded as a final would be, whatever the channel wants.
     fn open_ticket(s: &Segmenter) -> Ticket {
         let open = s.open.as_ref().unwrap();
@@ -972,14 +984,7 @@ mod tests {
         let mut input = Vec::new();
         feed(&mut s, 40, true, &mut at);
         // A partial reads the audio as it is.
-        let partial = Want {
-            kind: DecodeKind::Partial,
-            since: Instant::now(),
-            ticket: Ticket {
-                whole: false,
-                ..open_ticket(&s)
-            },
-        };
+        let partial = partial_want(&s);
         s.decode_input(&partial, &mut input);
         assert_eq!(input.len(), s.audio(partial.ticket).len());
         // A speculative decode during a pause gets zeros up to `pad` after the voice.
@@ -1300,14 +1305,7 @@ mod tests {
             feed(&mut s, 5, false, &mut at);
             feed(&mut s, 30, true, &mut at);
             let mut prompt = String::new();
-            let partial = Want {
-                kind: DecodeKind::Partial,
-                since: Instant::now(),
-                ticket: Ticket {
-                    whole: false,
-                    ..open_ticket(&s)
-                },
-            };
+            let partial = partial_want(&s);
             s.prompt(&partial, &mut prompt);
             assert_eq!(prompt, partial_prompt);
             feed(&mut s, 12, false, &mut at);
