@@ -127,6 +127,21 @@ async fn one_real_call(mut call: Call) -> Vec<String> {
     got.finals("customer")
 }
 
+/// A server whose only backend is `engine` under `name`, once it is loaded: a test that needs
+/// an idle recognizer cannot share this binary's, which the other tests may keep busy.
+async fn server_of_its_own(
+    config: hark::config::Config,
+    name: &'static str,
+    engine: Arc<hark::backend::embedded::Embedded>,
+) -> TestServer {
+    engine
+        .wait_ready(Duration::from_secs(600))
+        .unwrap_or_else(|e| panic!("{name} does not load: {e}"));
+    let mut registry = hark::backend::Registry::default();
+    registry.insert(name, engine);
+    TestServer::start(config, registry).await
+}
+
 /// Room booked at the upgrade goes back the moment a call ends without starting, and after a
 /// short hold for a connection that never sends its start frame: broken or idle clients
 /// cannot make an idle server refuse a real call.
@@ -140,12 +155,7 @@ async fn broken_or_silent_handshakes_do_not_keep_a_real_call_out() {
     // server, so an engine of its own, and a lag limit the others' load cannot reach.
     config.max_lag_ms = 60_000;
     let engine = hark::backend::moonshine::spawn(&config.moonshine, false);
-    engine
-        .wait_ready(Duration::from_secs(600))
-        .expect("embedded recognizer loads");
-    let mut registry = hark::backend::Registry::default();
-    registry.insert("moonshine", engine);
-    let server = TestServer::start(config, registry).await;
+    let server = server_of_its_own(config, "moonshine", engine).await;
     let url = server.ws_url("/api/custom-transcriber");
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while hark_testkit::http_get_opt(server.addr, "/readyz").await != Some(200) {
@@ -229,12 +239,7 @@ async fn an_in_phase_burst_is_cut_where_the_decoders_would_fall_behind() {
     // An engine of its own, idle when the burst comes: what it has not measured yet is what
     // the burst is admitted on.
     let engine = hark::backend::whisper::spawn(&hark_testkit::whisper_config());
-    engine
-        .wait_ready(Duration::from_secs(600))
-        .expect("Whisper loads");
-    let mut registry = hark::backend::Registry::default();
-    registry.insert("whisper", engine);
-    let server = TestServer::start(config, registry).await;
+    let server = server_of_its_own(config, "whisper", engine).await;
     let url = server.ws_url("/api/custom-transcriber");
     let (customer, assistant) = in_phase_turns(&clips(), CALL_SECS);
     let (customer, assistant) = (Arc::new(customer), Arc::new(assistant));

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use hark_bench::protocol::Channel;
-use hark_testkit::provider_mock::{Connection, Fault, Load, Provider};
+use hark_testkit::provider_mock::{Connection, Fault, Load, MockProvider, Provider};
 use hark_testkit::riva_mock::{RivaFault, RivaMock, RivaOptions, RivaStream};
 use hark_testkit::{Call, TestServer, test_config, words};
 use tonic::Code;
@@ -77,6 +77,27 @@ fn assert_replays_start_at_the_last_final(
     }
 }
 
+/// A Deepgram or AssemblyAI mock answering late by `load`, and a server relaying one channel
+/// to it, with the stall bound above the provider's lateness: late is not stalled.
+async fn late_provider(provider: Provider, load: Load) -> (MockProvider, TestServer) {
+    let m = mock(provider).await;
+    m.set_load(Some(load));
+    let config = backend_config(&m, provider, "stall_timeout_ms = 8000");
+    let server = server(&[("net", config)], &["net"], false, |p, _| {
+        p.channels = vec![hark::protocol::Channel::Customer];
+    })
+    .await;
+    (m, server)
+}
+
+/// The provider's close for an error of its own, `after` seconds into a connection.
+fn error_close(provider: Provider, after: f64) -> Fault {
+    match provider {
+        Provider::Deepgram => Fault::CloseAfter(after, 1011, "NET-0000"),
+        Provider::AssemblyAi => Fault::CloseAfter(after, 3005, "Internal server error"),
+    }
+}
+
 fn record(c: &Connection) -> (Vec<String>, Vec<String>) {
     (c.words_heard.clone(), c.words_sent_final.clone())
 }
@@ -95,17 +116,14 @@ fn stream_record(s: &RivaStream) -> (Vec<String>, Vec<String>) {
 async fn a_late_provider_settles_only_what_it_finalized_through_a_fault_mid_replay() {
     let runs = [Provider::Deepgram, Provider::AssemblyAi].map(|provider| async move {
         let what = format!("{provider:?}");
-        let m = mock(provider).await;
-        m.set_load(Some(Load {
-            base: Duration::from_millis(2_500),
-            per_stream: Duration::ZERO,
-            capacity: 10.0,
-        }));
-        // The stall bound above the provider's lateness: late is not stalled.
-        let config = backend_config(&m, provider, "stall_timeout_ms = 8000");
-        let server = server(&[("net", config)], &["net"], false, |p, _| {
-            p.channels = vec![hark::protocol::Channel::Customer];
-        })
+        let (m, server) = late_provider(
+            provider,
+            Load {
+                base: Duration::from_millis(2_500),
+                per_stream: Duration::ZERO,
+                capacity: 10.0,
+            },
+        )
         .await;
         let rate = 16_000;
         // "hello alpha bravo" ends at 1.0 s, its final is due at about 3.8 s; "charlie
@@ -117,11 +135,7 @@ async fn a_late_provider_settles_only_what_it_finalized_through_a_fault_mid_repl
             ("echo foxtrot golf", 1_000),
         ];
         let audio = speech(&parts, rate);
-        let error_close = match provider {
-            Provider::Deepgram => Fault::CloseAfter(0.5, 1011, "NET-0000"),
-            Provider::AssemblyAi => Fault::CloseAfter(0.5, 3005, "Internal server error"),
-        };
-        m.script(vec![Fault::DropAfter(4.5), error_close]);
+        m.script(vec![Fault::DropAfter(4.5), error_close(provider, 0.5)]);
         let url = server.ws_url("/api/custom-transcriber/p");
         let said: Vec<&str> = parts.iter().map(|(s, _)| *s).collect();
         play_every_word_once(&what, &url, &audio, rate, "golf", &said).await;
@@ -163,18 +177,16 @@ async fn calls_on_a_provider_late_under_load_lose_and_double_nothing() {
     const CALLS: usize = 3;
     let runs = [Provider::Deepgram, Provider::AssemblyAi].map(|provider| async move {
         let what = format!("{provider:?}");
-        let m = mock(provider).await;
         // Three streams: each answer about 1.5 s + 2 × 0.25 s late, more while a replay
         // (sent at the provider's ingest pace) is ahead of what the mock has processed.
-        m.set_load(Some(Load {
-            base: Duration::from_millis(1_500),
-            per_stream: Duration::from_millis(250),
-            capacity: 4.0,
-        }));
-        let config = backend_config(&m, provider, "stall_timeout_ms = 8000");
-        let server = server(&[("net", config)], &["net"], false, |p, _| {
-            p.channels = vec![hark::protocol::Channel::Customer];
-        })
+        let (m, server) = late_provider(
+            provider,
+            Load {
+                base: Duration::from_millis(1_500),
+                per_stream: Duration::from_millis(250),
+                capacity: 4.0,
+            },
+        )
         .await;
         let rate = 16_000;
         let parts = [
@@ -195,13 +207,10 @@ async fn calls_on_a_provider_late_under_load_lose_and_double_nothing() {
                     Provider::Deepgram => ("keyterm", tag.clone()),
                     Provider::AssemblyAi => ("keyterms_prompt", format!("[\"{tag}\"]")),
                 };
-                let error_close = match provider {
-                    Provider::Deepgram => Fault::CloseAfter(0.6, 1011, "NET-0000"),
-                    Provider::AssemblyAi => Fault::CloseAfter(0.6, 3005, "Internal server error"),
-                };
                 // Mid-sentence, a different word for each call.
                 let at = 2.2 + 0.3 * i as f64;
-                m.script_for(name, &value, vec![Fault::DropAfter(at), error_close]);
+                let faults = vec![Fault::DropAfter(at), error_close(provider, 0.6)];
+                m.script_for(name, &value, faults);
                 let url = server.ws_url(&format!("/api/custom-transcriber/p?keyterms={tag}"));
                 let what = format!("{what} {tag}");
                 play_every_word_once(&what, &url, audio, rate, "mike", said).await;

@@ -57,6 +57,16 @@ pub enum ContextKind {
     Text,
 }
 
+impl ContextKind {
+    /// As the config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Audio => "audio",
+            Self::Text => "text",
+        }
+    }
+}
+
 /// What an engine's loader hands the embedded path.
 pub struct Loaded {
     /// One per decoder thread.

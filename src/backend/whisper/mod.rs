@@ -209,10 +209,7 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
         describe: format!(
             "whisper {} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
             model.name,
-            match config.context_as {
-                ContextKind::Audio => "audio",
-                ContextKind::Text => "text",
-            },
+            config.context_as.as_str(),
             paths.dir.display()
         ),
         judge: None,
