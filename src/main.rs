@@ -377,6 +377,12 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
         let model = whisper::ensure_model(&config.whisper).map_err(anyhow::Error::msg)?;
         whisper::Model::load(&model).map_err(anyhow::Error::msg)?;
         println!("whisper\t{}\t{}", model.dir.display(), model.name);
+        if let Some(finals) =
+            whisper::ensure_final_model(&config.whisper).map_err(anyhow::Error::msg)?
+        {
+            whisper::Model::load(&finals).map_err(anyhow::Error::msg)?;
+            println!("whisper-finals\t{}\t{}", finals.dir.display(), finals.name);
+        }
     }
     if turn_model {
         let cache = config

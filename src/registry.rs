@@ -105,6 +105,10 @@ pub fn engines(config: &Config) -> Vec<String> {
             true => format!("{} (pinned, fetched on first use)", w.model),
             false => format!("{} (model directory)", w.model),
         };
+        let model = match &w.final_model {
+            Some(f) if *f != w.model => format!("{model}, finals from {f}"),
+            _ => model,
+        };
         out.push(format!(
             "engine whisper: {model}, int8 decoder / float32 encoder, short window, greedy, \
              {} decoder(s) of 1 thread; profiles: {}",

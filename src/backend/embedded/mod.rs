@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
 use self::pool::{Job, Pool};
-use self::segmenter::SegmenterConfig;
+use self::segmenter::{DecodeKind, SegmenterConfig};
 use crate::audio::AudioSource;
 use crate::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink};
 use crate::protocol::Channel;
@@ -44,7 +44,15 @@ pub trait Engine: Send {
     /// finals if they read context as text ([`ContextKind::Text`]); empty otherwise.
     /// `draft` is what the latest decode of the same utterance heard (empty if none): an
     /// engine may check it rather than find it again, as long as the text is its own.
-    fn transcribe(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Result<String, String>;
+    /// `kind` says what the text is for: an engine may decode finals (and the speculative
+    /// decodes that become them) with a stronger model than partials.
+    fn transcribe(
+        &mut self,
+        audio: &[f32],
+        prompt: &str,
+        draft: &str,
+        kind: DecodeKind,
+    ) -> Result<String, String>;
 }
 
 /// How an engine reads the turn's earlier finals (left context).
@@ -444,7 +452,13 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         struct Echo;
         impl Engine for Echo {
-            fn transcribe(&mut self, _: &[f32], _: &str, _: &str) -> Result<String, String> {
+            fn transcribe(
+                &mut self,
+                _: &[f32],
+                _: &str,
+                _: &str,
+                _: DecodeKind,
+            ) -> Result<String, String> {
                 Ok(String::new())
             }
         }

@@ -545,7 +545,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
         pool.set_busy(index, true);
         let waited_before = m::thread_run_queue_wait();
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            engine.transcribe(&audio, &prompt, &draft)
+            engine.transcribe(&audio, &prompt, &draft, want.kind)
         }));
         let waited_after = m::thread_run_queue_wait();
         pool.set_busy(index, false);

@@ -15,6 +15,7 @@ use tracing::warn;
 
 pub use self::config::{MoonshineConfig, NAME};
 use self::ffi::{Library, Transcriber};
+use crate::backend::embedded::segmenter::DecodeKind;
 use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, MODEL_RATE, Settings};
 use crate::turn::{TurnModel, TurnPaths};
 use crate::wheel;
@@ -53,7 +54,13 @@ pub fn spawn(config: &MoonshineConfig, turn_model: bool) -> Arc<Embedded> {
 struct Moonshine(Transcriber);
 
 impl Engine for Moonshine {
-    fn transcribe(&mut self, audio: &[f32], _prompt: &str, _draft: &str) -> Result<String, String> {
+    fn transcribe(
+        &mut self,
+        audio: &[f32],
+        _prompt: &str,
+        _draft: &str,
+        _kind: DecodeKind,
+    ) -> Result<String, String> {
         self.0
             .transcribe_without_streaming(audio, MODEL_RATE)
             .map(|lines| ffi::joined_text(&lines))

@@ -18,8 +18,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use self::fetch::{ModelPaths, ensure_model};
+pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
 use self::model::{Scratch, Weights};
+use crate::backend::embedded::segmenter::DecodeKind;
 use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings};
 
 /// The backend name profiles select Whisper by.
@@ -74,6 +75,12 @@ pub struct WhisperConfig {
     pub wheels: Vec<String>,
     /// Where fetched models are kept (default: the engine cache).
     pub cache_dir: Option<PathBuf>,
+    /// A second model for finals (and the decodes that may become them), named as `model`
+    /// is; partials stay on `model`. A larger model where it counts, a small one for the
+    /// many partials (BENCHMARKS.md, "Whisper"). None: `model` decodes everything.
+    pub final_model: Option<String>,
+    /// `final_model`'s wheels fetched by hand, as `wheels`.
+    pub final_wheels: Vec<String>,
     /// Decoder threads, each decoding one utterance at a time on one core.
     pub decoders: usize,
     /// How often an utterance still being spoken is re-decoded for a partial.
@@ -99,6 +106,8 @@ impl Default for WhisperConfig {
             model: "tiny.en".into(),
             wheels: Vec::new(),
             cache_dir: None,
+            final_model: None,
+            final_wheels: Vec::new(),
             decoders: 2,
             partial_interval_ms: 500,
             endpoint_ms: 200,
@@ -137,37 +146,65 @@ impl WhisperConfig {
                 out.push(e);
             }
         }
-        match fetch::pinned(&self.model) {
-            Some(p) if !self.wheels.is_empty() && self.wheels.len() != p.wheels.len() => {
-                out.push(format!(
-                    "whisper.wheels: model {:?} comes in {} wheel(s) ({}), {} given",
-                    self.model,
-                    p.wheels.len(),
-                    p.wheels
-                        .iter()
-                        .map(|(w, _, _)| w.pip)
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    self.wheels.len()
-                ));
-            }
-            Some(_) => {}
-            None if !Path::new(&self.model).join("model.bin").is_file() => out.push(format!(
-                "whisper.model = {:?}: neither a pinned model ({}) nor a directory holding \
-                 model.bin",
-                self.model,
-                fetch::PINNED
-                    .iter()
-                    .map(|p| p.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-            None if !self.wheels.is_empty() => out.push(
-                "whisper.wheels is only for the pinned models; a model directory needs none".into(),
-            ),
-            None => {}
+        model_problems(
+            "whisper.model",
+            &self.model,
+            "whisper.wheels",
+            &self.wheels,
+            &mut out,
+        );
+        if let Some(model) = &self.final_model {
+            model_problems(
+                "whisper.final_model",
+                model,
+                "whisper.final_wheels",
+                &self.final_wheels,
+                &mut out,
+            );
+        } else if !self.final_wheels.is_empty() {
+            out.push("whisper.final_wheels is only for a whisper.final_model".into());
         }
         out
+    }
+}
+
+/// What is wrong with a model setting (`key`) and its hand-fetched wheels (`wheels_key`).
+fn model_problems(
+    key: &str,
+    model: &str,
+    wheels_key: &str,
+    wheels: &[String],
+    out: &mut Vec<String>,
+) {
+    match fetch::pinned(model) {
+        Some(p) if !wheels.is_empty() && wheels.len() != p.wheels.len() => {
+            out.push(format!(
+                "{wheels_key}: model {:?} comes in {} wheel(s) ({}), {} given",
+                model,
+                p.wheels.len(),
+                p.wheels
+                    .iter()
+                    .map(|(w, _, _)| w.pip)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                wheels.len()
+            ));
+        }
+        Some(_) => {}
+        None if !Path::new(model).join("model.bin").is_file() => out.push(format!(
+            "{key} = {:?}: neither a pinned model ({}) nor a directory holding \
+             model.bin",
+            model,
+            fetch::PINNED
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        None if !wheels.is_empty() => out.push(format!(
+            "{wheels_key} is only for the pinned models; a model directory needs none"
+        )),
+        None => {}
     }
 }
 
@@ -195,19 +232,35 @@ pub fn spawn(config: &WhisperConfig) -> Arc<Embedded> {
     Embedded::spawn(NAME, settings(&config), Box::new(move || load(&config)))
 }
 
-/// Fetches (first run only) and loads the model, one decoder per configured thread.
+/// Fetches (first run only) and loads the model (and the finals' model), one decoder per
+/// configured thread.
 pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
     let paths = ensure_model(config)?;
     let model = Model::load(&paths)?;
+    let finals = match ensure_final_model(config)? {
+        Some(paths) => Some(Model::load(&paths)?),
+        None => None,
+    };
+    let finals_from = finals
+        .as_ref()
+        .map(|f| format!(", finals from {}", f.name))
+        .unwrap_or_default();
     let engines = (0..config.decoders.max(1))
-        .map(|_| Box::new(Decoder::new(model.clone())) as Box<dyn Engine>)
+        .map(|_| {
+            let decoder = Decoder::new(model.clone());
+            let decoder = match &finals {
+                Some(f) => decoder.with_finals(f.clone()),
+                None => decoder,
+            };
+            Box::new(decoder) as Box<dyn Engine>
+        })
         .collect();
     Ok(Loaded {
         engines,
         context: config.context_as,
         prompted: true,
         describe: format!(
-            "whisper {} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
+            "whisper {}{finals_from} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
             model.name,
             config.context_as.as_str(),
             paths.dir.display()
@@ -217,8 +270,18 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
 }
 
 impl Engine for Decoder {
-    fn transcribe(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Result<String, String> {
-        Ok(self.decode(audio, prompt, draft).text)
+    fn transcribe(
+        &mut self,
+        audio: &[f32],
+        prompt: &str,
+        draft: &str,
+        kind: DecodeKind,
+    ) -> Result<String, String> {
+        let decoded = match kind {
+            DecodeKind::Final | DecodeKind::Speculative => self.decode_final(audio, prompt, draft),
+            DecodeKind::FirstPartial | DecodeKind::Partial => self.decode(audio, prompt, draft),
+        };
+        Ok(decoded.text)
     }
 }
 
@@ -289,9 +352,11 @@ impl Model {
     }
 }
 
-/// One decoder thread's engine: the shared model and its own buffers.
+/// One decoder thread's engine: the shared model(s) and its own buffers.
 pub struct Decoder {
     model: Arc<Model>,
+    /// The finals' model, when it is not `model`.
+    finals: Option<Arc<Model>>,
     mel: mel::Mel,
     scratch: Scratch,
     padded: Vec<f32>,
@@ -316,6 +381,7 @@ impl Decoder {
     pub fn new(model: Arc<Model>) -> Self {
         Self {
             model,
+            finals: None,
             mel: mel::Mel::new(),
             scratch: Scratch::default(),
             padded: Vec::new(),
@@ -325,11 +391,27 @@ impl Decoder {
         }
     }
 
+    /// Decodes finals with `finals` rather than the partials' model.
+    pub fn with_finals(mut self, finals: Arc<Model>) -> Self {
+        self.finals = Some(finals);
+        self
+    }
+
     /// Transcribes `audio` (16 kHz mono, at most 29 s are read), with `prompt` (earlier
     /// words, names) as Whisper's previous text and `draft` (an earlier decode's text of
     /// this audio, or empty) checked in one pass rather than decoded token by token.
     pub fn decode(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
-        let m = &*self.model;
+        let model = self.model.clone();
+        self.decode_with(&model, audio, prompt, draft)
+    }
+
+    /// The same with the finals' model.
+    pub fn decode_final(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
+        let model = self.finals.as_ref().unwrap_or(&self.model).clone();
+        self.decode_with(&model, audio, prompt, draft)
+    }
+
+    fn decode_with(&mut self, m: &Model, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
         let w = &m.weights;
         let audio = &audio[..audio.len().min(WINDOW_SAMPLES - TAIL_SAMPLES)];
         // The utterance, 1 s of silence, rounded up to whole encoder frames (2 hops).
@@ -492,5 +574,29 @@ mod tests {
         assert_eq!(repeating(&[7, 7, 7, 7]), None, "\"no no no no\" is speech");
         assert_eq!(repeating(&[3, 7, 7, 7, 7, 7]), Some(2));
         assert_eq!(repeating(&[5, 1, 2, 3, 1, 2, 3]), None, "twice is speech");
+    }
+
+    #[test]
+    fn a_finals_model_is_checked_as_the_model_is() {
+        let config = |model: Option<&str>, wheels: &[&str]| WhisperConfig {
+            final_model: model.map(str::to_owned),
+            final_wheels: wheels.iter().map(|w| w.to_string()).collect(),
+            ..Default::default()
+        };
+        assert!(config(Some("base"), &[]).problems().is_empty());
+        let unknown = config(Some("huge"), &[]).problems();
+        assert!(
+            unknown[0].starts_with("whisper.final_model = \"huge\": neither a pinned model"),
+            "{unknown:?}"
+        );
+        let short = config(Some("base"), &["part1.whl"]).problems();
+        assert!(
+            short[0].starts_with("whisper.final_wheels: model \"base\" comes in 2 wheel(s)"),
+            "{short:?}"
+        );
+        assert_eq!(
+            config(None, &["part1.whl"]).problems(),
+            ["whisper.final_wheels is only for a whisper.final_model"]
+        );
     }
 }
