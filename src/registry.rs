@@ -106,7 +106,7 @@ pub fn engines(config: &Config) -> Vec<String> {
             false => format!("{} (model directory)", w.model),
         };
         out.push(format!(
-            "engine whisper: {model}, int8 decoder / float32 encoder, short window, greedy, \
+            "engine whisper: {model}, int8 encoder layers and decoder, short window, greedy, \
              {} decoder(s) of 1 thread; profiles: {}",
             w.decoders,
             users(whisper::NAME)

@@ -12,6 +12,7 @@ pub mod ct2;
 mod fetch;
 pub mod mel;
 pub mod model;
+mod qmatmul;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -207,7 +208,7 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
         context: config.context_as,
         prompted: true,
         describe: format!(
-            "whisper {} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
+            "whisper {} (int8 encoder layers and decoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
             model.name,
             config.context_as.as_str(),
             paths.dir.display()
