@@ -57,6 +57,7 @@ impl Kernel {
     }
 
     /// Whether the CPU can run this path.
+    #[cfg(target_arch = "x86_64")]
     fn runs_here(self) -> bool {
         Self::available().contains(&self)
     }
@@ -311,6 +312,24 @@ pub struct QActs {
 
 impl QActs {
     pub(super) fn quantize(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            unsafe { self.quantize_avx2(x, rows, inp, shifted) };
+            return;
+        }
+        self.quantize_any(x, rows, inp, shifted);
+    }
+
+    /// Wider registers for the same arithmetic: the same bytes as without them.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn quantize_avx2(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
+        self.quantize_any(x, rows, inp, shifted);
+    }
+
+    #[inline(always)]
+    fn quantize_any(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
         let stride = inp.div_ceil(4) * 4;
         let zero = if shifted { 128 } else { 0 };
         self.q.clear();
@@ -321,7 +340,7 @@ impl QActs {
             .take(rows)
             .zip(self.q.chunks_exact_mut(stride))
         {
-            let max = x.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let max = max_abs(x);
             let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
             let inv = 1.0 / scale;
             for (q, v) in q.iter_mut().zip(x) {
@@ -345,6 +364,20 @@ impl QActs {
             false => i32::from(v as i8),
         }
     }
+}
+
+/// In 16 lanes, so the compiler vectorises it (the maximum is the same in any order).
+#[inline(always)]
+fn max_abs(x: &[f32]) -> f32 {
+    let mut lanes = [0f32; 16];
+    let mut chunks = x.chunks_exact(16);
+    for c in &mut chunks {
+        for (m, v) in lanes.iter_mut().zip(c) {
+            *m = m.max(v.abs());
+        }
+    }
+    let tail = chunks.remainder().iter().fold(0f32, |m, v| m.max(v.abs()));
+    lanes.iter().fold(tail, |a, &b| a.max(b))
 }
 
 #[cfg(test)]
