@@ -106,8 +106,9 @@ pub fn engines(config: &Config) -> Vec<String> {
             false => format!("{} (model directory)", w.model),
         };
         out.push(format!(
-            "engine whisper: {model}, int8 encoder layers and decoder, short window, greedy, \
+            "engine whisper: {model}, {} encoder layers, int8 decoder, short window, greedy, \
              {} decoder(s) of 1 thread; profiles: {}",
+            w.encoder.as_str(),
             w.decoders,
             users(whisper::NAME)
         ));

@@ -183,13 +183,25 @@ fn matmul_i8_any(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut 
     }
 }
 
-/// How the encoder's layers multiply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How the encoder's layers multiply (`whisper.encoder`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 pub enum EncoderProducts {
     /// `f32` weights and activations: the reference the int8 encoder is tested against.
+    #[serde(rename = "float32")]
     F32,
     /// Int8 weights and activations (the default: about half the encoder's time).
+    #[serde(rename = "int8")]
     Int8,
+}
+
+impl EncoderProducts {
+    /// As the config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::F32 => "float32",
+            Self::Int8 => "int8",
+        }
+    }
 }
 
 /// A layer's products (see the module): the encoder's many rows take `f32` or int8
