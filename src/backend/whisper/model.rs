@@ -189,7 +189,8 @@ pub enum EncoderProducts {
     /// `f32` weights and activations: the reference the int8 encoder is tested against.
     #[serde(rename = "float32")]
     F32,
-    /// Int8 weights and activations (the default: about half the encoder's time).
+    /// Int8 weights and activations (the default: about half the encoder's time with
+    /// AVX-512 VNNI; `F32` where the CPU has neither it nor AVX2).
     #[serde(rename = "int8")]
     Int8,
 }
@@ -217,10 +218,11 @@ impl Lin {
         let l = Linear::load(m, prefix)?;
         Ok(match kind {
             LinKind::Decoder => Lin::I8(QLinear::quantize(l)),
-            LinKind::Encoder(EncoderProducts::Int8) => {
+            // Without an int8 SIMD path (measured only on x86-64) `gemm`'s `f32` is kept.
+            LinKind::Encoder(EncoderProducts::Int8) if Kernel::best() != Kernel::Any => {
                 Lin::Q8(QMatrix::new(&l.w, l.inp, l.b, Kernel::best()))
             }
-            LinKind::Encoder(EncoderProducts::F32) => Lin::F32(l),
+            LinKind::Encoder(_) => Lin::F32(l),
         })
     }
 
