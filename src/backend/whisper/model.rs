@@ -2,7 +2,9 @@
 //! transformer layers, GELU, layer norms and a key/value cache per layer, one thread per
 //! decode, weights shared by every decoder thread.
 //!
-//! The encoder reads many frames at once: its products are `f32` matrix products (`gemm`).
+//! The encoder reads many frames at once: its layers' products are int8 matrix products
+//! (`qmatmul`: int8 weights and activations summed in `i32`, as CTranslate2's int8 compute
+//! type does them), its convolutions and attention `f32` ones (`gemm`).
 //! The decoder reads one token at a time, so each of its products is a matrix-vector
 //! product bounded by memory, not arithmetic: its weights (and the output projection over
 //! the vocabulary, the largest of them) are int8 with a scale per row, as CTranslate2's
@@ -13,6 +15,7 @@ use std::path::Path;
 use gemm::Parallelism;
 
 use super::ct2::ModelFile;
+use super::qmatmul::{Kernel, QActs, QMatrix};
 
 /// Frames of encoder output Whisper's decoder was trained to attend over (30 s).
 pub const ENCODER_FRAMES: usize = 1500;
@@ -118,7 +121,7 @@ impl QLinear {
 }
 
 /// Symmetric int8 per row: `w ≈ q · scale`.
-fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
+pub(super) fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
     let mut q = Vec::with_capacity(w.len());
     let mut scales = Vec::with_capacity(w.len() / inp.max(1));
     for row in w.chunks_exact(inp) {
@@ -180,27 +183,62 @@ fn matmul_i8_any(w: &[i8], scale: &[f32], b: Option<&[f32]>, x: &[f32], y: &mut 
     }
 }
 
-/// The layers of the encoder take `f32` products, the decoder's int8 ones (see the module).
+/// How the encoder's layers multiply (`whisper.encoder`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+pub enum EncoderProducts {
+    /// `f32` weights and activations: the reference the int8 encoder is tested against.
+    #[serde(rename = "float32")]
+    F32,
+    /// Int8 weights and activations (the default: about half the encoder's time with
+    /// AVX-512 VNNI; `F32` where the CPU has neither it nor AVX2).
+    #[serde(rename = "int8")]
+    Int8,
+}
+
+impl EncoderProducts {
+    /// As the config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::F32 => "float32",
+            Self::Int8 => "int8",
+        }
+    }
+}
+
+/// A layer's products (see the module): the encoder's many rows take `f32` or int8
+/// matrix products, the decoder's few int8 weights with `f32` activations.
 enum Lin {
     F32(Linear),
+    Q8(QMatrix),
     I8(QLinear),
 }
 
 impl Lin {
-    fn load(m: &ModelFile, prefix: &str, int8: bool) -> Result<Self, String> {
+    fn load(m: &ModelFile, prefix: &str, kind: LinKind) -> Result<Self, String> {
         let l = Linear::load(m, prefix)?;
-        Ok(match int8 {
-            true => Lin::I8(QLinear::quantize(l)),
-            false => Lin::F32(l),
+        Ok(match kind {
+            LinKind::Decoder => Lin::I8(QLinear::quantize(l)),
+            // Without an int8 SIMD path (measured only on x86-64) `gemm`'s `f32` is kept.
+            LinKind::Encoder(EncoderProducts::Int8) if Kernel::best() != Kernel::Any => {
+                Lin::Q8(QMatrix::new(&l.w, l.inp, l.b, Kernel::best()))
+            }
+            LinKind::Encoder(_) => Lin::F32(l),
         })
     }
 
-    fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>) {
+    fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>, acts: &mut QActs) {
         match self {
             Lin::F32(l) => l.forward(x, rows, y),
+            Lin::Q8(l) => l.forward(x, rows, y, acts),
             Lin::I8(l) => l.forward(x, rows, y),
         }
     }
+}
+
+#[derive(Clone, Copy)]
+enum LinKind {
+    Encoder(EncoderProducts),
+    Decoder,
 }
 
 struct Layer {
@@ -217,25 +255,24 @@ struct Layer {
 }
 
 impl Layer {
-    fn load(m: &ModelFile, p: &str, decoder: bool) -> Result<Self, String> {
-        let cross = if decoder {
-            Some((
+    fn load(m: &ModelFile, p: &str, kind: LinKind) -> Result<Self, String> {
+        let cross = match kind {
+            LinKind::Decoder => Some((
                 Norm::load(m, &format!("{p}/attention/layer_norm"))?,
-                Lin::load(m, &format!("{p}/attention/linear_0"), true)?,
+                Lin::load(m, &format!("{p}/attention/linear_0"), kind)?,
                 Linear::load(m, &format!("{p}/attention/linear_1"))?,
-                Lin::load(m, &format!("{p}/attention/linear_2"), true)?,
-            ))
-        } else {
-            None
+                Lin::load(m, &format!("{p}/attention/linear_2"), kind)?,
+            )),
+            LinKind::Encoder(_) => None,
         };
         Ok(Self {
             attn_norm: Norm::load(m, &format!("{p}/self_attention/layer_norm"))?,
-            qkv: Lin::load(m, &format!("{p}/self_attention/linear_0"), decoder)?,
-            attn_out: Lin::load(m, &format!("{p}/self_attention/linear_1"), decoder)?,
+            qkv: Lin::load(m, &format!("{p}/self_attention/linear_0"), kind)?,
+            attn_out: Lin::load(m, &format!("{p}/self_attention/linear_1"), kind)?,
             cross,
             ffn_norm: Norm::load(m, &format!("{p}/ffn/layer_norm"))?,
-            ffn_in: Lin::load(m, &format!("{p}/ffn/linear_0"), decoder)?,
-            ffn_out: Lin::load(m, &format!("{p}/ffn/linear_1"), decoder)?,
+            ffn_in: Lin::load(m, &format!("{p}/ffn/linear_0"), kind)?,
+            ffn_out: Lin::load(m, &format!("{p}/ffn/linear_1"), kind)?,
         })
     }
 }
@@ -265,6 +302,11 @@ pub struct Weights {
 
 impl Weights {
     pub fn load(path: &Path) -> Result<Self, String> {
+        Self::load_with(path, EncoderProducts::Int8)
+    }
+
+    /// With the encoder's layers multiplying as `encoder` says.
+    pub fn load_with(path: &Path, encoder: EncoderProducts) -> Result<Self, String> {
         let m = ModelFile::open(path)?;
         if m.spec != "WhisperSpec" {
             return Err(format!(
@@ -282,13 +324,13 @@ impl Weights {
                 conv1.inp / 3
             ));
         }
-        let layers = |side: &str, decoder: bool| -> Result<Vec<Layer>, String> {
+        let layers = |side: &str, kind: LinKind| -> Result<Vec<Layer>, String> {
             let mut out = Vec::new();
             while m.has(&format!("{side}/layer_{}/ffn/linear_0/weight", out.len())) {
                 out.push(Layer::load(
                     &m,
                     &format!("{side}/layer_{}", out.len()),
-                    decoder,
+                    kind,
                 )?);
             }
             Ok(out)
@@ -302,14 +344,14 @@ impl Weights {
             conv2: Linear::load(&m, "encoder/conv2")?,
             conv1,
             enc_pos: m.tensor("encoder/position_encodings/encodings")?.0,
-            enc_layers: layers("encoder", false)?,
+            enc_layers: layers("encoder", LinKind::Encoder(encoder))?,
             enc_norm: Norm::load(&m, "encoder/layer_norm")?,
             vocab: embed_shape.first().copied().unwrap_or(0),
             embed,
             embed_scale,
             max_positions: pos_shape.first().copied().unwrap_or(0),
             dec_pos,
-            dec_layers: layers("decoder", true)?,
+            dec_layers: layers("decoder", LinKind::Decoder)?,
             dec_norm: Norm::load(&m, "decoder/layer_norm")?,
             silence_kv: Vec::new(),
         };
@@ -462,7 +504,7 @@ impl Weights {
         let d = self.dim;
         // Self-attention.
         layer.attn_norm.forward(x, &mut s.a);
-        layer.qkv.forward(&s.a, n, &mut s.b);
+        layer.qkv.forward(&s.a, n, &mut s.b, &mut s.q);
         s.c.clear();
         s.c.resize(n * d, 0.0);
         match dec.as_mut() {
@@ -502,26 +544,26 @@ impl Weights {
                 );
             }
         }
-        layer.attn_out.forward(&s.c, n, &mut s.b);
+        layer.attn_out.forward(&s.c, n, &mut s.b, &mut s.q);
         add(x, &s.b);
         // Cross-attention.
         if let (Some((norm, q, _, out)), Some(ctx)) = (&layer.cross, dec.as_ref()) {
             norm.forward(x, &mut s.a);
-            q.forward(&s.a, n, &mut s.b);
+            q.forward(&s.a, n, &mut s.b, &mut s.q);
             let kv = &ctx.state.cross[ctx.layer];
             s.c.clear();
             s.c.resize(n * d, 0.0);
             for (q, out) in s.b.chunks_exact(d).zip(s.c.chunks_exact_mut(d)) {
                 kv.attend(q, out, &mut s.scores);
             }
-            out.forward(&s.c, n, &mut s.b);
+            out.forward(&s.c, n, &mut s.b, &mut s.q);
             add(x, &s.b);
         }
         // Feed-forward.
         layer.ffn_norm.forward(x, &mut s.a);
-        layer.ffn_in.forward(&s.a, n, &mut s.b);
+        layer.ffn_in.forward(&s.a, n, &mut s.b, &mut s.q);
         gelu(&mut s.b);
-        layer.ffn_out.forward(&s.b, n, &mut s.c);
+        layer.ffn_out.forward(&s.b, n, &mut s.c, &mut s.q);
         add(x, &s.c);
     }
 }
@@ -671,6 +713,8 @@ pub struct Scratch {
     b: Vec<f32>,
     c: Vec<f32>,
     scores: Vec<f32>,
+    /// The encoder's activations, quantised for its int8 products.
+    q: QActs,
 }
 
 /// Multi-head attention of `n` queries over `keys` rows; `causal_from`: query `i` sees
@@ -899,5 +943,47 @@ mod tests {
         );
         assert_eq!(out, vec![2.0, 4.0]);
         assert!((erf(0.5) - 0.520_499_9).abs() < 1e-6);
+    }
+
+    /// On a real clip, when tiny.en and the dev clips are in the cache (the engine's tests
+    /// fetch them): int8 products change the encoding by about what CTranslate2's do.
+    #[test]
+    fn the_int8_encoder_is_close_to_the_f32_one() {
+        let cache = match std::env::var_os("HARK_CACHE_DIR") {
+            Some(dir) if !dir.is_empty() => std::path::PathBuf::from(dir),
+            _ => crate::wheel::default_cache_dir(),
+        };
+        let model = cache
+            .join(super::super::fetch::TINY_EN.dir)
+            .join("model/model.bin");
+        let clip = cache.join("clips/jfk.wav");
+        if !model.exists() || !clip.exists() {
+            eprintln!("skipped: no {} or {}", model.display(), clip.display());
+            return;
+        }
+        let mut wav = hound::WavReader::open(&clip).expect("jfk.wav");
+        assert_eq!(wav.spec().sample_rate, 16_000);
+        let audio: Vec<f32> = wav
+            .samples::<i16>()
+            .map(|s| f32::from(s.expect("sample")) / 32768.0)
+            .collect();
+        let mut features = Vec::new();
+        let frames = super::super::mel::Mel::new().compute(&audio, &mut features) & !1;
+        let mut s = Scratch::default();
+        let want = Weights::load_with(&model, EncoderProducts::F32)
+            .expect("load")
+            .encode(&features, frames, &mut s);
+        let got = Weights::load_with(&model, EncoderProducts::Int8)
+            .expect("load")
+            .encode(&features, frames, &mut s);
+        let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
+        let err = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum::<f32>()
+            .sqrt();
+        eprintln!("int8 encoder: relative error {:.4}", err / norm);
+        assert!(err / norm < 0.05, "relative error {}", err / norm);
     }
 }

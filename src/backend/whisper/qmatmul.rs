@@ -1,0 +1,460 @@
+//! Int8 matrix products over many rows (the encoder's layers), as CTranslate2's int8
+//! compute type does them: weights int8 with a scale per output row, quantised once at
+//! load; activations int8 with a scale per input row, quantised at every call; products
+//! summed exactly in `i32`, then scaled back to `f32`. Each path (AVX-512 VNNI, AVX2, the
+//! portable one) gives the same integers, so which one the CPU takes never changes a
+//! transcript.
+//!
+//! VNNI's `vpdpbusd` multiplies unsigned bytes by signed ones, so that path reads the
+//! activations shifted by 128 and takes `128·Σw` back per column (summed at load).
+//! AVX2's `vpmaddubsw` saturates its pair sums at `i16`: it multiplies `|x|` by `w` with
+//! `x`'s sign, whose pairs stay within `2·127·127`.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+/// Output columns per packed panel: two AVX-512 registers of `i32` lanes.
+const NR: usize = 32;
+/// Rows per tile; the quantised activations are padded to a multiple of it.
+const MR: usize = 8;
+/// Bytes of one step of a panel: 4 inputs of each of its columns.
+const STEP: usize = NR * 4;
+
+/// One tile's sums: `MR` rows of `NR` columns.
+type Tile = [[i32; NR]; MR];
+
+/// Which kernel runs the products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kernel {
+    Vnni,
+    Avx2,
+    Any,
+}
+
+impl Kernel {
+    /// The fastest the CPU has.
+    pub(super) fn best() -> Self {
+        Self::available()[0]
+    }
+
+    /// Every path the CPU can run, fastest first.
+    pub(super) fn available() -> Vec<Self> {
+        let mut out = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vnni")
+            {
+                out.push(Self::Vnni);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                out.push(Self::Avx2);
+            }
+        }
+        out.push(Self::Any);
+        out
+    }
+
+    /// Whether the CPU can run this path.
+    #[cfg(target_arch = "x86_64")]
+    fn runs_here(self) -> bool {
+        Self::available().contains(&self)
+    }
+
+    /// Whether this path reads activations shifted into `u8`.
+    fn shifted(self) -> bool {
+        self == Self::Vnni
+    }
+}
+
+/// A linear layer `y = x·Wᵀ + b` with `W` int8, packed for [`QMatrix::forward`].
+pub(super) struct QMatrix {
+    /// Panels of `NR` output columns, each `[inp / 4][NR][4]`: one step of the kernels
+    /// reads 4 inputs of 32 columns in one 128-byte run. Columns past `out` and inputs
+    /// past `inp` are zero.
+    w: Vec<i8>,
+    /// Per output column (padded with zeros to whole panels).
+    scale: Vec<f32>,
+    /// `128·Σw` per output column: what the VNNI path's shifted activations add.
+    shift: Vec<i32>,
+    bias: Option<Vec<f32>>,
+    inp: usize,
+    out: usize,
+    path: Kernel,
+}
+
+impl QMatrix {
+    /// From `f32` weights `[out][inp]`: symmetric int8 per output row.
+    pub(super) fn new(w: &[f32], inp: usize, bias: Option<Vec<f32>>, path: Kernel) -> Self {
+        let (q, scale) = super::model::quantize_rows(w, inp);
+        Self::pack(&q, scale, inp, bias, path)
+    }
+
+    /// From int8 weights `[out][inp]` (within ±127) and their scales.
+    pub(super) fn pack(
+        q: &[i8],
+        mut scale: Vec<f32>,
+        inp: usize,
+        bias: Option<Vec<f32>>,
+        path: Kernel,
+    ) -> Self {
+        let out = scale.len();
+        let steps = inp.div_ceil(4);
+        let panels = out.div_ceil(NR);
+        let mut w = vec![0i8; panels * steps * STEP];
+        let mut shift = vec![0i32; panels * NR];
+        for (o, row) in q.chunks_exact(inp.max(1)).take(out).enumerate() {
+            let (p, c) = (o / NR, o % NR);
+            for (i, &v) in row.iter().enumerate() {
+                w[(p * steps + i / 4) * STEP + c * 4 + i % 4] = v;
+            }
+            shift[o] = 128 * row.iter().map(|&v| i32::from(v)).sum::<i32>();
+        }
+        scale.resize(panels * NR, 0.0);
+        Self {
+            w,
+            scale,
+            shift,
+            bias,
+            inp,
+            out,
+            path,
+        }
+    }
+
+    /// `rows` rows of `x` (`[rows][inp]`) into `y` (`[rows][out]`); `acts` is scratch.
+    pub(super) fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>, acts: &mut QActs) {
+        acts.quantize(x, rows, self.inp, self.path.shifted());
+        y.clear();
+        y.resize(rows * self.out, 0.0);
+        let out = self.out;
+        self.products(acts, self.path, |row0, panel, tile| {
+            for (r, sums) in tile.iter().enumerate() {
+                let row = row0 + r;
+                if row >= rows {
+                    break;
+                }
+                let xs = acts.scale[row];
+                let cols = (panel * NR)..((panel + 1) * NR).min(out);
+                let ys = &mut y[row * out..(row + 1) * out][cols.clone()];
+                let ws = &self.scale[cols.clone()];
+                for ((y, &s), &w) in ys.iter_mut().zip(sums).zip(ws) {
+                    *y = s as f32 * xs * w;
+                }
+                if let Some(b) = &self.bias {
+                    ys.iter_mut().zip(&b[cols]).for_each(|(y, b)| *y += b);
+                }
+            }
+        });
+    }
+
+    /// `Σ x·w` in `i32` for every row of `acts` (quantised for `path`) and every column,
+    /// a tile at a time: `sink(first row, panel, tile)`. Tiles run a block of rows
+    /// across every panel, so the rows stay in L1 and the weights in L2.
+    pub(super) fn products(
+        &self,
+        acts: &QActs,
+        path: Kernel,
+        mut sink: impl FnMut(usize, usize, &Tile),
+    ) {
+        let steps = self.inp.div_ceil(4);
+        assert!(
+            acts.stride == steps * 4
+                && acts.q.len() >= acts.rows.next_multiple_of(MR) * acts.stride
+                && acts.shifted == path.shifted(),
+            "activations quantised for another matrix or path"
+        );
+        match path {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Vnni => {
+                assert!(path.runs_here(), "the CPU has no AVX-512 VNNI");
+                // SAFETY: the CPU has the features the function is compiled for (checked
+                // just above).
+                unsafe { self.products_vnni(acts, &mut sink) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => {
+                assert!(path.runs_here(), "the CPU has no AVX2");
+                // SAFETY: as above, for AVX2.
+                unsafe { self.products_avx2(acts, &mut sink) }
+            }
+            _ => self.products_any(acts, &mut sink),
+        }
+    }
+
+    fn panel(&self, p: usize) -> &[i8] {
+        let len = self.inp.div_ceil(4) * STEP;
+        &self.w[p * len..(p + 1) * len]
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    fn products_vnni(&self, acts: &QActs, sink: &mut impl FnMut(usize, usize, &Tile)) {
+        let steps = self.inp.div_ceil(4);
+        let mut tile = [[0i32; NR]; MR];
+        for row0 in (0..acts.rows).step_by(MR) {
+            let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
+            for p in 0..self.out.div_ceil(NR) {
+                let w = self.panel(p);
+                let shift = &self.shift[p * NR..(p + 1) * NR];
+                // SAFETY: `a` holds MR rows of `stride` = 4·steps bytes and `w` `steps`
+                // runs of STEP bytes (their lengths are checked by the slicing above);
+                // every load below lies inside them, and `tile` and `shift` hold NR
+                // lanes per row.
+                unsafe {
+                    let mut acc = [[_mm512_setzero_si512(); 2]; MR];
+                    let (ap, wp) = (a.as_ptr(), w.as_ptr());
+                    for k in 0..steps {
+                        let w0 = _mm512_loadu_si512(wp.add(k * STEP).cast());
+                        let w1 = _mm512_loadu_si512(wp.add(k * STEP + 64).cast());
+                        for (r, acc) in acc.iter_mut().enumerate() {
+                            let x = ap.add(r * acts.stride + k * 4).cast::<i32>();
+                            let x = _mm512_set1_epi32(x.read_unaligned());
+                            acc[0] = _mm512_dpbusd_epi32(acc[0], x, w0);
+                            acc[1] = _mm512_dpbusd_epi32(acc[1], x, w1);
+                        }
+                    }
+                    let s0 = _mm512_loadu_si512(shift.as_ptr().cast());
+                    let s1 = _mm512_loadu_si512(shift.as_ptr().add(16).cast());
+                    for (acc, row) in acc.iter().zip(tile.iter_mut()) {
+                        let out = row.as_mut_ptr();
+                        _mm512_storeu_si512(out.cast(), _mm512_sub_epi32(acc[0], s0));
+                        _mm512_storeu_si512(out.add(16).cast(), _mm512_sub_epi32(acc[1], s1));
+                    }
+                }
+                sink(row0, p, &tile);
+            }
+        }
+    }
+
+    /// Four rows and 16 columns at a time: AVX2 has 16 registers.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn products_avx2(&self, acts: &QActs, sink: &mut impl FnMut(usize, usize, &Tile)) {
+        let steps = self.inp.div_ceil(4);
+        let mut tile = [[0i32; NR]; MR];
+        for row0 in (0..acts.rows).step_by(MR) {
+            let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
+            for p in 0..self.out.div_ceil(NR) {
+                let w = self.panel(p);
+                for (g, rows) in tile.chunks_exact_mut(4).enumerate() {
+                    for h in 0..2 {
+                        // SAFETY: `a` holds MR rows of `stride` = 4·steps bytes and `w`
+                        // `steps` runs of STEP bytes (checked by the slicing above); rows
+                        // 4g..4g+4 and bytes 64h..64h+64 of each run lie inside them, and
+                        // each row of `tile` holds NR lanes.
+                        unsafe {
+                            let ones = _mm256_set1_epi16(1);
+                            let mut acc = [[_mm256_setzero_si256(); 2]; 4];
+                            let ap = a.as_ptr().add(4 * g * acts.stride);
+                            let wp = w.as_ptr().add(64 * h);
+                            for k in 0..steps {
+                                let w0 = _mm256_loadu_si256(wp.add(k * STEP).cast());
+                                let w1 = _mm256_loadu_si256(wp.add(k * STEP + 32).cast());
+                                for (r, acc) in acc.iter_mut().enumerate() {
+                                    let x = ap.add(r * acts.stride + k * 4).cast::<i32>();
+                                    let x = _mm256_set1_epi32(x.read_unaligned());
+                                    let ax = _mm256_abs_epi8(x);
+                                    let p0 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w0, x));
+                                    let p1 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, x));
+                                    acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(p0, ones));
+                                    acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(p1, ones));
+                                }
+                            }
+                            for (acc, row) in acc.iter().zip(rows.iter_mut()) {
+                                let out = row.as_mut_ptr().add(16 * h);
+                                _mm256_storeu_si256(out.cast(), acc[0]);
+                                _mm256_storeu_si256(out.add(8).cast(), acc[1]);
+                            }
+                        }
+                    }
+                }
+                sink(row0, p, &tile);
+            }
+        }
+    }
+
+    /// The reference the others must match; plain enough for the compiler to vectorise.
+    fn products_any(&self, acts: &QActs, sink: &mut impl FnMut(usize, usize, &Tile)) {
+        let mut tile = [[0i32; NR]; MR];
+        for row0 in (0..acts.rows).step_by(MR) {
+            let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
+            for p in 0..self.out.div_ceil(NR) {
+                let w = self.panel(p);
+                for (x, sums) in a.chunks_exact(acts.stride).zip(tile.iter_mut()) {
+                    *sums = [0; NR];
+                    for (x, w) in x.chunks_exact(4).zip(w.chunks_exact(STEP)) {
+                        for (s, w) in sums.iter_mut().zip(w.chunks_exact(4)) {
+                            *s += (0..4)
+                                .map(|j| i32::from(x[j] as i8) * i32::from(w[j]))
+                                .sum::<i32>();
+                        }
+                    }
+                }
+                sink(row0, p, &tile);
+            }
+        }
+    }
+}
+
+/// Activations quantised per row: `x ≈ q · scale`, `q` within ±127, stored as bytes
+/// (`q` as `i8`, or `q + 128` for the VNNI path), rows padded to whole tiles and to whole
+/// steps of 4 inputs with zeros.
+#[derive(Default)]
+pub struct QActs {
+    q: Vec<u8>,
+    scale: Vec<f32>,
+    rows: usize,
+    stride: usize,
+    shifted: bool,
+}
+
+impl QActs {
+    pub(super) fn quantize(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has the feature the function is compiled for.
+            unsafe { self.quantize_avx2(x, rows, inp, shifted) };
+            return;
+        }
+        self.quantize_any(x, rows, inp, shifted);
+    }
+
+    /// Wider registers for the same arithmetic: the same bytes as without them.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn quantize_avx2(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
+        self.quantize_any(x, rows, inp, shifted);
+    }
+
+    #[inline(always)]
+    fn quantize_any(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
+        let stride = inp.div_ceil(4) * 4;
+        let zero = if shifted { 128 } else { 0 };
+        self.q.clear();
+        self.q.resize(rows.next_multiple_of(MR) * stride, zero);
+        self.scale.clear();
+        for (x, q) in x
+            .chunks_exact(inp.max(1))
+            .take(rows)
+            .zip(self.q.chunks_exact_mut(stride))
+        {
+            let max = max_abs(x);
+            let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+            let inv = 1.0 / scale;
+            for (q, v) in q.iter_mut().zip(x) {
+                // Rounds half away from zero; `as` saturates, and truncates what is left.
+                let v = (v * inv + 0.5f32.copysign(*v)).clamp(-127.0, 127.0) as i8;
+                *q = v as u8 ^ zero;
+            }
+            self.scale.push(scale);
+        }
+        self.rows = rows;
+        self.stride = stride;
+        self.shifted = shifted;
+    }
+
+    /// Quantised value `(row, i)`, unshifted.
+    #[cfg(test)]
+    fn get(&self, row: usize, i: usize) -> i32 {
+        let v = self.q[row * self.stride + i];
+        match self.shifted {
+            true => i32::from(v) - 128,
+            false => i32::from(v as i8),
+        }
+    }
+}
+
+/// In 16 lanes, so the compiler vectorises it (the maximum is the same in any order).
+#[inline(always)]
+fn max_abs(x: &[f32]) -> f32 {
+    let mut lanes = [0f32; 16];
+    let mut chunks = x.chunks_exact(16);
+    for c in &mut chunks {
+        for (m, v) in lanes.iter_mut().zip(c) {
+            *m = m.max(v.abs());
+        }
+    }
+    let tail = chunks.remainder().iter().fold(0f32, |m, v| m.max(v.abs()));
+    lanes.iter().fold(tail, |a, &b| a.max(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Odd shapes on purpose: rows, columns and inputs that are not whole tiles, panels
+    /// or steps.
+    #[test]
+    fn every_path_gives_the_reference_integers() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let shapes = [
+            (1, 1, 1),
+            (3, 5, 7),
+            (8, 32, 4),
+            (9, 33, 13),
+            (17, 70, 130),
+            (100, 64, 384),
+        ];
+        for (rows, out, inp) in shapes {
+            let w: Vec<i8> = (0..out * inp).map(|_| rng.i8(-127..=127)).collect();
+            let m = QMatrix::pack(&w, vec![1.0; out], inp, None, Kernel::Any);
+            // Extremes included: a row's largest magnitude quantises to ±127.
+            let x: Vec<f32> = (0..rows * inp).map(|_| rng.f32() * 8.0 - 4.0).collect();
+            let mut acts = QActs::default();
+            let mut want = vec![0i32; rows * out];
+            acts.quantize(&x, rows, inp, false);
+            for r in 0..rows {
+                for o in 0..out {
+                    want[r * out + o] = (0..inp)
+                        .map(|i| acts.get(r, i) * i32::from(w[o * inp + i]))
+                        .sum();
+                }
+            }
+            for path in Kernel::available() {
+                acts.quantize(&x, rows, inp, path.shifted());
+                let mut got = vec![0i32; rows * out];
+                m.products(&acts, path, |row0, p, tile| {
+                    for (r, sums) in tile.iter().enumerate().filter(|(r, _)| row0 + r < rows) {
+                        for (c, s) in sums.iter().enumerate().filter(|(c, _)| p * NR + c < out) {
+                            got[(row0 + r) * out + p * NR + c] = *s;
+                        }
+                    }
+                });
+                assert_eq!(got, want, "{path:?} on {rows}×{inp} · {inp}×{out}");
+            }
+        }
+    }
+
+    #[test]
+    fn forward_is_close_to_the_f32_product() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let (rows, out, inp) = (19, 45, 67);
+        let w: Vec<f32> = (0..out * inp).map(|_| rng.f32() - 0.5).collect();
+        let b: Vec<f32> = (0..out).map(|_| rng.f32()).collect();
+        let x: Vec<f32> = (0..rows * inp).map(|_| rng.f32() * 2.0 - 1.0).collect();
+        let mut want = vec![0f32; rows * out];
+        for r in 0..rows {
+            for o in 0..out {
+                want[r * out + o] = b[o]
+                    + (0..inp)
+                        .map(|i| x[r * inp + i] * w[o * inp + i])
+                        .sum::<f32>();
+            }
+        }
+        let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
+        for path in Kernel::available() {
+            let m = QMatrix::new(&w, inp, Some(b.clone()), path);
+            let (mut y, mut acts) = (Vec::new(), QActs::default());
+            m.forward(&x, rows, &mut y, &mut acts);
+            let err = y
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f32>()
+                .sqrt();
+            assert!(err / norm < 0.01, "{path:?}: relative error {}", err / norm);
+        }
+    }
+}
