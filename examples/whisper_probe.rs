@@ -82,17 +82,11 @@ fn time_encoder(model: &std::path::Path) {
                 (best, out)
             };
             let ((f32_ms, want), (int8_ms, got)) = (time(&f32s), time(&int8));
-            let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
-            let err = want
-                .iter()
-                .zip(&got)
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f32>()
-                .sqrt();
+            let err = hark::backend::whisper::qmatmul::relative_difference(&want, &got);
             println!(
                 "{:5.1} s: f32 {f32_ms:6.1} ms, int8 {int8_ms:6.1} ms, relative difference {:.4}",
                 n as f32 / 16000.0,
-                err / norm
+                err
             );
         }
     }

@@ -12,7 +12,7 @@ pub mod ct2;
 mod fetch;
 pub mod mel;
 pub mod model;
-mod qmatmul;
+pub mod qmatmul;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -15,7 +15,7 @@ use std::path::Path;
 use gemm::Parallelism;
 
 use super::ct2::ModelFile;
-use super::qmatmul::{Kernel, QActs, QMatrix};
+use super::qmatmul::{Kernel, QActs, QMatrix, quantize_rows};
 
 /// Frames of encoder output Whisper's decoder was trained to attend over (30 s).
 pub const ENCODER_FRAMES: usize = 1500;
@@ -118,22 +118,6 @@ impl QLinear {
         y.resize(rows * self.out, 0.0);
         matmul_i8(&self.w, &self.scale, self.b.as_deref(), x, y);
     }
-}
-
-/// Symmetric int8 per row: `w ≈ q · scale`.
-pub(super) fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
-    let mut q = Vec::with_capacity(w.len());
-    let mut scales = Vec::with_capacity(w.len() / inp.max(1));
-    for row in w.chunks_exact(inp) {
-        let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        q.extend(
-            row.iter()
-                .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
-        );
-        scales.push(scale);
-    }
-    (q, scales)
 }
 
 /// `y[t][o] = scale[o] · Σ w[o][i]·x[t][i] + b[o]` for every row `t` of `x`, with AVX2 and
@@ -976,14 +960,8 @@ mod tests {
         let got = Weights::load_with(&model, EncoderProducts::Int8)
             .expect("load")
             .encode(&features, frames, &mut s);
-        let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
-        let err = want
-            .iter()
-            .zip(&got)
-            .map(|(a, b)| (a - b) * (a - b))
-            .sum::<f32>()
-            .sqrt();
-        eprintln!("int8 encoder: relative error {:.4}", err / norm);
-        assert!(err / norm < 0.05, "relative error {}", err / norm);
+        let err = super::super::qmatmul::relative_difference(&want, &got);
+        eprintln!("int8 encoder: relative error {err:.4}");
+        assert!(err < 0.05, "relative error {err}");
     }
 }

@@ -68,6 +68,35 @@ impl Kernel {
     }
 }
 
+/// Symmetric int8 per row: `w ≈ q · scale`.
+pub(super) fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
+    let mut q = Vec::with_capacity(w.len());
+    let mut scales = Vec::with_capacity(w.len() / inp.max(1));
+    for row in w.chunks_exact(inp) {
+        let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+        q.extend(
+            row.iter()
+                .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
+        );
+        scales.push(scale);
+    }
+    (q, scales)
+}
+
+/// How far `got` is from `want`, relative to `want` (L2): what int8 products cost in
+/// accuracy, for the tests and `examples/whisper_probe`.
+pub fn relative_difference(want: &[f32], got: &[f32]) -> f32 {
+    let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
+    let err = want
+        .iter()
+        .zip(got)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f32>()
+        .sqrt();
+    err / norm
+}
+
 /// A linear layer `y = x·Wᵀ + b` with `W` int8, packed for [`QMatrix::forward`].
 pub(super) struct QMatrix {
     /// Panels of `NR` output columns, each `[inp / 4][NR][4]`: one step of the kernels
@@ -87,7 +116,7 @@ pub(super) struct QMatrix {
 impl QMatrix {
     /// From `f32` weights `[out][inp]`: symmetric int8 per output row.
     pub(super) fn new(w: &[f32], inp: usize, bias: Option<Vec<f32>>, path: Kernel) -> Self {
-        let (q, scale) = super::model::quantize_rows(w, inp);
+        let (q, scale) = quantize_rows(w, inp);
         Self::pack(&q, scale, inp, bias, path)
     }
 
@@ -443,18 +472,12 @@ mod tests {
                         .sum::<f32>();
             }
         }
-        let norm = want.iter().map(|v| v * v).sum::<f32>().sqrt();
         for path in Kernel::available() {
             let m = QMatrix::new(&w, inp, Some(b.clone()), path);
             let (mut y, mut acts) = (Vec::new(), QActs::default());
             m.forward(&x, rows, &mut y, &mut acts);
-            let err = y
-                .iter()
-                .zip(&want)
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f32>()
-                .sqrt();
-            assert!(err / norm < 0.01, "{path:?}: relative error {}", err / norm);
+            let err = relative_difference(&want, &y);
+            assert!(err < 0.01, "{path:?}: relative error {err}");
         }
     }
 }
