@@ -380,7 +380,8 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
         if let Some(finals) =
             whisper::ensure_final_model(&config.whisper).map_err(anyhow::Error::msg)?
         {
-            whisper::Model::load(&finals).map_err(anyhow::Error::msg)?;
+            whisper::Model::load_with(&finals, config.whisper.encoder)
+                .map_err(anyhow::Error::msg)?;
             println!("whisper-finals\t{}\t{}", finals.dir.display(), finals.name);
         }
     }

@@ -110,9 +110,13 @@ pub fn engines(config: &Config) -> Vec<String> {
             _ => model,
         };
         out.push(format!(
-            "engine whisper: {model}, {} encoder layers, int8 decoder, short window, greedy, \
+            "engine whisper: {model}, {} encoder layers{}, int8 decoder, short window, greedy, \
              {} decoder(s) of 1 thread; profiles: {}",
             w.encoder.as_str(),
+            match w.encoder {
+                whisper::model::EncoderProducts::Int8 => " (float32 on a CPU without AVX2)",
+                whisper::model::EncoderProducts::F32 => "",
+            },
             w.decoders,
             users(whisper::NAME)
         ));

@@ -172,6 +172,12 @@ fn finals_come_from_the_finals_model_and_partials_from_the_other() {
         );
         assert_eq!(both.decode(&audio, "", ""), t, "{clip}");
         assert_eq!(both.decode_final(&audio, "", ""), b, "{clip}");
+        // A final's draft is the partials' model's text: base only checks it.
+        assert_eq!(
+            both.decode_final(&audio, "", &t.text).text,
+            b.text,
+            "{clip}"
+        );
         for (kind, want) in [
             (DecodeKind::Final, &b),
             (DecodeKind::Speculative, &b),

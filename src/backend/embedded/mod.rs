@@ -42,8 +42,9 @@ pub trait Engine: Send {
     /// Text of `audio` (16 kHz mono, f32 in [-1, 1]). `prompt` is, for engines that read
     /// one ([`Loaded::prompted`]), the words to expect (keyterms), then the turn's earlier
     /// finals if they read context as text ([`ContextKind::Text`]); empty otherwise.
-    /// `draft` is what the latest decode of the same utterance heard (empty if none): an
-    /// engine may check it rather than find it again, as long as the text is its own.
+    /// `draft` is what the latest decode of the same utterance heard (empty if none, and
+    /// perhaps by another model of the engine's): an engine may check it rather than find it
+    /// again, as long as the text it returns is its own.
     /// `kind` says what the text is for: an engine may decode finals (and the speculative
     /// decodes that become them) with a stronger model than partials.
     fn transcribe(
@@ -162,7 +163,13 @@ impl Embedded {
                     let Some(backend) = weak.upgrade() else {
                         return;
                     };
-                    match start_pool(name, &loader, &pool) {
+                    // A loader that panics (a model file of a shape nothing checked) is a
+                    // load error like any other: logged, shown, tried again.
+                    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        start_pool(name, &loader, &pool)
+                    }))
+                    .unwrap_or_else(|_| Err("the engine's loader panicked".into()));
+                    match started {
                         Ok((judging, context, prompted)) => {
                             *lock(&backend.load_error) = None;
                             let _ = backend.pool.set(Running {
@@ -499,5 +506,26 @@ mod tests {
         assert!(backend.is_ready(), "the second load should have been tried");
         assert_eq!(tries.load(Ordering::SeqCst), 2);
         assert_eq!(backend.load_error(), None);
+    }
+
+    #[test]
+    fn a_loader_that_panics_is_a_load_error_not_a_silent_thread() {
+        let settings = Settings {
+            decoders: 1,
+            partial_interval_ms: 500,
+            endpoint_ms: 200,
+            narrowband_endpoint_ms: 300,
+            max_load: 0.8,
+            turn_model: false,
+            context_span_ms: 0,
+        };
+        let backend = Embedded::spawn(
+            "panic-test",
+            settings,
+            Box::new(|| panic!("a model of a shape nothing checked")),
+        );
+        let first = backend.wait_ready(Duration::from_secs(2));
+        assert_eq!(first.unwrap_err(), "the engine's loader panicked");
+        assert!(!backend.is_ready());
     }
 }

@@ -268,7 +268,7 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
         describe: format!(
             "whisper {}{finals_from} ({} encoder layers, int8 decoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
             model.name,
-            config.encoder.as_str(),
+            model.weights.encoder,
             config.context_as.as_str(),
             paths.dir.display()
         ),

@@ -46,6 +46,26 @@ impl Linear {
         Ok(Self { w, b, inp, out })
     }
 
+    /// The same, refusing any shape but `[out][inp]` (`out` any when `None`, but not 0): a
+    /// model file of the wrong shape is an error at load, not a panic in a decode.
+    fn load_shaped(
+        m: &ModelFile,
+        prefix: &str,
+        out: Option<usize>,
+        inp: usize,
+    ) -> Result<Self, String> {
+        let l = Self::load(m, prefix)?;
+        if l.inp != inp || l.out == 0 || out.is_some_and(|o| o != l.out) {
+            return Err(format!(
+                "unexpected Whisper shape: {prefix} is {}x{}, expected {}x{inp}",
+                l.out,
+                l.inp,
+                out.map_or("N".into(), |o| o.to_string())
+            ));
+        }
+        Ok(l)
+    }
+
     /// `rows` rows of `x` (`[rows][inp]`) into `y` (`[rows][out]`).
     fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>) {
         y.clear();
@@ -72,11 +92,17 @@ struct Norm {
 }
 
 impl Norm {
-    fn load(m: &ModelFile, prefix: &str) -> Result<Self, String> {
-        Ok(Self {
+    fn load(m: &ModelFile, prefix: &str, dim: usize) -> Result<Self, String> {
+        let norm = Self {
             gamma: m.tensor(&format!("{prefix}/gamma"))?.0,
             beta: m.tensor(&format!("{prefix}/beta"))?.0,
-        })
+        };
+        if norm.gamma.len() != dim || norm.beta.len() != dim {
+            return Err(format!(
+                "unexpected Whisper shape: {prefix} is not {dim} wide"
+            ));
+        }
+        Ok(norm)
     }
 
     fn forward(&self, x: &[f32], y: &mut Vec<f32>) {
@@ -198,16 +224,25 @@ enum Lin {
 }
 
 impl Lin {
-    fn load(m: &ModelFile, prefix: &str, kind: LinKind) -> Result<Self, String> {
-        let l = Linear::load(m, prefix)?;
-        Ok(match kind {
+    /// Loads `prefix`, `[out][inp]` (`out` any when `None`): returns the layer and its `out`.
+    fn load(
+        m: &ModelFile,
+        prefix: &str,
+        kind: LinKind,
+        out: Option<usize>,
+        inp: usize,
+    ) -> Result<(Self, usize), String> {
+        let l = Linear::load_shaped(m, prefix, out, inp)?;
+        let out = l.out;
+        let lin = match kind {
             LinKind::Decoder => Lin::I8(QLinear::quantize(l)),
             // Without an int8 SIMD path (measured only on x86-64) `gemm`'s `f32` is kept.
             LinKind::Encoder(EncoderProducts::Int8) if Kernel::best() != Kernel::Any => {
                 Lin::Q8(QMatrix::new(&l.w, l.inp, l.b, Kernel::best()))
             }
             LinKind::Encoder(_) => Lin::F32(l),
-        })
+        };
+        Ok((lin, out))
     }
 
     fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>, acts: &mut QActs) {
@@ -239,24 +274,32 @@ struct Layer {
 }
 
 impl Layer {
-    fn load(m: &ModelFile, p: &str, kind: LinKind) -> Result<Self, String> {
+    fn load(m: &ModelFile, p: &str, kind: LinKind, d: usize) -> Result<Self, String> {
         let cross = match kind {
             LinKind::Decoder => Some((
-                Norm::load(m, &format!("{p}/attention/layer_norm"))?,
-                Lin::load(m, &format!("{p}/attention/linear_0"), kind)?,
-                Linear::load(m, &format!("{p}/attention/linear_1"))?,
-                Lin::load(m, &format!("{p}/attention/linear_2"), kind)?,
+                Norm::load(m, &format!("{p}/attention/layer_norm"), d)?,
+                Lin::load(m, &format!("{p}/attention/linear_0"), kind, Some(d), d)?.0,
+                Linear::load_shaped(m, &format!("{p}/attention/linear_1"), Some(2 * d), d)?,
+                Lin::load(m, &format!("{p}/attention/linear_2"), kind, Some(d), d)?.0,
             )),
             LinKind::Encoder(_) => None,
         };
+        let (ffn_in, ffn) = Lin::load(m, &format!("{p}/ffn/linear_0"), kind, None, d)?;
         Ok(Self {
-            attn_norm: Norm::load(m, &format!("{p}/self_attention/layer_norm"))?,
-            qkv: Lin::load(m, &format!("{p}/self_attention/linear_0"), kind)?,
-            attn_out: Lin::load(m, &format!("{p}/self_attention/linear_1"), kind)?,
+            attn_norm: Norm::load(m, &format!("{p}/self_attention/layer_norm"), d)?,
+            qkv: Lin::load(
+                m,
+                &format!("{p}/self_attention/linear_0"),
+                kind,
+                Some(3 * d),
+                d,
+            )?
+            .0,
+            attn_out: Lin::load(m, &format!("{p}/self_attention/linear_1"), kind, Some(d), d)?.0,
             cross,
-            ffn_norm: Norm::load(m, &format!("{p}/ffn/layer_norm"))?,
-            ffn_in: Lin::load(m, &format!("{p}/ffn/linear_0"), kind)?,
-            ffn_out: Lin::load(m, &format!("{p}/ffn/linear_1"), kind)?,
+            ffn_norm: Norm::load(m, &format!("{p}/ffn/layer_norm"), d)?,
+            ffn_in,
+            ffn_out: Lin::load(m, &format!("{p}/ffn/linear_1"), kind, Some(d), ffn)?.0,
         })
     }
 }
@@ -282,6 +325,8 @@ pub struct Weights {
     silence_kv: Vec<CrossKv>,
     /// Decoder positions available (448).
     pub max_positions: usize,
+    /// How the encoder's layers multiply on this CPU, for the start-up log.
+    pub encoder: &'static str,
 }
 
 impl Weights {
@@ -302,7 +347,7 @@ impl Weights {
         let heads = m.scalar("encoder/num_heads")? as usize;
         let conv1 = Linear::load(&m, "encoder/conv1")?;
         let dim = conv1.out;
-        if heads == 0 || dim % heads != 0 || conv1.inp != super::mel::N_MELS * 3 {
+        if dim == 0 || heads == 0 || dim % heads != 0 || conv1.inp != super::mel::N_MELS * 3 {
             return Err(format!(
                 "unexpected Whisper shape: {dim} wide, {heads} heads, {} mel inputs",
                 conv1.inp / 3
@@ -315,29 +360,41 @@ impl Weights {
                     &m,
                     &format!("{side}/layer_{}", out.len()),
                     kind,
+                    dim,
                 )?);
             }
             Ok(out)
         };
         let (embed, embed_shape) = m.tensor("decoder/embeddings/weight")?;
-        let (embed, embed_scale) = quantize_rows(&embed, dim);
         let (dec_pos, pos_shape) = m.tensor("decoder/position_encodings/encodings")?;
+        if embed_shape.get(1) != Some(&dim) || pos_shape.get(1) != Some(&dim) {
+            return Err(format!(
+                "unexpected Whisper shape: embeddings {embed_shape:?} and positions {pos_shape:?}, {dim} wide"
+            ));
+        }
+        let (embed, embed_scale) = quantize_rows(&embed, dim);
         let mut weights = Self {
             dim,
             heads,
-            conv2: Linear::load(&m, "encoder/conv2")?,
+            conv2: Linear::load_shaped(&m, "encoder/conv2", Some(dim), dim * 3)?,
             conv1,
             enc_pos: m.tensor("encoder/position_encodings/encodings")?.0,
             enc_layers: layers("encoder", LinKind::Encoder(encoder))?,
-            enc_norm: Norm::load(&m, "encoder/layer_norm")?,
+            enc_norm: Norm::load(&m, "encoder/layer_norm", dim)?,
             vocab: embed_shape.first().copied().unwrap_or(0),
             embed,
             embed_scale,
             max_positions: pos_shape.first().copied().unwrap_or(0),
             dec_pos,
             dec_layers: layers("decoder", LinKind::Decoder)?,
-            dec_norm: Norm::load(&m, "decoder/layer_norm")?,
+            dec_norm: Norm::load(&m, "decoder/layer_norm", dim)?,
             silence_kv: Vec::new(),
+            encoder: match (encoder, Kernel::best()) {
+                (EncoderProducts::Int8, Kernel::Vnni) => "int8 (AVX-512 VNNI)",
+                (EncoderProducts::Int8, Kernel::Avx2) => "int8 (AVX2)",
+                (EncoderProducts::Int8, Kernel::Any) => "float32 (no int8 SIMD here)",
+                (EncoderProducts::F32, _) => "float32",
+            },
         };
         if weights.enc_pos.len() < ENCODER_FRAMES * dim || weights.dec_layers.is_empty() {
             return Err("unexpected Whisper shape: positions or layers missing".into());
@@ -874,6 +931,110 @@ fn matmul(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CTranslate2 file (binary version 6) of `f32` tensors and `i32` scalars.
+    fn model_file(tensors: &[(String, Vec<usize>)], scalars: &[(&str, i32)]) -> Vec<u8> {
+        fn string(out: &mut Vec<u8>, s: &str) {
+            out.extend(((s.len() + 1) as u16).to_le_bytes());
+            out.extend(s.as_bytes());
+            out.push(0);
+        }
+        let mut b = Vec::new();
+        b.extend(6u32.to_le_bytes());
+        string(&mut b, "WhisperSpec");
+        b.extend(1u32.to_le_bytes());
+        b.extend(((tensors.len() + scalars.len()) as u32).to_le_bytes());
+        for (name, shape) in tensors {
+            string(&mut b, name);
+            b.push(shape.len() as u8);
+            shape
+                .iter()
+                .for_each(|d| b.extend((*d as u32).to_le_bytes()));
+            let n: usize = shape.iter().product();
+            b.push(0);
+            b.extend(((n * 4) as u32).to_le_bytes());
+            (0..n).for_each(|i| b.extend(((i % 7) as f32 * 0.01).to_le_bytes()));
+        }
+        for (name, v) in scalars {
+            string(&mut b, name);
+            b.push(0);
+            b.push(3);
+            b.extend(4u32.to_le_bytes());
+            b.extend(v.to_le_bytes());
+        }
+        b.extend(0u32.to_le_bytes());
+        b
+    }
+
+    /// The tensors of a Whisper 4 wide, one layer each side, 8 tokens.
+    fn tiny_whisper(d: usize) -> Vec<(String, Vec<usize>)> {
+        let mut t: Vec<(String, Vec<usize>)> = vec![
+            ("encoder/conv1/weight".into(), vec![d, 80, 3]),
+            ("encoder/conv1/bias".into(), vec![d]),
+            ("encoder/conv2/weight".into(), vec![d, d, 3]),
+            ("encoder/conv2/bias".into(), vec![d]),
+            ("encoder/position_encodings/encodings".into(), vec![1500, d]),
+            ("decoder/embeddings/weight".into(), vec![8, d]),
+            ("decoder/position_encodings/encodings".into(), vec![16, d]),
+        ];
+        let norm = |t: &mut Vec<(String, Vec<usize>)>, p: &str| {
+            t.push((format!("{p}/gamma"), vec![d]));
+            t.push((format!("{p}/beta"), vec![d]));
+        };
+        norm(&mut t, "encoder/layer_norm");
+        norm(&mut t, "decoder/layer_norm");
+        for side in ["encoder", "decoder"] {
+            let p = format!("{side}/layer_0");
+            norm(&mut t, &format!("{p}/self_attention/layer_norm"));
+            norm(&mut t, &format!("{p}/ffn/layer_norm"));
+            let mut linear = |name: String, out: usize, inp: usize| {
+                t.push((format!("{name}/weight"), vec![out, inp]));
+                t.push((format!("{name}/bias"), vec![out]));
+            };
+            linear(format!("{p}/self_attention/linear_0"), 3 * d, d);
+            linear(format!("{p}/self_attention/linear_1"), d, d);
+            linear(format!("{p}/ffn/linear_0"), 2 * d, d);
+            linear(format!("{p}/ffn/linear_1"), d, 2 * d);
+            if side == "decoder" {
+                linear(format!("{p}/attention/linear_0"), d, d);
+                linear(format!("{p}/attention/linear_1"), 2 * d, d);
+                linear(format!("{p}/attention/linear_2"), d, d);
+                norm(&mut t, &format!("{p}/attention/layer_norm"));
+            }
+        }
+        t
+    }
+
+    /// A model file of the wrong shape is refused at load, naming the tensor, not a panic
+    /// in the loader or a decode.
+    #[test]
+    fn a_model_of_the_wrong_shape_is_an_error_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.bin");
+        let load = |tensors: &[(String, Vec<usize>)]| {
+            std::fs::write(&path, model_file(tensors, &[("encoder/num_heads", 2)])).unwrap();
+            Weights::load(&path).map(|w| w.dim)
+        };
+        assert_eq!(load(&tiny_whisper(4)), Ok(4));
+        for (name, shape) in [
+            ("decoder/layer_0/ffn/linear_1/weight", vec![4, 9]),
+            (
+                "encoder/layer_0/self_attention/linear_0/weight",
+                vec![12, 5],
+            ),
+            ("decoder/layer_0/attention/linear_1/weight", vec![8, 5]),
+            ("encoder/conv2/weight", vec![4, 5, 3]),
+            ("decoder/embeddings/weight", vec![8, 5]),
+            ("encoder/layer_norm/gamma", vec![3]),
+        ] {
+            let mut tensors = tiny_whisper(4);
+            tensors.iter_mut().find(|(n, _)| n == name).unwrap().1 = shape;
+            let err = load(&tensors).unwrap_err();
+            assert!(err.starts_with("unexpected Whisper shape"), "{name}: {err}");
+        }
+        let zero_wide = tiny_whisper(0);
+        assert!(load(&zero_wide).is_err());
+    }
 
     #[test]
     fn matmul_and_attention_agree_with_the_definitions() {
