@@ -454,6 +454,18 @@ mod tests {
         assert!(whisper.prompted && !whisper.context_as_text);
     }
 
+    fn one_decoder() -> Settings {
+        Settings {
+            decoders: 1,
+            partial_interval_ms: 500,
+            endpoint_ms: 200,
+            narrowband_endpoint_ms: 300,
+            max_load: 0.8,
+            turn_model: false,
+            context_span_ms: 0,
+        }
+    }
+
     #[test]
     fn an_engine_that_cannot_load_is_tried_again_and_becomes_ready() {
         use std::sync::atomic::{AtomicUsize, Ordering};
@@ -471,18 +483,9 @@ mod tests {
         }
         let tries = Arc::new(AtomicUsize::new(0));
         let counted = tries.clone();
-        let settings = Settings {
-            decoders: 1,
-            partial_interval_ms: 500,
-            endpoint_ms: 200,
-            narrowband_endpoint_ms: 300,
-            max_load: 0.8,
-            turn_model: false,
-            context_span_ms: 0,
-        };
         let backend = Embedded::spawn(
             "retry-test",
-            settings,
+            one_decoder(),
             Box::new(move || {
                 if counted.fetch_add(1, Ordering::SeqCst) == 0 {
                     return Err("the cache is not there yet".into());
@@ -510,18 +513,9 @@ mod tests {
 
     #[test]
     fn a_loader_that_panics_is_a_load_error_not_a_silent_thread() {
-        let settings = Settings {
-            decoders: 1,
-            partial_interval_ms: 500,
-            endpoint_ms: 200,
-            narrowband_endpoint_ms: 300,
-            max_load: 0.8,
-            turn_model: false,
-            context_span_ms: 0,
-        };
         let backend = Embedded::spawn(
             "panic-test",
-            settings,
+            one_decoder(),
             Box::new(|| panic!("a model of a shape nothing checked")),
         );
         let first = backend.wait_ready(Duration::from_secs(2));
