@@ -39,27 +39,28 @@ impl Kernel {
 
     /// Every path the CPU can run, fastest first.
     pub(super) fn available() -> Vec<Self> {
-        let mut out = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("avx512vnni")
-            {
-                out.push(Self::Vnni);
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                out.push(Self::Avx2);
-            }
-        }
-        out.push(Self::Any);
-        out
+        [Self::Vnni, Self::Avx2, Self::Any]
+            .into_iter()
+            .filter(|k| k.runs_here())
+            .collect()
     }
 
-    /// Whether the CPU can run this path.
-    #[cfg(target_arch = "x86_64")]
+    /// Whether the CPU can run this path: asked on every product, so it allocates nothing
+    /// (the feature checks are cached by std).
     fn runs_here(self) -> bool {
-        Self::available().contains(&self)
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Vnni => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vnni")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            #[cfg(not(target_arch = "x86_64"))]
+            Self::Vnni | Self::Avx2 => false,
+            Self::Any => true,
+        }
     }
 
     /// Whether this path reads activations shifted into `u8`.
