@@ -324,9 +324,7 @@ impl Model {
     /// With the encoder's layers multiplying as `encoder` says.
     pub fn load_with(paths: &ModelPaths, encoder: EncoderProducts) -> Result<Arc<Self>, String> {
         let weights = Weights::load_with(&paths.dir.join("model.bin"), encoder)?;
-        let tokenizer_path = paths.dir.join("tokenizer.json");
-        let tokenizer = tokenizers::Tokenizer::from_file(&tokenizer_path)
-            .map_err(|e| format!("cannot read {}: {e}", tokenizer_path.display()))?;
+        let tokenizer = read_tokenizer(&paths.dir.join("tokenizer.json"))?;
         let config: ModelConfig = match std::fs::read(paths.dir.join("config.json")) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| format!("{}: {e}", paths.dir.join("config.json").display()))?,
@@ -464,7 +462,7 @@ impl Decoder {
         let d = w.dim;
         let vocab = w.vocab;
         // Scores after the start's first token (for no-speech) up to after the draft's last.
-        w.logits(&hidden[sot_at * d..], &mut self.logits);
+        w.logits(&hidden[sot_at * d..], &mut self.logits, &mut self.scratch);
         let no_speech = match m.no_speech {
             Some(t) => probability(&self.logits[..vocab], t as usize),
             None => 0.0,
@@ -480,7 +478,7 @@ impl Decoder {
                 let row = drafted_row + step;
                 &mut self.logits[row * vocab..(row + 1) * vocab]
             } else {
-                w.logits(&last, &mut self.step);
+                w.logits(&last, &mut self.step, &mut self.scratch);
                 &mut self.step[..]
             };
             for &t in &m.suppress {
@@ -548,6 +546,40 @@ impl Decoder {
     }
 }
 
+/// Reads `tokenizer.json`, putting back the byte-level BPE's first merge ("Ġ t") where
+/// the file lacks it: the multilingual Whisper tokenizers converted for CTranslate2 (base's
+/// among them) dropped it, as a converter skipping a merges file's `#version` line would, so
+/// every word after a space that starts with "t" was encoded as "Ġ", "t", … where Whisper
+/// writes "Ġt…": a draft of " to try" then fails at its first such word and a prompt reads
+/// as words the model never saw. Decoding ids to text never used the merges.
+fn read_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, String> {
+    let error = |e: &dyn std::fmt::Display| format!("cannot read {}: {e}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| error(&e))?;
+    let mut json: serde_json::Value = serde_json::from_str(&text).map_err(|e| error(&e))?;
+    let model = &mut json["model"];
+    let has_token = model["vocab"].get("Ġt").is_some();
+    if let Some(merges) = model["merges"].as_array_mut()
+        && has_token
+    {
+        let first = |m: &serde_json::Value| match m {
+            serde_json::Value::String(s) => s == "Ġ t",
+            serde_json::Value::Array(pair) => pair == &["Ġ", "t"],
+            _ => false,
+        };
+        if !merges.iter().any(first) {
+            let pair = match merges.first() {
+                Some(serde_json::Value::Array(_)) => serde_json::json!(["Ġ", "t"]),
+                _ => serde_json::json!("Ġ t"),
+            };
+            merges.insert(0, pair);
+        }
+    }
+    serde_json::to_string(&json)
+        .map_err(|e| error(&e))?
+        .parse()
+        .map_err(|e: tokenizers::Error| error(&e))
+}
+
 /// Softmax probability of `index` among `logits`.
 fn probability(logits: &[f32], index: usize) -> f32 {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -578,6 +610,40 @@ fn repeating(tokens: &[u32]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tokenizer_without_its_first_merge_gets_it_back() {
+        let file = |merges: &str| {
+            format!(
+                r#"{{"version": "1.0", "added_tokens": [], "normalizer": null,
+                "pre_tokenizer": {{"type": "ByteLevel", "add_prefix_space": false,
+                    "trim_offsets": true, "use_regex": true}},
+                "post_processor": null, "decoder": {{"type": "ByteLevel",
+                    "add_prefix_space": true, "trim_offsets": true, "use_regex": true}},
+                "model": {{"type": "BPE", "dropout": null, "unk_token": null,
+                    "continuing_subword_prefix": "", "end_of_word_suffix": "",
+                    "fuse_unk": false, "byte_fallback": false,
+                    "vocab": {{"Ġ": 0, "t": 1, "r": 2, "y": 3, "Ġt": 4, "ry": 5, "Ġtry": 6}},
+                    "merges": [{merges}]}}}}"#
+            )
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        for merges in [r#""r y", "Ġt ry""#, r#""Ġ t", "r y", "Ġt ry""#] {
+            std::fs::write(&path, file(merges)).unwrap();
+            let ids = read_tokenizer(&path)
+                .unwrap()
+                .encode(" try", false)
+                .unwrap();
+            assert_eq!(ids.get_ids(), [6], "merges {merges}");
+        }
+        std::fs::write(&path, file(r#"["r", "y"], ["Ġt", "ry"]"#)).unwrap();
+        let ids = read_tokenizer(&path)
+            .unwrap()
+            .encode(" try", false)
+            .unwrap();
+        assert_eq!(ids.get_ids(), [6], "merges as pairs");
+    }
 
     #[test]
     fn a_loop_is_cut_after_its_first_time_and_speech_is_not() {

@@ -14,7 +14,7 @@
 use std::arch::x86_64::*;
 
 /// Output columns per packed panel: two AVX-512 registers of `i32` lanes.
-const NR: usize = 32;
+pub(super) const NR: usize = 32;
 /// Rows per tile; the quantised activations are padded to a multiple of it.
 const MR: usize = 8;
 /// Bytes of one step of a panel: 4 inputs of each of its columns.
@@ -153,6 +153,33 @@ impl QMatrix {
         }
     }
 
+    /// Appends `other`'s columns from its panel `from` on: `self` must be whole panels, of
+    /// as many inputs, for the same path.
+    pub(super) fn append_panels(&mut self, other: &QMatrix, from: usize) {
+        assert!(
+            self.out % NR == 0
+                && self.inp == other.inp
+                && self.path == other.path
+                && self.bias.is_none()
+                && other.bias.is_none(),
+            "panels of another shape"
+        );
+        let len = self.inp.div_ceil(4) * STEP;
+        self.w.extend_from_slice(&other.w[from * len..]);
+        self.scale.extend_from_slice(&other.scale[from * NR..]);
+        self.shift.extend_from_slice(&other.shift[from * NR..]);
+        self.out += other.out.saturating_sub(from * NR);
+    }
+
+    /// Row `o` of the weights, scaled back to `f32`, appended to `out`: the decoder looks its
+    /// token embeddings up in the matrix it projects onto the vocabulary with.
+    pub(super) fn extend_with_row(&self, o: usize, out: &mut Vec<f32>) {
+        let (p, c, steps) = (o / NR, o % NR, self.inp.div_ceil(4));
+        let (w, scale) = (self.panel(p), self.scale[o]);
+        out.extend((0..self.inp).map(|i| f32::from(w[(i / 4) * STEP + c * 4 + i % 4]) * scale));
+        debug_assert!(steps * STEP == w.len());
+    }
+
     /// `rows` rows of `x` (`[rows][inp]`) into `y` (`[rows][out]`); `acts` is scratch.
     pub(super) fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>, acts: &mut QActs) {
         acts.quantize(x, rows, self.inp, self.path.shifted());
@@ -218,42 +245,59 @@ impl QMatrix {
         &self.w[p * len..(p + 1) * len]
     }
 
+    /// Whole tiles of `MR` rows; the last, partial one a row at a time, so a decoder's
+    /// single row does not pay for seven rows of zeros.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     fn products_vnni(&self, acts: &QActs, sink: &mut impl FnMut(usize, usize, &Tile)) {
-        let steps = self.inp.div_ceil(4);
         let mut tile = [[0i32; NR]; MR];
         for row0 in (0..acts.rows).step_by(MR) {
             let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
+            let rows = MR.min(acts.rows - row0);
             for p in 0..self.out.div_ceil(NR) {
-                let w = self.panel(p);
-                let shift = &self.shift[p * NR..(p + 1) * NR];
-                // SAFETY: `a` holds MR rows of `stride` = 4·steps bytes and `w` `steps`
-                // runs of STEP bytes (their lengths are checked by the slicing above);
-                // every load below lies inside them, and `tile` and `shift` hold NR
-                // lanes per row.
-                unsafe {
-                    let mut acc = [[_mm512_setzero_si512(); 2]; MR];
-                    let (ap, wp) = (a.as_ptr(), w.as_ptr());
-                    for k in 0..steps {
-                        let w0 = _mm512_loadu_si512(wp.add(k * STEP).cast());
-                        let w1 = _mm512_loadu_si512(wp.add(k * STEP + 64).cast());
-                        for (r, acc) in acc.iter_mut().enumerate() {
-                            let x = ap.add(r * acts.stride + k * 4).cast::<i32>();
-                            let x = _mm512_set1_epi32(x.read_unaligned());
-                            acc[0] = _mm512_dpbusd_epi32(acc[0], x, w0);
-                            acc[1] = _mm512_dpbusd_epi32(acc[1], x, w1);
+                match rows {
+                    MR => self.tile_vnni::<MR>(a, acts.stride, p, &mut tile),
+                    _ => {
+                        for (x, out) in a.chunks_exact(acts.stride).zip(&mut tile).take(rows) {
+                            self.tile_vnni::<1>(x, acts.stride, p, std::slice::from_mut(out));
                         }
-                    }
-                    let s0 = _mm512_loadu_si512(shift.as_ptr().cast());
-                    let s1 = _mm512_loadu_si512(shift.as_ptr().add(16).cast());
-                    for (acc, row) in acc.iter().zip(tile.iter_mut()) {
-                        let out = row.as_mut_ptr();
-                        _mm512_storeu_si512(out.cast(), _mm512_sub_epi32(acc[0], s0));
-                        _mm512_storeu_si512(out.add(16).cast(), _mm512_sub_epi32(acc[1], s1));
                     }
                 }
                 sink(row0, p, &tile);
+            }
+        }
+    }
+
+    /// Panel `p`'s sums for the first `R` rows of `a` (rows of `stride` bytes) into `out`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    fn tile_vnni<const R: usize>(&self, a: &[u8], stride: usize, p: usize, out: &mut [[i32; NR]]) {
+        let steps = self.inp.div_ceil(4);
+        let w = self.panel(p);
+        let shift = &self.shift[p * NR..(p + 1) * NR];
+        assert!(a.len() >= R * stride && stride >= steps * 4 && out.len() >= R);
+        // SAFETY: `a` holds R rows of `stride` >= 4·steps bytes and `w` `steps` runs of
+        // STEP bytes (asserted above and by `panel`'s slicing); every load below lies
+        // inside them, and `out` and `shift` hold NR lanes per row.
+        unsafe {
+            let mut acc = [[_mm512_setzero_si512(); 2]; R];
+            let (ap, wp) = (a.as_ptr(), w.as_ptr());
+            for k in 0..steps {
+                let w0 = _mm512_loadu_si512(wp.add(k * STEP).cast());
+                let w1 = _mm512_loadu_si512(wp.add(k * STEP + 64).cast());
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = ap.add(r * stride + k * 4).cast::<i32>();
+                    let x = _mm512_set1_epi32(x.read_unaligned());
+                    acc[0] = _mm512_dpbusd_epi32(acc[0], x, w0);
+                    acc[1] = _mm512_dpbusd_epi32(acc[1], x, w1);
+                }
+            }
+            let s0 = _mm512_loadu_si512(shift.as_ptr().cast());
+            let s1 = _mm512_loadu_si512(shift.as_ptr().add(16).cast());
+            for (acc, row) in acc.iter().zip(out.iter_mut()) {
+                let out = row.as_mut_ptr();
+                _mm512_storeu_si512(out.cast(), _mm512_sub_epi32(acc[0], s0));
+                _mm512_storeu_si512(out.add(16).cast(), _mm512_sub_epi32(acc[1], s1));
             }
         }
     }
@@ -266,9 +310,10 @@ impl QMatrix {
         let mut tile = [[0i32; NR]; MR];
         for row0 in (0..acts.rows).step_by(MR) {
             let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
+            let groups = MR.min(acts.rows - row0).div_ceil(4);
             for p in 0..self.out.div_ceil(NR) {
                 let w = self.panel(p);
-                for (g, rows) in tile.chunks_exact_mut(4).enumerate() {
+                for (g, rows) in tile.chunks_exact_mut(4).enumerate().take(groups) {
                     for h in 0..2 {
                         // SAFETY: `a` holds MR rows of `stride` = 4·steps bytes and `w`
                         // `steps` runs of STEP bytes (checked by the slicing above); rows
@@ -310,9 +355,10 @@ impl QMatrix {
         let mut tile = [[0i32; NR]; MR];
         for row0 in (0..acts.rows).step_by(MR) {
             let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
+            let rows = MR.min(acts.rows - row0);
             for p in 0..self.out.div_ceil(NR) {
                 let w = self.panel(p);
-                for (x, sums) in a.chunks_exact(acts.stride).zip(tile.iter_mut()) {
+                for (x, sums) in a.chunks_exact(acts.stride).zip(tile.iter_mut()).take(rows) {
                     *sums = [0; NR];
                     for (x, w) in x.chunks_exact(4).zip(w.chunks_exact(STEP)) {
                         for (s, w) in sums.iter_mut().zip(w.chunks_exact(4)) {
