@@ -157,7 +157,7 @@ impl QMatrix {
     /// as many inputs, for the same path.
     pub(super) fn append_panels(&mut self, other: &QMatrix, from: usize) {
         assert!(
-            self.out % NR == 0
+            self.out.is_multiple_of(NR)
                 && self.inp == other.inp
                 && self.path == other.path
                 && self.bias.is_none()
