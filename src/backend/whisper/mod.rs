@@ -588,10 +588,16 @@ fn probability(logits: &[f32], index: usize) -> f32 {
 }
 
 /// Where to cut a decode that has started to loop: the length to keep when its tail is one
-/// piece of 1–12 tokens said `REPEATS` times in a row (a single token 5 times), or `None`.
+/// piece said again and again in a row (one token 5 times, 2–12 tokens 3 times, a sentence
+/// of 13–40 tokens twice: speech repeats a word or a phrase, a decoder a whole menu), or
+/// `None`.
 fn repeating(tokens: &[u32]) -> Option<usize> {
-    for n in 1..=12 {
-        let times = if n == 1 { 5 } else { 3 };
+    for n in 1..=40 {
+        let times = match n {
+            1 => 5,
+            2..=12 => 3,
+            _ => 2,
+        };
         if tokens.len() < n * times {
             continue;
         }
@@ -652,6 +658,13 @@ mod tests {
         assert_eq!(repeating(&[7, 7, 7, 7]), None, "\"no no no no\" is speech");
         assert_eq!(repeating(&[3, 7, 7, 7, 7, 7]), Some(2));
         assert_eq!(repeating(&[5, 1, 2, 3, 1, 2, 3]), None, "twice is speech");
+        // A sentence of 13 tokens or more said twice in a row is a loop (base, int8, on an
+        // IVR menu of two sentences: "Press 1 to enter an extension. Press 2 to use the
+        // directory." three times over).
+        let sentence: Vec<u32> = (100..114).collect();
+        let twice = [&[5][..], &sentence, &sentence].concat();
+        assert_eq!(repeating(&twice), Some(1 + sentence.len()));
+        assert_eq!(repeating(&twice[..twice.len() - 1]), None);
     }
 
     #[test]
