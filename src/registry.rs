@@ -105,9 +105,9 @@ pub fn engines(config: &Config) -> Vec<String> {
             true => format!("{} (pinned, fetched on first use)", w.model),
             false => format!("{} (model directory)", w.model),
         };
-        let model = match &w.final_model {
-            Some(f) if *f != w.model => format!("{model}, finals from {f}"),
-            _ => model,
+        let model = match w.finals_model() {
+            Some(f) => format!("{model}, finals from {f}"),
+            None => model,
         };
         out.push(format!(
             "engine whisper: {model}, {} encoder layers{}, int8 decoder, short window, greedy, \

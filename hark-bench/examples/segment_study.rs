@@ -20,6 +20,7 @@
 //!   ENGINE=whisper      decode with Whisper instead of Moonshine
 //!   MODEL=tiny.en|base|DIR  the Whisper model (default tiny.en)
 //!   FINAL_MODEL=base|DIR    Whisper's finals (and speculative decodes) from this model
+//!                       (default: the server's, base for tiny.en; FINAL_MODEL=tiny.en: tiny.en alone)
 //!   CONTEXT_AS=audio|text   how finals read the turn's earlier finals (default: the engine's
 //!                       own, `[whisper] context_as`); text is a prompt Moonshine ignores
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's

@@ -256,6 +256,8 @@ fn complete_cache() -> PathBuf {
         ..Default::default()
     };
     hark::backend::whisper::ensure_model(&whisper).expect("Whisper model in the dev cache");
+    hark::backend::whisper::ensure_final_model(&whisper)
+        .expect("Whisper finals' model in the dev cache");
     cache
 }
 

@@ -127,11 +127,12 @@ pub fn ensure_model(config: &WhisperConfig) -> Result<ModelPaths, String> {
     ensure(&config.model, &config.wheels, config)
 }
 
-/// The same for `final_model`, when there is one other than `model`.
+/// The same for the finals' model, when it is not `model` (see
+/// [`WhisperConfig::finals_model`]).
 pub fn ensure_final_model(config: &WhisperConfig) -> Result<Option<ModelPaths>, String> {
-    match &config.final_model {
-        Some(name) if *name != config.model => ensure(name, &config.final_wheels, config).map(Some),
-        _ => Ok(None),
+    match config.finals_model() {
+        Some(name) => ensure(name, &config.final_wheels, config).map(Some),
+        None => Ok(None),
     }
 }
 

@@ -78,7 +78,8 @@ pub struct WhisperConfig {
     pub cache_dir: Option<PathBuf>,
     /// A second model for finals (and the decodes that may become them), named as `model`
     /// is; partials stay on `model`. A larger model where it counts, a small one for the
-    /// many partials (BENCHMARKS.md, "Whisper"). None: `model` decodes everything.
+    /// many partials (BENCHMARKS.md, "Whisper"). Unset: base for the default tiny.en (the
+    /// measured default), `model` itself for any other; `model`'s name: one model for all.
     pub final_model: Option<String>,
     /// `final_model`'s wheels fetched by hand, as `wheels`.
     pub final_wheels: Vec<String>,
@@ -108,7 +109,7 @@ pub struct WhisperConfig {
 impl Default for WhisperConfig {
     fn default() -> Self {
         Self {
-            model: "tiny.en".into(),
+            model: DEFAULT_MODEL.into(),
             wheels: Vec::new(),
             cache_dir: None,
             final_model: None,
@@ -159,7 +160,7 @@ impl WhisperConfig {
             &self.wheels,
             &mut out,
         );
-        if let Some(model) = &self.final_model {
+        if let Some(model) = self.finals_model() {
             model_problems(
                 "whisper.final_model",
                 model,
@@ -172,7 +173,23 @@ impl WhisperConfig {
         }
         out
     }
+
+    /// The finals' model when it is not `model`: `final_model`, or base's for the default
+    /// tiny.en (partials from tiny.en, finals from base: BENCHMARKS.md, "Whisper").
+    pub fn finals_model(&self) -> Option<&str> {
+        let name = match &self.final_model {
+            Some(name) => name.as_str(),
+            None if self.model == DEFAULT_MODEL => DEFAULT_FINAL_MODEL,
+            None => return None,
+        };
+        (name != self.model).then_some(name)
+    }
 }
+
+/// The default `model`, and the finals' model it is paired with unless `final_model` says
+/// otherwise.
+pub const DEFAULT_MODEL: &str = "tiny.en";
+pub const DEFAULT_FINAL_MODEL: &str = "base";
 
 /// What is wrong with a model setting (`key`) and its hand-fetched wheels (`wheels_key`).
 fn model_problems(
@@ -675,6 +692,25 @@ mod tests {
             ..Default::default()
         };
         assert!(config(Some("base"), &[]).problems().is_empty());
+        assert_eq!(
+            config(None, &[]).finals_model(),
+            Some("base"),
+            "the default pairing"
+        );
+        assert_eq!(
+            config(Some("tiny.en"), &[]).finals_model(),
+            None,
+            "one model"
+        );
+        let own = WhisperConfig {
+            model: "/models/mine".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            own.finals_model(),
+            None,
+            "a model of one's own decodes its finals"
+        );
         let unknown = config(Some("huge"), &[]).problems();
         assert!(
             unknown[0].starts_with("whisper.final_model = \"huge\": neither a pinned model"),
@@ -686,7 +722,7 @@ mod tests {
             "{short:?}"
         );
         assert_eq!(
-            config(None, &["part1.whl"]).problems(),
+            config(Some("tiny.en"), &["part1.whl"]).problems(),
             ["whisper.final_wheels is only for a whisper.final_model"]
         );
     }
