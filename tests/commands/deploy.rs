@@ -272,6 +272,10 @@ fn hark(image: &Image, argv: &[String], cache: &Path, listen: Option<SocketAddr>
         .env("HARK_CACHE_DIR", cache)
         .env("HARK_MOONSHINE_WHEEL", UNREACHABLE_WHEEL)
         .env("HARK_WHISPER_WHEELS", UNREACHABLE_WHEEL)
+        .env(
+            "HARK_WHISPER_FINAL_WHEELS",
+            format!("{UNREACHABLE_WHEEL},{UNREACHABLE_WHEEL}"),
+        )
         .env("HARK_TURN_WHEEL", UNREACHABLE_WHEEL);
     if let Some(listen) = listen {
         cmd.env("HARK_LISTEN", listen.to_string());
