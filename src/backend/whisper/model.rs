@@ -296,7 +296,12 @@ impl Weights {
                 "unexpected Whisper shape: embeddings {embed_shape:?} and positions {pos_shape:?}, {dim} wide"
             ));
         }
-        let embed = QMatrix::new(&embed, dim, None, Kernel::best());
+        // The `f32` copies (106 MB for base) and the file's variables go as soon as they are
+        // packed: loading base peaked at over twice what it keeps.
+        let embed = {
+            let rows = embed;
+            QMatrix::new(&rows, dim, None, Kernel::best())
+        };
         let mut weights = Self {
             dim,
             heads,
@@ -319,6 +324,7 @@ impl Weights {
                 (EncoderProducts::F32, _) => "float32",
             },
         };
+        drop(m);
         if weights.enc_pos.len() < ENCODER_FRAMES * dim || weights.dec_layers.is_empty() {
             return Err("unexpected Whisper shape: positions or layers missing".into());
         }
