@@ -573,9 +573,14 @@ fn read_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer, String> {
     let error = |e: &dyn std::fmt::Display| format!("cannot read {}: {e}", path.display());
     let text = std::fs::read_to_string(path).map_err(|e| error(&e))?;
     let mut json: serde_json::Value = serde_json::from_str(&text).map_err(|e| error(&e))?;
-    let model = &mut json["model"];
-    let has_token = model["vocab"].get("Ġt").is_some();
-    if let Some(merges) = model["merges"].as_array_mut()
+    let model = json.get_mut("model");
+    let has_token = model
+        .as_ref()
+        .and_then(|m| m.get("vocab"))
+        .is_some_and(|v| v.get("Ġt").is_some());
+    if let Some(merges) = model
+        .and_then(|m| m.get_mut("merges"))
+        .and_then(|m| m.as_array_mut())
         && has_token
     {
         let first = |m: &serde_json::Value| match m {
@@ -666,6 +671,10 @@ mod tests {
             .encode(" try", false)
             .unwrap();
         assert_eq!(ids.get_ids(), [6], "merges as pairs");
+        for odd in [r#"{"model": "x"}"#, "[1, 2]", "{"] {
+            std::fs::write(&path, odd).unwrap();
+            assert!(read_tokenizer(&path).is_err(), "{odd}");
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Int8 matrix products over many rows (the encoder's layers), as CTranslate2's int8
+//! Int8 matrix products (Whisper's layers, the decoder's cross-attention scores), as CTranslate2's int8
 //! compute type does them: weights int8 with a scale per output row, quantised once at
 //! load; activations int8 with a scale per input row, quantised at every call; products
 //! summed exactly in `i32`, then scaled back to `f32`. Each path (AVX-512 VNNI, AVX2, the
