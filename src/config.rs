@@ -875,6 +875,10 @@ mod tests {
                 "line 3, moonshine.max_load: expected a number, got the string \"high\"",
             ),
             (
+                "[whisper]\nshed = \"partial\"",
+                "line 2, whisper.shed: \"partial\" is not one of: nothing, partials, context, finals_model, speculative",
+            ),
+            (
                 "[tls]\nwatch_interval_ms = true",
                 "line 2, tls.watch_interval_ms: expected a whole number (0 or more), got true",
             ),

@@ -183,13 +183,13 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         SHED_STEP,
         Kind::Gauge,
         &[],
-        "What the embedded recognizer sheds while finals are late: 0 nothing, 1 partials, 2 and finals' left context, 3 and speculative decodes.",
+        "What the embedded recognizer sheds while finals are late: 0 nothing, 1 partials, 2 and finals' left context, 3 and the finals' model (finals by the partials' model), 4 and speculative decodes.",
     ),
     (
         SHED_SECONDS,
         Kind::Counter,
         &["step"],
-        "Seconds the embedded recognizer spent shedding, by the highest step shed (partials, context, speculative).",
+        "Seconds the embedded recognizer spent shedding, by the highest step shed (partials, context, finals_model, speculative).",
     ),
     (
         REPLAY_SECONDS,

@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use hark::backend::embedded::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
-use hark::backend::embedded::{ContextKind, Engine};
+use hark::backend::embedded::{ContextKind, Engine, Tier};
 use hark::backend::{moonshine, whisper};
 use hark_bench::wer;
 
@@ -140,9 +140,7 @@ fn main() {
         }
         if std::env::var("WHOLE").is_ok() {
             let before = cpu_secs();
-            let text = t
-                .transcribe(&clip, "", "", DecodeKind::Final)
-                .expect("decode");
+            let text = t.transcribe(&clip, "", "", Tier::Finals).expect("decode");
             cpu += cpu_secs() - before;
             decoded_secs += clip.len() as f64 / 16e3;
             if !quiet {
@@ -173,7 +171,7 @@ fn main() {
                 let started = Instant::now();
                 let before = cpu_secs();
                 let text = t
-                    .transcribe(&input, &prompt, "", want.kind)
+                    .transcribe(&input, &prompt, "", Tier::of(want.kind))
                     .expect("decode");
                 cpu += cpu_secs() - before;
                 decoded_secs += input.len() as f64 / 16e3;
@@ -215,7 +213,7 @@ fn main() {
             seg.decode_input(&want, &mut input);
             seg.prompt(&want, &mut prompt);
             let text = t
-                .transcribe(&input, &prompt, "", want.kind)
+                .transcribe(&input, &prompt, "", Tier::of(want.kind))
                 .expect("decode");
             seg.decoded(want.ticket, text, Instant::now(), &mut out);
         }

@@ -6,6 +6,7 @@
 
 mod moonshine_engine;
 mod overload;
+mod shedding;
 mod speech;
 mod turn_model;
 mod whisper_engine;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
 
-use self::pool::{Job, Pool};
+use self::pool::{Job, Pool, Shed};
 use self::segmenter::{DecodeKind, SegmenterConfig};
 use crate::audio::AudioSource;
 use crate::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink};
@@ -45,15 +45,33 @@ pub trait Engine: Send {
     /// `draft` is what the latest decode of the same utterance heard (empty if none, and
     /// perhaps by another model of the engine's): an engine may check it rather than find it
     /// again, as long as the text it returns is its own.
-    /// `kind` says what the text is for: an engine may decode finals (and the speculative
-    /// decodes that become them) with a stronger model than partials.
+    /// `tier` says which of its models decodes: an engine with a finals' model
+    /// ([`Loaded::finals_model`]) uses it for [`Tier::Finals`].
     fn transcribe(
         &mut self,
         audio: &[f32],
         prompt: &str,
         draft: &str,
-        kind: DecodeKind,
+        tier: Tier,
     ) -> Result<String, String>;
+}
+
+/// Which of an engine's models decodes. The pool asks for the finals' one for finals and
+/// the speculative decodes that may become them, unless its ladder sheds it under load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    Partials,
+    Finals,
+}
+
+impl Tier {
+    /// The model a decode of `kind` is for when nothing is shed.
+    pub fn of(kind: DecodeKind) -> Self {
+        match kind {
+            DecodeKind::Final | DecodeKind::Speculative => Self::Finals,
+            DecodeKind::FirstPartial | DecodeKind::Partial => Self::Partials,
+        }
+    }
 }
 
 /// How an engine reads the turn's earlier finals (left context).
@@ -88,6 +106,9 @@ pub struct Loaded {
     pub describe: String,
     /// The end-of-turn model, when one was wanted and loaded.
     pub judge: Option<TurnModel>,
+    /// The engine decodes [`Tier::Finals`] with a stronger, slower model than partials:
+    /// the ladder may shed it ([`Shed::FinalsModel`]).
+    pub finals_model: bool,
 }
 
 /// Loads an engine (fetching it first if needed): runs on the loader thread, which is
@@ -105,6 +126,8 @@ pub struct Settings {
     pub max_load: f64,
     pub turn_model: bool,
     pub context_span_ms: u64,
+    /// The last step the shedding ladder may take.
+    pub shed: Shed,
 }
 
 /// An embedded recognizer: a [`Backend`] over an engine's decoder threads.
@@ -145,8 +168,13 @@ impl Embedded {
                 // The listener keeps the server's priority; everything started after
                 // `run_in_background` on this thread (the engine's own threads, the
                 // decoders) runs below it.
-                let decoders = weak.upgrade().map_or(1, |b| b.settings.decoders.max(1));
-                let pool = Pool::new(name, decoders);
+                let Some((decoders, shed)) = weak
+                    .upgrade()
+                    .map(|b| (b.settings.decoders.max(1), b.settings.shed))
+                else {
+                    return;
+                };
+                let pool = Pool::new(name, decoders, shed);
                 let (jobs, rx) = mpsc::channel();
                 let listener = match pool::spawn_listener(pool.clone(), rx) {
                     Ok(listener) => listener,
@@ -323,6 +351,7 @@ fn start_pool(
         return Err("the engine loaded no decoder".into());
     }
     let decoders = loaded.engines.len().min(pool.decoders());
+    pool.has_finals_model(loaded.finals_model);
     for (index, engine) in loaded.engines.into_iter().take(decoders).enumerate() {
         pool::spawn_decoder(pool.clone(), index, engine)?;
     }
@@ -415,6 +444,7 @@ mod tests {
                 max_load: 0.8,
                 turn_model: true,
                 context_span_ms: 6_000,
+                shed: Shed::Speculative,
             },
         };
         let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
@@ -463,6 +493,7 @@ mod tests {
             max_load: 0.8,
             turn_model: false,
             context_span_ms: 0,
+            shed: Shed::Speculative,
         }
     }
 
@@ -476,7 +507,7 @@ mod tests {
                 _: &[f32],
                 _: &str,
                 _: &str,
-                _: DecodeKind,
+                _: Tier,
             ) -> Result<String, String> {
                 Ok(String::new())
             }
@@ -496,6 +527,7 @@ mod tests {
                     prompted: false,
                     describe: "echo".into(),
                     judge: None,
+                    finals_model: false,
                 })
             }),
         );

@@ -27,10 +27,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
 use tracing::warn;
 
 use super::segmenter::{DecodeKind, Emit, Recovery, Segmenter, SegmenterConfig, Want};
-use super::{Engine, MODEL_RATE};
+use super::{Engine, MODEL_RATE, Tier};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink};
 use crate::metrics as m;
@@ -127,7 +128,8 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(name: &'static str, decoders: usize) -> Arc<Self> {
+    /// A pool of `decoders` decoders whose ladder sheds at most up to `last`.
+    pub fn new(name: &'static str, decoders: usize, last: Shed) -> Arc<Self> {
         Arc::new(Self {
             name,
             channels: Mutex::new(Vec::new()),
@@ -144,7 +146,7 @@ impl Pool {
             next_booking: AtomicU64::new(0),
             starting: Mutex::new(Vec::new()),
             cost: AtomicU64::new(PRIOR_COST.to_bits()),
-            ladder: Mutex::new(Ladder::new(Instant::now())),
+            ladder: Mutex::new(Ladder::new(last, Instant::now())),
         })
     }
 
@@ -152,12 +154,14 @@ impl Pool {
     /// the share of its decoders' time such decodes took over the last `LOAD_WINDOW` or so
     /// (1.0: all of it), and into the running mean of what such a decode costs. Partials do
     /// not count: they only fill the time that is left.
-    fn add_load(&self, spent: Duration) {
+    fn add_load(&self, spent: Duration, priced: bool) {
         let spent = spent.as_secs_f64();
-        let cost = self.cost();
-        let rate = if spent > cost { COST_RISE } else { COST_FALL };
-        let cost = cost + rate * (spent - cost);
-        self.cost.store(cost.to_bits(), Ordering::Relaxed);
+        if priced {
+            let cost = self.cost();
+            let rate = if spent > cost { COST_RISE } else { COST_FALL };
+            let cost = cost + rate * (spent - cost);
+            self.cost.store(cost.to_bits(), Ordering::Relaxed);
+        }
         self.update(spent, 0.0);
     }
 
@@ -250,6 +254,11 @@ impl Pool {
         (demand.load, demand.gone) = self.update(0.0, 0.0);
         demand.shedding = lock(&self.ladder).step >= Shed::Context;
         demand
+    }
+
+    /// The engine decodes finals with a model of their own, which the ladder may shed.
+    pub fn has_finals_model(&self, has: bool) {
+        lock(&self.ladder).finals_model = has;
     }
 
     /// Decoder slots.
@@ -535,7 +544,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
     let mut draft = String::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
-        let Some((channel, want)) = claim(pool, &mut audio, &mut prompt, &mut draft) else {
+        let Some((channel, want, tier)) = claim(pool, &mut audio, &mut prompt, &mut draft) else {
             pool.wait_for_work(seen);
             continue;
         };
@@ -545,7 +554,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
         pool.set_busy(index, true);
         let waited_before = m::thread_run_queue_wait();
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            engine.transcribe(&audio, &prompt, &draft, want.kind)
+            engine.transcribe(&audio, &prompt, &draft, tier)
         }));
         let waited_after = m::thread_run_queue_wait();
         pool.set_busy(index, false);
@@ -561,7 +570,9 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
         if matches!(want.kind, DecodeKind::Final | DecodeKind::Speculative) {
             // Context included: it is shed as the load grows, but until then it is work the
             // decoders really do, and admission must not count on time they do not have.
-            pool.add_load(spent);
+            // A final by the partials' model (the ladder shed the finals' one) is load, but
+            // not what a final costs once the ladder is down again.
+            pool.add_load(spent, tier == Tier::Finals);
         }
         let mut state = channel.lock();
         state.decoding = false;
@@ -584,13 +595,13 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
 }
 
 /// Picks the most urgent wanted decode of any idle channel that is not shed, marks that
-/// channel as decoding and copies the audio into `audio`.
+/// channel as decoding and copies the audio into `audio`; and which model decodes it.
 fn claim(
     pool: &Pool,
     audio: &mut Vec<f32>,
     prompt: &mut String,
     draft: &mut String,
-) -> Option<(Arc<Channel>, Want)> {
+) -> Option<(Arc<Channel>, Want, Tier)> {
     loop {
         let step = lock(&pool.ladder).step;
         let (best, finals, late) = {
@@ -640,29 +651,48 @@ fn claim(
         state.segmenter.prompt(&want, prompt);
         state.segmenter.draft(&want, draft);
         drop(state);
-        return Some((channel, want));
+        let tier = match step >= Shed::FinalsModel {
+            true => Tier::Partials,
+            false => Tier::of(want.kind),
+        };
+        return Some((channel, want, tier));
     }
 }
 
 /// What the decoders leave out while finals are late, in the order a caller misses it
-/// least: each step sheds its own work and every step's before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// least: each step sheds its own work and every step's before it. The config names the
+/// last step the ladder may take (`shed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Shed {
     Nothing,
     /// Partials (and first partials): the platform acts on finals.
     Partials,
     /// Finals' left context: their decodes get shorter, a little less accurate.
     Context,
+    /// The finals' own model, for an engine that has one (Whisper's default: base):
+    /// finals are decoded by the partials' model, in about half the time, with more
+    /// errors (BENCHMARKS.md, "Whisper").
+    FinalsModel,
     /// Speculative decodes: finals are decoded only once their endpoint has passed.
     Speculative,
 }
 
 impl Shed {
+    const ALL: [Shed; 5] = [
+        Self::Nothing,
+        Self::Partials,
+        Self::Context,
+        Self::FinalsModel,
+        Self::Speculative,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Nothing => "nothing",
             Self::Partials => "partials",
             Self::Context => "context",
+            Self::FinalsModel => "finals_model",
             Self::Speculative => "speculative",
         }
     }
@@ -673,32 +703,29 @@ impl Shed {
             Self::Nothing => Duration::ZERO,
             Self::Partials => Duration::from_millis(100),
             Self::Context => Duration::from_millis(250),
+            Self::FinalsModel => Duration::from_millis(400),
             // A speculative decode at a pause that does end is that utterance's final, ready
             // at the endpoint: in a wave of finals most are. Shed only when finals are
             // already about to miss the time to final the platform needs.
             Self::Speculative => Duration::from_millis(600),
         }
     }
-
-    fn down(self) -> Self {
-        match self {
-            Self::Nothing | Self::Partials => Self::Nothing,
-            Self::Context => Self::Partials,
-            Self::Speculative => Self::Context,
-        }
-    }
 }
 
 /// The degradation ladder: climbs at once to the step that how late the oldest waiting
 /// final is calls for, and comes down one step per `CALM` in which no final was that late,
-/// so partials come back when the load falls.
+/// so partials come back when the load falls. It takes only the steps it may: up to the
+/// configured last one, and the finals' model only where the engine has one.
 #[derive(Debug)]
 struct Ladder {
     step: Shed,
+    /// The last step it may take, and whether the engine has a finals' model to shed.
+    last: Shed,
+    finals_model: bool,
     /// Since when no final has been late enough for `step`.
     calm_since: Instant,
     /// Seconds spent on each step since the last count went to the metrics, and when.
-    spent: [f64; 4],
+    spent: [f64; 5],
     counted: Instant,
 }
 
@@ -706,20 +733,28 @@ struct Ladder {
 const CALM: Duration = Duration::from_secs(2);
 
 impl Ladder {
-    fn new(now: Instant) -> Self {
+    fn new(last: Shed, now: Instant) -> Self {
         Self {
             step: Shed::Nothing,
+            last,
+            finals_model: false,
             calm_since: now,
-            spent: [0.0; 4],
+            spent: [0.0; 5],
             counted: now,
         }
     }
 
+    /// Whether the ladder may stand on `step`.
+    fn takes(&self, step: Shed) -> bool {
+        step <= self.last && (step != Shed::FinalsModel || self.finals_model)
+    }
+
     /// The step for the oldest waiting final being `late` at `now`.
     fn update(&mut self, late: Duration, now: Instant) -> Shed {
-        let called = [Shed::Speculative, Shed::Context, Shed::Partials]
+        let called = Shed::ALL
             .into_iter()
-            .find(|s| late >= s.late_at())
+            .rev()
+            .find(|&s| self.takes(s) && late >= s.late_at())
             .unwrap_or(Shed::Nothing);
         if self.step != Shed::Nothing {
             self.spent[self.step as usize] +=
@@ -730,7 +765,11 @@ impl Ladder {
             self.step = called;
             self.calm_since = now;
         } else if now.saturating_duration_since(self.calm_since) >= CALM {
-            self.step = self.step.down();
+            self.step = Shed::ALL
+                .into_iter()
+                .rev()
+                .find(|&s| s < self.step && self.takes(s))
+                .unwrap_or(Shed::Nothing);
             self.calm_since = now;
         }
         self.step
@@ -744,7 +783,7 @@ impl Pool {
         let mut ladder = lock(&self.ladder);
         let step = ladder.update(late, Instant::now());
         metrics::gauge!(m::SHED_STEP).set(step as u8 as f64);
-        for s in [Shed::Partials, Shed::Context, Shed::Speculative] {
+        for s in Shed::ALL.into_iter().skip(1) {
             let spent = &mut ladder.spent[s as usize];
             if *spent >= 1.0 {
                 let whole = spent.floor();
@@ -956,7 +995,7 @@ mod tests {
 
     #[test]
     fn a_decode_that_does_not_return_makes_the_pool_unhealthy() {
-        let pool = Pool::new("test", 2);
+        let pool = Pool::new("test", 2, Shed::Speculative);
         let limit = Duration::from_secs(10);
         assert!(pool.is_healthy(limit));
         pool.set_busy(1, true);
@@ -994,7 +1033,7 @@ mod tests {
 
     #[test]
     fn an_idle_pool_takes_a_burst_only_as_large_as_its_decoders_clear_in_time() {
-        let pool = Pool::new("test", 2);
+        let pool = Pool::new("test", 2, Shed::Speculative);
         let mut held = Vec::new();
         while let Some(booking) = pool.book(2, 0.8) {
             held.push(booking);
@@ -1006,7 +1045,7 @@ mod tests {
         held.pop();
         assert!(pool.book(2, 0.8).is_some());
         // One decoder clears half the finals in the same time.
-        let one = Pool::new("test", 1);
+        let one = Pool::new("test", 1, Shed::Speculative);
         let mut held = Vec::new();
         while let Some(booking) = one.book(2, 0.8) {
             held.push(booking);
@@ -1016,9 +1055,9 @@ mod tests {
 
     #[test]
     fn slower_decodes_measured_make_the_wave_smaller_and_faster_ones_no_larger() {
-        let pool = Pool::new("test", 2);
+        let pool = Pool::new("test", 2, Shed::Speculative);
         for _ in 0..20 {
-            pool.add_load(Duration::from_secs_f64(PRIOR_COST * 2.0));
+            pool.add_load(Duration::from_secs_f64(PRIOR_COST * 2.0), true);
         }
         let slow = pool.cost();
         assert!(slow > PRIOR_COST * 1.9, "cost {slow}");
@@ -1029,7 +1068,7 @@ mod tests {
         assert!(held.len() < wave(2, PRIOR_COST), "{} calls", held.len());
         // One fast decode moves the estimate only a little: a wave is as slow as its
         // longest utterances.
-        pool.add_load(Duration::from_secs_f64(PRIOR_COST / 4.0));
+        pool.add_load(Duration::from_secs_f64(PRIOR_COST / 4.0), true);
         assert!(pool.cost() > slow * 0.9);
         // Calls whose decodes are short say nothing of the utterances of the calls to come:
         // a wave is never taken as cheaper than the prior's.
@@ -1119,22 +1158,28 @@ mod tests {
     }
 
     #[test]
-    fn the_ladder_sheds_partials_then_context_then_speculative_and_comes_back_down() {
+    fn the_ladder_sheds_partials_then_context_then_the_finals_model_then_speculative_and_comes_back_down()
+     {
         let t0 = Instant::now();
         let ms = |v: u64| Duration::from_millis(v);
-        let mut ladder = Ladder::new(t0);
+        let mut ladder = Ladder::new(Shed::Speculative, t0);
+        ladder.finals_model = true;
         assert_eq!(ladder.update(ms(0), t0), Shed::Nothing);
         assert_eq!(ladder.update(ms(50), t0), Shed::Nothing);
-        assert_eq!(ladder.update(Shed::Partials.late_at(), t0), Shed::Partials);
-        assert_eq!(ladder.update(Shed::Context.late_at(), t0), Shed::Context);
-        assert_eq!(
-            ladder.update(Shed::Speculative.late_at(), t0),
-            Shed::Speculative
-        );
+        for step in [
+            Shed::Partials,
+            Shed::Context,
+            Shed::FinalsModel,
+            Shed::Speculative,
+        ] {
+            assert_eq!(ladder.update(step.late_at(), t0), step);
+        }
         // Finals on time again: one step down per calm stretch, partials last.
         let mut at = t0 + CALM / 2;
         assert_eq!(ladder.update(ms(0), at), Shed::Speculative);
         at = t0 + CALM;
+        assert_eq!(ladder.update(ms(0), at), Shed::FinalsModel);
+        at += CALM;
         assert_eq!(ladder.update(ms(0), at), Shed::Context);
         // A final late enough for the step held restarts the calm.
         at += CALM / 2;
@@ -1148,5 +1193,26 @@ mod tests {
         // Very late finals climb every step at once.
         assert_eq!(ladder.update(ms(2_000), at), Shed::Speculative);
         assert!(ladder.spent[Shed::Context as usize] > 0.0);
+    }
+
+    #[test]
+    fn the_ladder_takes_only_the_steps_it_may() {
+        let t0 = Instant::now();
+        let late = Duration::from_secs(2);
+        // One model: nothing to shed between context and speculative decodes, up or down.
+        let mut one = Ladder::new(Shed::Speculative, t0);
+        assert_eq!(one.update(Shed::FinalsModel.late_at(), t0), Shed::Context);
+        assert_eq!(one.update(late, t0), Shed::Speculative);
+        assert_eq!(one.update(Duration::ZERO, t0 + CALM), Shed::Context);
+        // Capped: never past the last step allowed, however late.
+        for last in Shed::ALL {
+            let mut capped = Ladder::new(last, t0);
+            capped.finals_model = true;
+            assert_eq!(capped.update(late, t0), last);
+            assert_eq!(
+                capped.update(Duration::ZERO, t0 + CALM * 5),
+                Shed::ALL[(last as usize).saturating_sub(1)]
+            );
+        }
     }
 }

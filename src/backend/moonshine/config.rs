@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::embedded::pool::Shed;
+
 /// The embedded recognizer's backend name: always registered, never configured under
 /// `[backends]`.
 pub const NAME: &str = "moonshine";
@@ -36,6 +38,13 @@ pub struct MoonshineConfig {
     /// the present calls' average, would pass this; so calls are refused before admitted
     /// ones fall behind (BENCHMARKS.md, "overload").
     pub max_load: f64,
+    /// The last step the decoders may shed while finals are late, in the order a caller
+    /// misses it least: `"nothing"`, `"partials"`, `"context"` (finals' left context),
+    /// `"speculative"` (decodes at pauses before the endpoint). Each step is taken when the
+    /// oldest waiting final is later than its threshold and given back after 2 s on time
+    /// (BENCHMARKS.md, "Load shapes"). Lower it if your assistant needs partials (barge-in)
+    /// under load: finals then wait behind them.
+    pub shed: Shed,
     /// Let an end-of-turn model (smart-turn v3.2, fetched once like the engine) decide how
     /// each customer final ends: with . ? ! when the customer has finished, without when
     /// they are about to go on; the platform answers sooner after the first and waits
@@ -61,6 +70,7 @@ impl Default for MoonshineConfig {
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
             max_load: 0.8,
+            shed: Shed::Speculative,
             turn_model: false,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             options: BTreeMap::new(),

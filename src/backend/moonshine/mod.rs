@@ -15,8 +15,7 @@ use tracing::warn;
 
 pub use self::config::{MoonshineConfig, NAME};
 use self::ffi::{Library, Transcriber};
-use crate::backend::embedded::segmenter::DecodeKind;
-use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, MODEL_RATE, Settings};
+use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, MODEL_RATE, Settings, Tier};
 use crate::turn::{TurnModel, TurnPaths};
 use crate::wheel;
 
@@ -35,6 +34,7 @@ pub fn settings(config: &MoonshineConfig) -> Settings {
         max_load: config.max_load,
         turn_model: config.turn_model,
         context_span_ms: config.context_span_ms,
+        shed: config.shed,
     }
 }
 
@@ -59,7 +59,7 @@ impl Engine for Moonshine {
         audio: &[f32],
         _prompt: &str,
         _draft: &str,
-        _kind: DecodeKind,
+        _tier: Tier,
     ) -> Result<String, String> {
         self.0
             .transcribe_without_streaming(audio, MODEL_RATE)
@@ -101,6 +101,7 @@ pub fn load(config: &MoonshineConfig, turn_model: bool) -> Result<Loaded, String
             paths.model_dir.display()
         ),
         judge,
+        finals_model: false,
     })
 }
 

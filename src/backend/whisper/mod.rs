@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
 use self::model::{EncoderProducts, Scratch, Weights};
-use crate::backend::embedded::segmenter::DecodeKind;
-use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings};
+use crate::backend::embedded::pool::Shed;
+use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier};
 
 /// The backend name profiles select Whisper by.
 pub const NAME: &str = "whisper";
@@ -93,6 +93,10 @@ pub struct WhisperConfig {
     pub narrowband_endpoint_ms: u64,
     /// Admission: as `moonshine.max_load`.
     pub max_load: f64,
+    /// The last step the decoders may shed while finals are late: as `moonshine.shed`,
+    /// with `"finals_model"` (finals decoded by `model` instead of `final_model`) between
+    /// `"context"` and `"speculative"`.
+    pub shed: Shed,
     /// How much of the turn's earlier finals a final's decode reads before its own audio,
     /// in ms of their audio (0: none).
     pub context_span_ms: u64,
@@ -119,6 +123,7 @@ impl Default for WhisperConfig {
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
             max_load: 0.8,
+            shed: Shed::Speculative,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             context_as: ContextKind::Audio,
             encoder: EncoderProducts::Int8,
@@ -246,6 +251,7 @@ pub fn settings(config: &WhisperConfig) -> Settings {
         max_load: config.max_load,
         turn_model: false,
         context_span_ms: config.context_span_ms,
+        shed: config.shed,
     }
 }
 
@@ -290,6 +296,7 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
             paths.dir.display()
         ),
         judge: None,
+        finals_model: finals.is_some(),
     })
 }
 
@@ -299,11 +306,11 @@ impl Engine for Decoder {
         audio: &[f32],
         prompt: &str,
         draft: &str,
-        kind: DecodeKind,
+        tier: Tier,
     ) -> Result<String, String> {
-        let decoded = match kind {
-            DecodeKind::Final | DecodeKind::Speculative => self.decode_final(audio, prompt, draft),
-            DecodeKind::FirstPartial | DecodeKind::Partial => self.decode(audio, prompt, draft),
+        let decoded = match tier {
+            Tier::Finals => self.decode_final(audio, prompt, draft),
+            Tier::Partials => self.decode(audio, prompt, draft),
         };
         Ok(decoded.text)
     }

@@ -1,0 +1,225 @@
+//! The shedding ladder's finals' model (issue 30): while finals queue, the embedded path has
+//! them decoded by the partials' model, and by their own again once the load falls; a
+//! ladder whose last step is below it never sheds it. An engine of two models whose cost
+//! the test sets stands in for the recognizer, so the load is the same on any machine and
+//! each final says which model decoded it; the audio path, segmenter, pool and ladder are
+//! hark's own, fed the dev clips at real time.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hark::audio::{AudioSink, channel_pipe};
+use hark::backend::embedded::pool::Shed;
+use hark::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier};
+use hark::backend::{Backend, ChannelSpec, EventKind, EventSink};
+use hark::protocol::Channel;
+use hark_testkit::clips;
+
+const RATE: u32 = 16_000;
+/// Calls speaking in phase on one decoder: each wave of finals takes `CALLS × FINALS_COST`.
+const CALLS: usize = 8;
+const FINALS_COST: Duration = Duration::from_millis(300);
+const PARTIALS_COST: Duration = Duration::from_millis(40);
+/// How long the calls speak together, then the first alone, with pauses long enough for
+/// the ladder to come all the way down (a step per 2 s of finals on time).
+const TOGETHER_SECS: f64 = 10.0;
+const ALONE_SECS: f64 = 16.0;
+
+/// Two models: a slow one for finals, a fast one for partials; the text says which.
+struct TwoModels;
+
+impl Engine for TwoModels {
+    fn transcribe(&mut self, _: &[f32], _: &str, _: &str, tier: Tier) -> Result<String, String> {
+        let (cost, text) = match tier {
+            Tier::Finals => (FINALS_COST, "finals model"),
+            Tier::Partials => (PARTIALS_COST, "partials model"),
+        };
+        thread::sleep(cost);
+        Ok(text.into())
+    }
+}
+
+fn backend(name: &'static str, shed: Shed) -> Arc<Embedded> {
+    let settings = Settings {
+        decoders: 1,
+        partial_interval_ms: 500,
+        endpoint_ms: 200,
+        narrowband_endpoint_ms: 300,
+        max_load: 0.8,
+        turn_model: false,
+        context_span_ms: 0,
+        shed,
+    };
+    let backend = Embedded::spawn(
+        name,
+        settings,
+        Box::new(|| {
+            Ok(Loaded {
+                engines: vec![Box::new(TwoModels)],
+                context: ContextKind::Audio,
+                prompted: false,
+                describe: "two models".into(),
+                judge: None,
+                finals_model: true,
+            })
+        }),
+    );
+    backend
+        .wait_ready(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{name} does not load: {e}"));
+    backend
+}
+
+/// The dev clips back to back from clip `first`, 1 s apart, for at least `secs`.
+fn speech(all: &[hark_testkit::Clip], first: usize, secs: f64) -> Vec<i16> {
+    let mut out = Vec::new();
+    let mut i = first;
+    while (out.len() as f64) < secs * RATE as f64 {
+        let clip = &all[i % all.len()];
+        out.extend(hark_testkit::resample(&clip.samples, clip.rate, RATE));
+        out.extend(std::iter::repeat_n(0i16, RATE as usize));
+        i += 1;
+    }
+    out
+}
+
+/// What one channel's events said: its finals with when they came, whether it ended well.
+struct Heard {
+    finals: Vec<(Duration, String)>,
+    failed: Option<String>,
+    done: bool,
+}
+
+/// Plays `audio` into each of `backends`' channels at real time in 20 ms frames (every
+/// channel of every backend in phase), then collects what each channel heard.
+fn play(backends: &[Arc<Embedded>], audio: &[Vec<i16>]) -> Vec<Vec<Heard>> {
+    let start = Instant::now();
+    let mut sinks: Vec<(AudioSink, usize)> = Vec::new();
+    let mut events = Vec::new();
+    for (b, backend) in backends.iter().enumerate() {
+        events.push(Vec::new());
+        for (c, _) in audio.iter().enumerate() {
+            let (sink, source) = channel_pipe(RATE, RATE as usize * 30);
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let spec = ChannelSpec {
+                session_id: (b * audio.len() + c) as u64,
+                channel: Channel::Customer,
+                sample_rate: RATE,
+                options: Arc::default(),
+            };
+            backend
+                .start(spec, source, EventSink::new(tx, Channel::Customer, 0))
+                .expect("channel starts");
+            sinks.push((sink, c));
+            events[b].push(rx);
+        }
+    }
+    let frame = RATE as usize / 50;
+    let longest = audio.iter().map(Vec::len).max().unwrap_or(0);
+    for (n, at) in (0..longest).step_by(frame).enumerate() {
+        for (sink, c) in &mut sinks {
+            let a = &audio[*c];
+            if at < a.len() {
+                sink.push(&a[at..(at + frame).min(a.len())])
+                    .expect("the ring has room");
+            } else if at < a.len() + frame {
+                sink.finish();
+            }
+        }
+        let due = start + Duration::from_millis(20 * (n as u64 + 1));
+        thread::sleep(due.saturating_duration_since(Instant::now()));
+    }
+    for (sink, _) in &sinks {
+        sink.finish();
+    }
+    events
+        .into_iter()
+        .map(|channels| {
+            channels
+                .into_iter()
+                .map(|mut rx| {
+                    let mut heard = Heard {
+                        finals: Vec::new(),
+                        failed: None,
+                        done: false,
+                    };
+                    let deadline = Instant::now() + Duration::from_secs(30);
+                    while !heard.done && heard.failed.is_none() && Instant::now() < deadline {
+                        let Ok(event) = rx.try_recv() else {
+                            thread::sleep(Duration::from_millis(20));
+                            continue;
+                        };
+                        match event.kind {
+                            EventKind::Final(text) => heard.finals.push((event.at - start, text)),
+                            EventKind::Failed { message, .. } => heard.failed = Some(message),
+                            EventKind::Done => heard.done = true,
+                            _ => {}
+                        }
+                    }
+                    heard
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn finals_fall_back_to_the_partials_model_under_load_and_return_after_it() {
+    let all = clips();
+    let audio: Vec<Vec<i16>> = (0..CALLS)
+        .map(|c| {
+            let secs = if c == 0 {
+                TOGETHER_SECS + ALONE_SECS
+            } else {
+                TOGETHER_SECS
+            };
+            let mut a = speech(&all, 0, secs);
+            a.truncate((secs * RATE as f64) as usize);
+            a
+        })
+        .collect();
+    let backends = [
+        backend("shed-all", Shed::Speculative),
+        backend("shed-context", Shed::Context),
+    ];
+    let heard = play(&backends, &audio);
+    for (b, channels) in heard.iter().enumerate() {
+        for (c, h) in channels.iter().enumerate() {
+            assert!(
+                h.failed.is_none(),
+                "backend {b} channel {c}: {:?}",
+                h.failed
+            );
+            assert!(h.done, "backend {b} channel {c} never finished");
+            assert!(!h.finals.is_empty(), "backend {b} channel {c}: no final");
+        }
+    }
+    let from_partials = |h: &Heard| {
+        h.finals
+            .iter()
+            .filter(|(_, t)| t == "partials model")
+            .count()
+    };
+    let shed: usize = heard[0].iter().map(from_partials).sum();
+    assert!(
+        shed > 0,
+        "{CALLS} calls in phase on one decoder and no final shed the finals' model"
+    );
+    let capped: usize = heard[1].iter().map(from_partials).sum();
+    assert_eq!(
+        capped, 0,
+        "a ladder capped at context shed the finals' model"
+    );
+    // Alone again: the ladder has come down and the last finals are the finals' model's.
+    let last = heard[0][0].finals.last().expect("a final");
+    assert!(
+        last.0.as_secs_f64() > TOGETHER_SECS + 8.0,
+        "the lone call's last final came at {:?}",
+        last.0
+    );
+    assert_eq!(
+        last.1, "finals model",
+        "finals did not get their model back"
+    );
+}
