@@ -636,7 +636,8 @@ fn claim(
             }
             (best.map(|(_, c)| c.clone()), finals, late)
         };
-        pool.climb(late);
+        // The model is chosen on the step this very wave calls for.
+        let step = pool.climb(late);
         let channel = best?;
         let mut state = channel.lock();
         // Finals queueing behind this one: the decoders are behind now, whatever the load
@@ -777,9 +778,9 @@ impl Ladder {
 }
 
 impl Pool {
-    /// Moves the ladder for the oldest waiting final being `late`, and counts the time on
-    /// each step into the metrics in whole seconds.
-    fn climb(&self, late: Duration) {
+    /// Moves the ladder for the oldest waiting final being `late`, counts the time on each
+    /// step into the metrics in whole seconds, and returns the step it stands on.
+    fn climb(&self, late: Duration) -> Shed {
         let mut ladder = lock(&self.ladder);
         let step = ladder.update(late, Instant::now());
         metrics::gauge!(m::SHED_STEP).set(step as u8 as f64);
@@ -791,6 +792,7 @@ impl Pool {
                 metrics::counter!(m::SHED_SECONDS, "step" => s.as_str()).increment(whole as u64);
             }
         }
+        step
     }
 }
 
