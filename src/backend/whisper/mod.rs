@@ -91,7 +91,9 @@ pub struct WhisperConfig {
     pub endpoint_ms: u64,
     /// The same below 16 kHz.
     pub narrowband_endpoint_ms: u64,
-    /// Admission: as `moonshine.max_load`.
+    /// Admission: as `moonshine.max_load`. 1.0 by default: with the shedding ladder behind
+    /// it, dense calls admitted up to it kept their finals on time where 0.8 left about a
+    /// fifth of the cores' calls refused (BENCHMARKS.md, "Load shapes", nineteenth session).
     pub max_load: f64,
     /// The last step the decoders may shed while finals are late: as `moonshine.shed`,
     /// with `"finals_model"` (finals decoded by `model` instead of `final_model`) between
@@ -122,7 +124,7 @@ impl Default for WhisperConfig {
             partial_interval_ms: 500,
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
-            max_load: 0.8,
+            max_load: 1.0,
             shed: Shed::Speculative,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             context_as: ContextKind::Audio,
