@@ -42,14 +42,8 @@ impl Engine for TwoModels {
 
 fn backend(name: &'static str, shed: Shed) -> Arc<Embedded> {
     let settings = Settings {
-        decoders: 1,
-        partial_interval_ms: 500,
-        endpoint_ms: 200,
-        narrowband_endpoint_ms: 300,
-        max_load: 0.8,
-        turn_model: false,
-        context_span_ms: 0,
         shed,
+        ..Settings::default()
     };
     let backend = Embedded::spawn(
         name,

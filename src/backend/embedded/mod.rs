@@ -130,6 +130,22 @@ pub struct Settings {
     pub shed: Shed,
 }
 
+impl Default for Settings {
+    /// One decoder, the engines' default timing, admission and ladder, no left context.
+    fn default() -> Self {
+        Self {
+            decoders: 1,
+            partial_interval_ms: 500,
+            endpoint_ms: 200,
+            narrowband_endpoint_ms: 300,
+            max_load: 0.8,
+            turn_model: false,
+            context_span_ms: 0,
+            shed: Shed::Speculative,
+        }
+    }
+}
+
 /// An embedded recognizer: a [`Backend`] over an engine's decoder threads.
 pub struct Embedded {
     name: &'static str,
@@ -484,19 +500,6 @@ mod tests {
         assert!(whisper.prompted && !whisper.context_as_text);
     }
 
-    fn one_decoder() -> Settings {
-        Settings {
-            decoders: 1,
-            partial_interval_ms: 500,
-            endpoint_ms: 200,
-            narrowband_endpoint_ms: 300,
-            max_load: 0.8,
-            turn_model: false,
-            context_span_ms: 0,
-            shed: Shed::Speculative,
-        }
-    }
-
     #[test]
     fn an_engine_that_cannot_load_is_tried_again_and_becomes_ready() {
         use std::sync::atomic::{AtomicUsize, Ordering};
@@ -516,7 +519,7 @@ mod tests {
         let counted = tries.clone();
         let backend = Embedded::spawn(
             "retry-test",
-            one_decoder(),
+            Settings::default(),
             Box::new(move || {
                 if counted.fetch_add(1, Ordering::SeqCst) == 0 {
                     return Err("the cache is not there yet".into());
@@ -547,7 +550,7 @@ mod tests {
     fn a_loader_that_panics_is_a_load_error_not_a_silent_thread() {
         let backend = Embedded::spawn(
             "panic-test",
-            one_decoder(),
+            Settings::default(),
             Box::new(|| panic!("a model of a shape nothing checked")),
         );
         let first = backend.wait_ready(Duration::from_secs(2));
