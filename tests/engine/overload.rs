@@ -9,18 +9,31 @@ use std::time::Duration;
 use hark_testkit::{Call, TestServer, clips, moonshine_registry};
 use tokio_tungstenite::tungstenite;
 
-/// Dense speech: every dev clip back to back, 300 ms apart, starting at clip `first`,
+/// Speech at 16 kHz: every dev clip back to back, `pause` apart, starting at clip `first`,
 /// repeated to at least `secs`.
-fn dense(all: &[hark_testkit::Clip], first: usize, secs: f64) -> Vec<i16> {
+pub(crate) fn back_to_back(
+    all: &[hark_testkit::Clip],
+    first: usize,
+    secs: f64,
+    pause: Duration,
+) -> Vec<i16> {
     let mut out = Vec::new();
     let mut i = first;
     while (out.len() as f64) < secs * 16_000.0 {
         let clip = &all[i % all.len()];
         out.extend(hark_testkit::resample(&clip.samples, clip.rate, 16_000));
-        out.extend(std::iter::repeat_n(0i16, 4_800));
+        out.extend(std::iter::repeat_n(
+            0i16,
+            (pause.as_secs_f64() * 16_000.0) as usize,
+        ));
         i += 1;
     }
     out
+}
+
+/// Dense speech: clips 300 ms apart.
+fn dense(all: &[hark_testkit::Clip], first: usize, secs: f64) -> Vec<i16> {
+    back_to_back(all, first, secs, Duration::from_millis(300))
 }
 
 enum Outcome {

@@ -12,9 +12,12 @@ use std::time::{Duration, Instant};
 use hark::audio::{AudioSink, channel_pipe};
 use hark::backend::embedded::pool::Shed;
 use hark::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier};
-use hark::backend::{Backend, ChannelSpec, EventKind, EventSink};
+use hark::backend::{Backend, ChannelSpec, Event, EventKind, EventSink};
 use hark::protocol::Channel;
 use hark_testkit::clips;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::overload::back_to_back;
 
 const RATE: u32 = 16_000;
 /// Calls speaking in phase on one decoder: each wave of finals takes `CALLS × FINALS_COST`.
@@ -63,19 +66,6 @@ fn backend(name: &'static str, shed: Shed) -> Arc<Embedded> {
         .wait_ready(Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{name} does not load: {e}"));
     backend
-}
-
-/// The dev clips back to back from clip `first`, 1 s apart, for at least `secs`.
-fn speech(all: &[hark_testkit::Clip], first: usize, secs: f64) -> Vec<i16> {
-    let mut out = Vec::new();
-    let mut i = first;
-    while (out.len() as f64) < secs * RATE as f64 {
-        let clip = &all[i % all.len()];
-        out.extend(hark_testkit::resample(&clip.samples, clip.rate, RATE));
-        out.extend(std::iter::repeat_n(0i16, RATE as usize));
-        i += 1;
-    }
-    out
 }
 
 /// What one channel's events said: its finals with when they came, whether it ended well.
@@ -129,33 +119,31 @@ fn play(backends: &[Arc<Embedded>], audio: &[Vec<i16>]) -> Vec<Vec<Heard>> {
     }
     events
         .into_iter()
-        .map(|channels| {
-            channels
-                .into_iter()
-                .map(|mut rx| {
-                    let mut heard = Heard {
-                        finals: Vec::new(),
-                        failed: None,
-                        done: false,
-                    };
-                    let deadline = Instant::now() + Duration::from_secs(30);
-                    while !heard.done && heard.failed.is_none() && Instant::now() < deadline {
-                        let Ok(event) = rx.try_recv() else {
-                            thread::sleep(Duration::from_millis(20));
-                            continue;
-                        };
-                        match event.kind {
-                            EventKind::Final(text) => heard.finals.push((event.at - start, text)),
-                            EventKind::Failed { message, .. } => heard.failed = Some(message),
-                            EventKind::Done => heard.done = true,
-                            _ => {}
-                        }
-                    }
-                    heard
-                })
-                .collect()
-        })
+        .map(|channels| channels.into_iter().map(|rx| heard(rx, start)).collect())
         .collect()
+}
+
+/// What a channel's events say until it ends (or 30 s), times counted from `start`.
+fn heard(mut rx: UnboundedReceiver<Event>, start: Instant) -> Heard {
+    let mut heard = Heard {
+        finals: Vec::new(),
+        failed: None,
+        done: false,
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !heard.done && heard.failed.is_none() && Instant::now() < deadline {
+        let Ok(event) = rx.try_recv() else {
+            thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        match event.kind {
+            EventKind::Final(text) => heard.finals.push((event.at - start, text)),
+            EventKind::Failed { message, .. } => heard.failed = Some(message),
+            EventKind::Done => heard.done = true,
+            _ => {}
+        }
+    }
+    heard
 }
 
 #[test]
@@ -168,7 +156,7 @@ fn finals_fall_back_to_the_partials_model_under_load_and_return_after_it() {
             } else {
                 TOGETHER_SECS
             };
-            let mut a = speech(&all, 0, secs);
+            let mut a = back_to_back(&all, 0, secs, Duration::from_secs(1));
             a.truncate((secs * RATE as f64) as usize);
             a
         })

@@ -131,7 +131,8 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// One decoder, the engines' default timing, admission and ladder, no left context.
+    /// One decoder, the engines' default timing and ladder, Moonshine's admission, no left
+    /// context: what the embedded path's tests start from.
     fn default() -> Self {
         Self {
             decoders: 1,
@@ -367,7 +368,7 @@ fn start_pool(
         return Err("the engine loaded no decoder".into());
     }
     let decoders = loaded.engines.len().min(pool.decoders());
-    pool.has_finals_model(loaded.finals_model);
+    pool.set_finals_model(loaded.finals_model);
     for (index, engine) in loaded.engines.into_iter().take(decoders).enumerate() {
         pool::spawn_decoder(pool.clone(), index, engine)?;
     }
@@ -453,14 +454,9 @@ mod tests {
             pool: OnceLock::new(),
             load_error: std::sync::Mutex::new(None),
             settings: Settings {
-                decoders: 1,
-                partial_interval_ms: 500,
-                endpoint_ms: 200,
-                narrowband_endpoint_ms: 300,
-                max_load: 0.8,
                 turn_model: true,
                 context_span_ms: 6_000,
-                shed: Shed::Speculative,
+                ..Settings::default()
             },
         };
         let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;

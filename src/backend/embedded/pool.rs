@@ -256,8 +256,9 @@ impl Pool {
         demand
     }
 
-    /// The engine decodes finals with a model of their own, which the ladder may shed.
-    pub fn has_finals_model(&self, has: bool) {
+    /// Whether the engine decodes finals with a model of their own, which the ladder may
+    /// then shed.
+    pub fn set_finals_model(&self, has: bool) {
         lock(&self.ladder).finals_model = has;
     }
 
