@@ -105,7 +105,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         REJECTED_UPGRADES,
         Kind::Counter,
         &["reason"],
-        "Upgrade requests refused before the websocket opened, by reason (unauthorized, unknown-profile, bad-query, shutting-down, not-ready, capacity, pending-capacity).",
+        "Upgrade requests refused before the websocket opened, by reason (unauthorized, unknown-profile, bad-query, shutting-down, not-ready, capacity: max_sessions, pending-capacity: max_pending_starts, headroom: the first backend has no room for the call).",
     ),
     (
         AUDIO_SECONDS,

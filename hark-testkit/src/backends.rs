@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hark::audio::AudioSource;
-use hark::backend::{Backend, BackendError, ChannelSpec, EventSink, Registry};
+use hark::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink, Refusal, Registry};
 
 /// Reports, as a final after every batch it takes, how many samples reached it and a hash of
 /// them in order: `n=<count> h=<fnv1a>` (partial `n=<count>` too), so a test can check that
@@ -27,6 +27,10 @@ pub struct Wedge;
 /// Reads audio at this fraction of real time.
 pub struct Slow(pub f64);
 
+/// Ready, but refuses every call at admission with these figures, as the embedded
+/// recognizer does when it has no headroom; `start` is never reached.
+pub struct NoHeadroom(pub &'static str);
+
 pub fn registry() -> Registry {
     let mut r = Registry::default();
     r.insert("recorder", Arc::new(Recorder));
@@ -35,8 +39,13 @@ pub fn registry() -> Registry {
     r.insert("panic-after", Arc::new(PanicAfter(8000)));
     r.insert("wedge", Arc::new(Wedge));
     r.insert("slow", Arc::new(Slow(0.5)));
+    r.insert("no-headroom", Arc::new(NoHeadroom(NO_HEADROOM_FIGURES)));
     r
 }
+
+/// What the registry's `no-headroom` backend says when it refuses.
+pub const NO_HEADROOM_FIGURES: &str =
+    "a wave of 17 finals at once would take 0.71 s on 2 decoders (budget 0.60 s)";
 
 pub fn fnv1a(hash: u64, sample: i16) -> u64 {
     sample.to_le_bytes().iter().fold(hash, |h, b| {
@@ -178,5 +187,21 @@ impl Backend for Slow {
             }
         });
         Ok(())
+    }
+}
+
+impl Backend for NoHeadroom {
+    fn has_headroom(&self, _channels: usize) -> bool {
+        false
+    }
+
+    fn reserve(&self, _channels: usize) -> Result<Booking, Refusal> {
+        Err(Refusal(self.0.into()))
+    }
+
+    fn start(&self, _: ChannelSpec, _: AudioSource, _: EventSink) -> Result<(), BackendError> {
+        Err(BackendError::new(
+            "no headroom: the call should have been refused",
+        ))
     }
 }

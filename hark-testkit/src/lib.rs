@@ -213,6 +213,35 @@ pub async fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) ->
     (status, text)
 }
 
+/// An upgrade request's whole answer when it is refused: its status and the response as
+/// text (head and body). `Connection: Upgrade, close` is still an upgrade to the server,
+/// and makes it close after a refusal, so the body is read to its end (a websocket
+/// client keeps only what arrived with the head). Panics unless refused within 10 s.
+pub async fn refused_upgrade(addr: SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\n\
+         Connection: Upgrade, close\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+         Sec-WebSocket-Version: 13\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await;
+    let text = String::from_utf8_lossy(&buf).to_string();
+    match read {
+        Ok(read) => read.unwrap_or_else(|e| panic!("{path}: {e} after {text:?}")),
+        Err(_) => panic!("{path}: not refused and closed within 10 s: {text:?}"),
+    };
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    assert_ne!(status, 101, "{path}: upgraded, not refused");
+    (status, text)
+}
+
 /// One dev clip: 16-bit mono samples and the reference transcript.
 pub struct Clip {
     pub name: String,

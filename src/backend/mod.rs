@@ -69,6 +69,17 @@ impl Booking {
     }
 }
 
+/// Why a backend refused a call: the figures behind the decision, in words, for the log
+/// line and the 503 body a refusal carries (never a secret, never client text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal(pub String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl Drop for Booking {
     fn drop(&mut self) {
         if let Some(release) = self.0.take() {
@@ -96,8 +107,11 @@ pub trait Backend: Send + Sync + 'static {
     /// the booking is dropped (its channels started, or it ended before they could), so a
     /// burst of upgrades cannot all pass on the same room and a call that never starts
     /// holds none.
-    fn reserve(&self, channels: usize) -> Option<Booking> {
-        self.has_headroom(channels).then(Booking::nothing)
+    fn reserve(&self, channels: usize) -> Result<Booking, Refusal> {
+        match self.has_headroom(channels) {
+            true => Ok(Booking::nothing()),
+            false => Err(Refusal("the backend has no headroom for another call".into())),
+        }
     }
 
     /// How many times in a row a call may start this backend again after a failure that

@@ -28,7 +28,7 @@ use self::admission::{ActiveGuard, Admission, PendingGuard, take_slot};
 use self::connection::serve_connection;
 use self::probes::{ready, render_metrics};
 use crate::auth;
-use crate::backend::Registry;
+use crate::backend::{Refusal, Registry};
 use crate::config::{Config, DEFAULT_PROFILE};
 use crate::connections::{Admitted, Connections, Handle};
 use crate::metrics as m;
@@ -40,6 +40,10 @@ use crate::untrusted::{LogBudget, quote};
 /// Refused upgrades logged per window; the rest are counted in the next line (and always
 /// in `hark_rejected_upgrades_total`).
 static REFUSAL_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(10));
+
+/// Headroom refusals logged per window, a budget of their own: a flood of unauthenticated
+/// upgrades must not hide from the operator why real calls are being turned away.
+static HEADROOM_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(10));
 
 /// The start-up lines: where calls go (the URL the platform is given), how they must
 /// authenticate (the mode, never a credential), and each profile's URL and backend chain.
@@ -382,6 +386,17 @@ async fn upgrade_profile(
     upgrade(state, connection, profile, query, headers, ws)
 }
 
+/// A headroom refusal's 503 body: what happened, with the backend's figures, and what the
+/// caller (or the operator reading a bench report) can do about it.
+fn headroom_body(refusal: &Refusal) -> String {
+    let figures = refusal.0.trim_end_matches(['.', ' ', '\n']);
+    format!(
+        "hark has no headroom for another call now: {figures}. The calls here keep their \
+         finals on time; retry after {RETRY_AFTER_SECS} s (Retry-After), send the call to \
+         another instance, or give this one more cores (README, \"Failure behaviour\").\n"
+    )
+}
+
 fn upgrade(
     State(state): State<Arc<AppState>>,
     connection: Option<Extension<Handle>>,
@@ -444,7 +459,11 @@ fn upgrade(
         return reject(
             StatusCode::SERVICE_UNAVAILABLE,
             "capacity",
-            format!("server at capacity ({max} calls)\n"),
+            format!(
+                "hark holds max_sessions = {max} calls now. Retry after {RETRY_AFTER_SECS} s \
+                 (Retry-After), send the call to another instance, or raise max_sessions if \
+                 this machine has room for more (README, \"Limits and close codes\").\n"
+            ),
         );
     }
     // Labelled by the profile's first backend: both come from the config, so the series
@@ -490,15 +509,23 @@ fn upgrade(
     // chain's next.
     let booking = match state.backends.get(&profile.backend) {
         Some(backend) if backend.is_ready() => match backend.reserve(profile.channels.len()) {
-            Some(booking) => Some(booking),
-            None => {
+            Ok(booking) => Some(booking),
+            Err(refusal) => {
+                // The calls held include this one's slot, given back as the refusal returns.
+                let calls = state.active.load(Ordering::Acquire).saturating_sub(1);
+                if let Some(left_out) = HEADROOM_LOG.allow() {
+                    warn!(
+                        profile = %profile_name,
+                        backend = %profile.backend,
+                        calls,
+                        left_out,
+                        "upgrade refused: no headroom for another call: {refusal}"
+                    );
+                }
                 return reject(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "capacity",
-                    format!(
-                        "backend {:?} has no headroom for another call\n",
-                        profile.backend
-                    ),
+                    "headroom",
+                    headroom_body(&refusal),
                 );
             }
         },

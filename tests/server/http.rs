@@ -234,6 +234,16 @@ async fn at_capacity_upgrades_get_503_with_retry_after() {
         Err(e) => panic!("expected HTTP 503, got {e}"),
         Ok(_) => panic!("expected HTTP 503, a second call was admitted over max_sessions = 1"),
     }
+    // The body says what was reached and what the caller can do.
+    let (status, answer) = hark_testkit::refused_upgrade(server.addr, PATH).await;
+    assert_eq!(status, 503, "{answer}");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    for says in ["max_sessions = 1", "Retry after 2 s", "another instance"] {
+        assert!(
+            body.contains(says),
+            "the body does not say {says:?}: {body:?}"
+        );
+    }
     let (status, body) = http_get(server.addr, "/readyz", &[]).await;
     assert_eq!(status, 503, "not ready at capacity: {body}");
 
@@ -269,6 +279,54 @@ async fn at_capacity_upgrades_get_503_with_retry_after() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     served(&url, &[]).await;
+    server.shutdown().await.unwrap();
+}
+
+/// A call the first backend has no headroom for is refused with 503 and Retry-After, a body
+/// carrying the backend's figures and what to do, and the metric reason `headroom` (not
+/// `capacity`, which is `max_sessions`).
+#[tokio::test]
+async fn a_call_without_headroom_is_refused_with_the_figures_and_what_to_do() {
+    let mut config = recorder_config();
+    config.profiles.insert(
+        "full".into(),
+        Profile {
+            backend: "no-headroom".into(),
+            ..Profile::default()
+        },
+    );
+    let server = TestServer::start(config, backends::registry()).await;
+    let path = format!("{PATH}/full");
+
+    let (status, answer) = hark_testkit::refused_upgrade(server.addr, &path).await;
+    assert_eq!(status, 503, "{answer}");
+    assert_eq!(header(&answer, "retry-after"), Some("2"), "{answer}");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    for says in [
+        "no headroom for another call",
+        backends::NO_HEADROOM_FIGURES,
+        "retry after 2 s",
+        "another instance",
+        "more cores",
+    ] {
+        assert!(
+            body.contains(says),
+            "the body does not say {says:?}: {body:?}"
+        );
+    }
+    // hark-bench's client hears the same refusal.
+    assert_eq!(refused_status(&server.ws_url(&path), &[]).await, 503);
+
+    let (status, metrics) = http_get(server.addr, "/metrics", &[]).await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("hark_rejected_upgrades_total{reason=\"headroom\"}")),
+        "no refusal counted with reason headroom:\n{metrics}"
+    );
+    // The default profile's recorder still takes calls.
+    served(&server.ws_url(PATH), &[]).await;
     server.shutdown().await.unwrap();
 }
 
