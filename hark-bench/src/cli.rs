@@ -101,11 +101,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE|-")]
     pub markdown: Option<PathBuf>,
     /// Raise the number of calls until p95 time-to-final passes --max-p95-ms or a call fails:
-    /// a fresh run per call count, or one continuous run with --ramp.
+    /// a fresh run per count of calls offered at once, or one continuous run with --ramp.
+    /// Calls refused at the upgrade are not failures.
     #[arg(long)]
     pub find_capacity: bool,
     /// With --find-capacity: one run adding a call every SECS seconds up to --max-calls;
-    /// every utterance counts at the number of calls open when its words ended.
+    /// every utterance counts at the number of calls open when its words ended, and the
+    /// capacity is the most calls held open at once.
     #[arg(long, value_name = "SECS", requires = "find_capacity", value_parser = shape::parse_secs)]
     pub ramp: Option<f64>,
     /// Threshold for --find-capacity.

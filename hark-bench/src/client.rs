@@ -17,6 +17,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async_with_config};
 
+use serde::{Deserialize, Serialize};
+
 use crate::protocol::{ServerMessage, TranscriptType, interleave, start_frame};
 
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -71,9 +73,62 @@ pub struct Received {
     pub unparseable: Vec<String>,
     /// The socket broke without a close frame, or did not close in time.
     pub transport_error: Option<String>,
-    /// The server refused the upgrade with 503 (at capacity): the call never opened, and
-    /// the platform would have taken it to its fallback transcriber at once.
-    pub refused: bool,
+    /// The server refused the upgrade (any answer but 101; 503 when it is full): the call
+    /// never opened, and the platform would have taken it to its fallback at once.
+    pub refused: Option<Refusal>,
+}
+
+/// How much of a refusal's body is kept: enough for a server's reason and its figures.
+pub const REFUSAL_BODY_CHARS: usize = 200;
+
+/// A server's answer to an upgrade it refused: the status and what its body says, so a
+/// report shows why (the server's own words), not only that.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub status: u16,
+    /// The start of the body ([`REFUSAL_BODY_CHARS`], "…" where cut), control characters
+    /// escaped, so a hostile server cannot write to the terminal; empty if none came.
+    pub body: String,
+}
+
+impl Refusal {
+    /// From the status and the body bytes that came with the head (a websocket client
+    /// reads no further: a body sent late is shown cut or empty).
+    pub fn new(status: u16, body: &[u8]) -> Self {
+        let text = String::from_utf8_lossy(body);
+        let text = text.trim();
+        let mut kept = String::new();
+        for c in text.chars().take(REFUSAL_BODY_CHARS) {
+            if c.is_control() {
+                kept.extend(c.escape_default());
+            } else {
+                kept.push(c);
+            }
+        }
+        if text.chars().nth(REFUSAL_BODY_CHARS).is_some() {
+            kept.push('…');
+        }
+        Self { status, body: kept }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.body.is_empty() {
+            write!(f, "HTTP {} (no body)", self.status)
+        } else {
+            write!(f, "HTTP {} \"{}\"", self.status, self.body)
+        }
+    }
+}
+
+/// Why a call could not be opened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DialError {
+    /// The server answered the upgrade with something other than 101.
+    Refused(Refusal),
+    /// No answer: the connection, the TLS handshake or the time limit failed.
+    Failed(String),
 }
 
 impl Received {
@@ -135,10 +190,8 @@ impl Drop for Call {
 }
 
 impl Call {
-    /// Opens the websocket to `target` without sending anything.
-    /// Opens a call to `target`; `Err(None)` when the server refuses it with 503 (at
-    /// capacity), `Err(Some(why))` for any other failure.
-    pub async fn dial(target: &Target) -> Result<Self, Option<String>> {
+    /// Opens a call to `target` (the websocket, nothing sent yet).
+    pub async fn dial(target: &Target) -> Result<Self, DialError> {
         let headers = target.headers();
         let pairs: Vec<(&str, &str)> = headers
             .iter()
@@ -147,30 +200,25 @@ impl Call {
         Self::connect(&target.url, &pairs)
             .await
             .map_err(|e| match e {
-                tungstenite::Error::Http(r) if r.status() == 503 => None,
-                e => Some(format!("connect: {e}")),
+                tungstenite::Error::Http(r) => DialError::Refused(Refusal::new(
+                    r.status().as_u16(),
+                    r.body().as_deref().unwrap_or_default(),
+                )),
+                e => DialError::Failed(format!("connect: {e}")),
             })
     }
 
-    /// Opens a call to `target` and hangs up at once: `Some(status)` when the server
-    /// refuses the upgrade for its credentials (401 or 403), `None` otherwise (any other
-    /// failure is left for the run to report per call).
-    pub async fn refused_credentials(target: &Target) -> Option<u16> {
-        let headers = target.headers();
-        let pairs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        match Self::connect(&target.url, &pairs).await {
-            Err(tungstenite::Error::Http(resp)) => {
-                let status = resp.status().as_u16();
-                matches!(status, 401 | 403).then_some(status)
-            }
+    /// Opens a call to `target` and hangs up at once: the refusal if the server refused
+    /// the upgrade, `None` otherwise (any other failure is left for the run to report per
+    /// call).
+    pub async fn refused(target: &Target) -> Option<Refusal> {
+        match Self::dial(target).await {
+            Err(DialError::Refused(refusal)) => Some(refusal),
             Ok(call) => {
                 call.hang_up().await;
                 None
             }
-            Err(_) => None,
+            Err(DialError::Failed(_)) => None,
         }
     }
 
@@ -400,4 +448,24 @@ async fn read_all(mut rx: SplitStream<Ws>, tx: mpsc::UnboundedSender<Incoming>) 
         None,
         Some("the socket ended without a close frame".into()),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_keeps_the_start_of_its_body_with_control_characters_escaped() {
+        let r = Refusal::new(503, b"  full now\x1b[2J\nretry later\n");
+        assert_eq!(r.body, "full now\\u{1b}[2J\\nretry later");
+        assert_eq!(
+            r.to_string(),
+            "HTTP 503 \"full now\\u{1b}[2J\\nretry later\""
+        );
+        let long = "é".repeat(REFUSAL_BODY_CHARS + 1);
+        let r = Refusal::new(503, long.as_bytes());
+        assert_eq!(r.body.chars().count(), REFUSAL_BODY_CHARS + 1);
+        assert!(r.body.ends_with("é…"), "{}", r.body);
+        assert_eq!(Refusal::new(404, b"").to_string(), "HTTP 404 (no body)");
+    }
 }

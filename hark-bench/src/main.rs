@@ -17,9 +17,10 @@ struct Cli {
 /// "Load shapes").
 const SHAPES: &str = "\
 Load shapes: run each at your server's capacity (N calls; --find-capacity finds it) and at
-twice it. A call refused at the upgrade (HTTP 503, at capacity: the platform takes it to
-its fallbackPlan at once) is counted as refused, not failed, and left out of the figures;
-a call that opened and then failed is the one to worry about.
+twice it. A call refused at the upgrade (HTTP 503 when the server is full: the platform
+takes it to its fallbackPlan at once) is shown as refused, with the server's status and
+words, not failed, and left out of the figures; a call that opened and then failed is the
+one to worry about.
   staggered, independent calls   --calls N --stagger 6
   a burst of independent calls   --calls N --stagger 0.1
   an in-phase burst (worst case) --calls N --burst

@@ -4,9 +4,9 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::client::Received;
+use crate::client::{Received, Refusal};
 use crate::conversation::{Conversation, Utterance};
 use crate::protocol::{Channel, PIPELINE_FAILED, ServerMessage, TranscriptType};
 use crate::wer;
@@ -105,10 +105,11 @@ pub struct CallResult {
     pub close_code: Option<u16>,
     pub close_reason: Option<String>,
     pub transport_error: Option<String>,
-    /// The server refused the call at the upgrade with 503: it never opened. (Absent
-    /// from reports written before it was counted: read as false.)
-    #[serde(default)]
-    pub refused: bool,
+    /// The server refused the call at the upgrade (its status and body): it never opened,
+    /// and none of its figures counts. (Schema 2 wrote `true` or `false` here: read as a
+    /// 503 without a body, or none; older reports lack it: none.)
+    #[serde(default, deserialize_with = "refusal_or_flag")]
+    pub refused: Option<Refusal>,
     /// Text messages that were not protocol JSON.
     pub unparseable: usize,
     /// Transcripts on a channel before anyone spoke on it.
@@ -116,6 +117,65 @@ pub struct CallResult {
     /// A real call's WER per channel over the whole call (its utterances' references are
     /// unknown); counted in `customer`/`assistant`.
     pub whole_call: Vec<WholeCallWer>,
+}
+
+/// A saved call's `refused`: a [`Refusal`], or schema 2's flag.
+fn refusal_or_flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Refusal>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Saved {
+        Flag(bool),
+        Refusal(Refusal),
+    }
+    Ok(match Option::<Saved>::deserialize(d)? {
+        Some(Saved::Refusal(r)) => Some(r),
+        Some(Saved::Flag(true)) => Some(Refusal {
+            status: 503,
+            body: String::new(),
+        }),
+        Some(Saved::Flag(false)) | None => None,
+    })
+}
+
+/// The calls refused at the upgrade with one status: how many, and the first one's body
+/// (a server's bodies may differ in their figures from one refusal to the next).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusalCount {
+    pub status: u16,
+    pub count: usize,
+    pub body: String,
+}
+
+/// The refused calls by status, lowest first.
+pub fn refusals(calls: &[CallResult]) -> Vec<RefusalCount> {
+    let mut by: Vec<RefusalCount> = Vec::new();
+    for r in calls.iter().filter_map(|c| c.refused.as_ref()) {
+        match by.iter_mut().find(|b| b.status == r.status) {
+            Some(b) => b.count += 1,
+            None => by.push(RefusalCount {
+                status: r.status,
+                count: 1,
+                body: r.body.clone(),
+            }),
+        }
+    }
+    by.sort_by_key(|b| b.status);
+    by
+}
+
+/// `HTTP 503 ×12: "body"; HTTP 404 ×1: "body"`: the refusals in one line.
+pub fn describe_refusals(refusals: &[RefusalCount]) -> String {
+    refusals
+        .iter()
+        .map(|r| {
+            if r.body.is_empty() {
+                format!("HTTP {} ×{} (no body)", r.status, r.count)
+            } else {
+                format!("HTTP {} ×{}: \"{}\"", r.status, r.count, r.body)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -170,7 +230,7 @@ fn score(reference: &str, transcript: &str) -> (usize, usize) {
 impl CallResult {
     /// The call ended in a failure rather than by the client hanging up.
     pub fn failed(&self) -> bool {
-        !self.refused
+        self.refused.is_none()
             && (!self.errors.is_empty()
                 || self.transport_error.is_some()
                 || self.unparseable > 0
@@ -193,7 +253,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
             .utterances
             .iter()
             .enumerate()
-            .filter(|(_, u)| u.channel == channel && !log.refused)
+            .filter(|(_, u)| u.channel == channel && log.refused.is_none())
             .collect();
         let transcripts: Vec<(f64, &str, TranscriptType)> = log
             .messages
@@ -311,7 +371,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
     let whole_call: Vec<WholeCallWer> = conv
         .call_references
         .iter()
-        .filter(|_| !log.refused)
+        .filter(|_| log.refused.is_none())
         .flat_map(|refs| {
             [Channel::Customer, Channel::Assistant].map(|c| (c, refs[c.index()].clone()))
         })
@@ -343,7 +403,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
         close_code: log.close.as_ref().map(|c| c.0),
         close_reason: log.close.as_ref().map(|c| c.1.clone()),
         transport_error: log.transport_error.clone(),
-        refused: log.refused,
+        refused: log.refused.clone(),
         unparseable: log.unparseable.len(),
         stray_transcripts: stray,
         whole_call,
@@ -510,7 +570,9 @@ fn leaked_words(reference: &str, hypothesis: &str, neighbours: &[&str]) -> usize
         .count()
 }
 
-/// The terminal table: one row per call, then all calls together.
+/// The terminal table: one row per call that opened, then all of them together, then the
+/// calls refused at the upgrade (none of their figures exists: a row of theirs would read
+/// as zeros and a perfect WER).
 pub fn table(calls: &[CallResult], overall_ttf: &Stats, overall_fp: &Stats) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -518,7 +580,7 @@ pub fn table(calls: &[CallResult], overall_ttf: &Stats, overall_fp: &Stats) -> S
         "{:>5} {:>5} | {:>27} | {:>17} | {:>13} | errors",
         "call", "utts", "time to final p50/p95/max ms", "first partial p50/p95", "WER cust/asst"
     );
-    for c in calls {
+    for c in calls.iter().filter(|c| c.refused.is_none()) {
         let _ = writeln!(
             out,
             "{:>5} {:>5} | {:>8.0} {:>8.0} {:>9.0} | {:>8.0} {:>8.0} | {:>5.1}% {:>5.1}% | {}",
@@ -545,6 +607,26 @@ pub fn table(calls: &[CallResult], overall_ttf: &Stats, overall_fp: &Stats) -> S
         overall_fp.p95,
         overall_ttf.p99
     );
+    let refused: Vec<usize> = calls
+        .iter()
+        .filter(|c| c.refused.is_some())
+        .map(|c| c.call)
+        .collect();
+    if !refused.is_empty() {
+        // The first few call numbers are enough to find them in the report.
+        let mut which: Vec<String> = refused.iter().take(10).map(usize::to_string).collect();
+        if refused.len() > 10 {
+            which.push("…".into());
+        }
+        let _ = writeln!(
+            out,
+            "refused at the upgrade: {} of {} calls (call {}): {}",
+            refused.len(),
+            calls.len(),
+            which.join(", "),
+            describe_refusals(&refusals(calls))
+        );
+    }
     out
 }
 
@@ -670,19 +752,45 @@ mod tests {
         // The same conversation refused at the upgrade: not a failure, and none of its
         // words counts as missing.
         let refused = Received {
-            refused: true,
+            refused: Some(Refusal::new(503, b"full")),
             ..Received::default()
         };
         let r = analyze(0, &conv, &refused, t0);
-        assert!(r.refused && !r.failed());
+        assert!(r.refused.is_some() && !r.failed());
         assert!(r.utterances.is_empty());
         assert_eq!(r.customer.missing_finals + r.assistant.missing_finals, 0);
+        // Its row is not one of zeros (a perfect WER): it is shown as refused, with why.
+        let table = table(
+            std::slice::from_ref(&r),
+            &r.time_to_final_ms,
+            &r.first_partial_ms,
+        );
+        assert!(!table.contains("0.0%"), "{table}");
+        assert!(
+            table.contains("refused at the upgrade: 1 of 1 calls (call 0): HTTP 503 ×1: \"full\""),
+            "{table}"
+        );
+        // Saved by schema 3 and read back; schema 2's flag reads as a 503 without words.
+        let saved = serde_json::to_value(&r).unwrap();
+        let back: CallResult = serde_json::from_value(saved.clone()).unwrap();
+        assert_eq!(back.refused, r.refused);
+        for (flag, read) in [
+            (serde_json::json!(true), Some((503, ""))),
+            (serde_json::json!(false), None),
+            (serde_json::Value::Null, None),
+        ] {
+            let mut v2 = saved.clone();
+            v2["refused"] = flag;
+            let back: CallResult = serde_json::from_value(v2).unwrap();
+            let got = back.refused.as_ref().map(|r| (r.status, r.body.as_str()));
+            assert_eq!(got, read);
+        }
         let failed = Received {
             transport_error: Some("connect: refused".into()),
             ..Received::default()
         };
         let r = analyze(0, &conv, &failed, t0);
-        assert!(!r.refused && r.failed());
+        assert!(r.refused.is_none() && r.failed());
         assert_eq!(r.customer.missing_finals, 1);
     }
 

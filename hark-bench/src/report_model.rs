@@ -6,17 +6,22 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::Density;
-use crate::report::{CallResult, ChannelTotals, Stats};
+use crate::report::{CallResult, ChannelTotals, RefusalCount, Stats};
 use crate::shape::{Level, Shape};
 
 /// Version of the `--report` JSON layout; raised when a field changes meaning or goes.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: a call's `refused` is its refusal (status and body) or null, no longer a flag; a
+/// target's `refusals` by status; a capacity level's `refused_calls`, no longer failures.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// The versions `--rescore` reads: 2's `refused` flags read as refusals without a body.
+pub const READABLE_SCHEMA_VERSIONS: [u32; 2] = [2, SCHEMA_VERSION];
 
 /// The whole run, as written to `--report` (`schema_version` [`SCHEMA_VERSION`]):
 /// - `tool_version`, `started_unix_s`, `settings` ([`Settings`]: servers, calls, shape,
 ///   density, seed, machine cores);
 /// - `targets`: one [`Report`] per server, `--url` first: its figures (latency [`Stats`] in
-///   ms, per-channel [`ChannelTotals`], failures, close codes), when each call ran, its calls
+///   ms, per-channel [`ChannelTotals`], failures, refusals, close codes), when each call ran, its calls
 ///   utterance by utterance, and its capacity levels with `--find-capacity`;
 /// - `ratios`: with `--vs`, every figure of [`summary::figures`] as B ÷ A by its dotted key
 ///   (e.g. `time_to_final_ms.p95`, `customer.wer`), null where A's is 0.
@@ -85,17 +90,22 @@ pub struct Report {
     pub assistant: ChannelTotals,
     /// Calls that opened and then failed (a refused call is not one).
     pub failed_calls: usize,
-    /// Calls the server refused at the upgrade with 503 (at capacity); their utterances
-    /// are left out of every other figure. (Absent from older reports: 0.)
+    /// Calls the server refused at the upgrade (503 when it is full: the platform takes
+    /// them to its fallback at once); their utterances are left out of every other figure.
+    /// (Absent from older reports: 0.)
     #[serde(default)]
     pub refused_calls: usize,
+    /// The refused calls by HTTP status, each with the first one's body. (Absent from
+    /// older reports: filled again by `--rescore`.)
+    #[serde(default)]
+    pub refusals: Vec<RefusalCount>,
     /// Transcripts on a channel before anyone spoke on it.
     pub stray_transcripts: usize,
     /// Calls whose socket broke, or that the server did not close in time.
     pub transport_errors: usize,
     /// Text messages that were not protocol JSON.
     pub unparseable: usize,
-    /// How the calls ended, 1000 (normal) included.
+    /// How the calls that opened ended, 1000 (normal) included.
     pub close_codes: Vec<CloseCount>,
     /// When each call ran, by call.
     pub timing: Vec<CallTiming>,
@@ -128,7 +138,9 @@ pub struct Capacity {
     /// "steps" (a run per call count) or "ramp" (one run, levels by calls open).
     pub mode: String,
     pub levels: Vec<Level>,
-    /// The largest level that held with all below it: None if not even one call did.
+    /// The largest level that held with all below it (levels with nothing measured, only
+    /// refusals, neither hold nor break): None if not even one call did. Steps: calls
+    /// offered at once, some perhaps refused; ramp: calls open at once.
     pub calls: Option<usize>,
 }
 

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 
 use crate::protocol::Channel;
 use crate::report;
-use crate::report_model::{RunReport, SCHEMA_VERSION};
+use crate::report_model::{READABLE_SCHEMA_VERSIONS, RunReport, SCHEMA_VERSION};
 use crate::summary;
 
 /// The run saved in `saved`, scored again.
@@ -17,9 +17,9 @@ pub fn rescore_file(saved: &Path) -> anyhow::Result<RunReport> {
         .with_context(|| format!("cannot read {}", saved.display()))?;
     let mut run: RunReport = serde_json::from_str(&json)
         .with_context(|| format!("{} is not a hark-bench --report", saved.display()))?;
-    if run.schema_version != SCHEMA_VERSION {
+    if !READABLE_SCHEMA_VERSIONS.contains(&run.schema_version) {
         bail!(
-            "{} has schema_version {}; this hark-bench reads {SCHEMA_VERSION}",
+            "{} has schema_version {}; this hark-bench reads {READABLE_SCHEMA_VERSIONS:?}",
             saved.display(),
             run.schema_version
         );
@@ -29,8 +29,10 @@ pub fn rescore_file(saved: &Path) -> anyhow::Result<RunReport> {
 }
 
 /// Every utterance's (and real call's) words and word errors from its reference and
-/// finals, and the totals and ratios made of them; every other figure as it was measured.
+/// finals, and the totals and ratios made of them; every other figure as it was measured,
+/// in this version's layout.
 pub fn rescore(run: &mut RunReport) {
+    run.schema_version = SCHEMA_VERSION;
     // Older reports lack `recorded`; their real calls still have whole-call entries.
     let played_whole = run.settings.recorded && !run.settings.each;
     for t in &mut run.targets {
@@ -40,6 +42,7 @@ pub fn rescore(run: &mut RunReport) {
         }
         t.customer = report::overall(&t.per_call, Channel::Customer);
         t.assistant = report::overall(&t.per_call, Channel::Assistant);
+        t.refusals = report::refusals(&t.per_call);
     }
     run.ratios = summary::ratios_between(&run.targets);
 }

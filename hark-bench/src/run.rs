@@ -12,7 +12,7 @@ use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::BenchArgs;
-use crate::client::{Call, Received, Target};
+use crate::client::{Call, DialError, Received, Target};
 use crate::conversation::Conversation;
 use crate::plot;
 use crate::protocol::Channel;
@@ -32,11 +32,16 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         return write_outputs(&args, &run);
     }
     // Bad labels are refused before the clips are fetched, and so is a server that will
-    // not take the calls' credentials: a run of refused calls is a table of zeros.
+    // not take the calls' credentials or this URL: a run of refused calls measures nothing.
+    // A full server (503) is measured: its refusals are what a capacity run looks for.
     let targets = args.targets()?;
     for (i, (_, target)) in targets.iter().enumerate() {
-        if let Some(status) = Call::refused_credentials(target).await {
-            bail!("{}", credentials_refused(target, status, i == 1));
+        match Call::refused(target).await {
+            Some(r) if matches!(r.status, 401 | 403) => {
+                bail!("{}", credentials_refused(target, r.status, i == 1));
+            }
+            Some(r) if r.status != 503 => bail!("{} refused the call with {r}", target.url),
+            _ => {}
         }
     }
     let corpus = Speech::for_source(&args.source()).await?;
@@ -248,8 +253,9 @@ fn target_report(
 ) -> Report {
     let (timing, per_call): (Vec<CallTiming>, Vec<CallResult>) = calls.into_iter().unzip();
     let all: Vec<_> = per_call.iter().flat_map(|c| c.utterances.clone()).collect();
+    // How the calls that opened ended: a refused call has no close to count.
     let mut closes: BTreeMap<(Option<u16>, String), usize> = BTreeMap::new();
-    for c in &per_call {
+    for c in per_call.iter().filter(|c| c.refused.is_none()) {
         *closes
             .entry((c.close_code, c.close_reason.clone().unwrap_or_default()))
             .or_default() += 1;
@@ -265,7 +271,8 @@ fn target_report(
         customer: report::overall(&per_call, Channel::Customer),
         assistant: report::overall(&per_call, Channel::Assistant),
         failed_calls: per_call.iter().filter(|c| c.failed()).count(),
-        refused_calls: per_call.iter().filter(|c| c.refused).count(),
+        refused_calls: per_call.iter().filter(|c| c.refused.is_some()).count(),
+        refusals: report::refusals(&per_call),
         stray_transcripts: per_call.iter().map(|c| c.stray_transcripts).sum(),
         transport_errors: per_call
             .iter()
@@ -301,10 +308,10 @@ async fn play(target: &Target, conv: &Conversation, frame_ms: u32) -> (Received,
     };
     let mut call = match Call::dial(target).await {
         Ok(call) => call,
-        Err(Some(e)) => return failed(e),
-        Err(None) => {
+        Err(DialError::Failed(e)) => return failed(e),
+        Err(DialError::Refused(refusal)) => {
             let got = Received {
-                refused: true,
+                refused: Some(refusal),
                 ..Received::default()
             };
             return (got, Instant::now(), false);
@@ -421,7 +428,9 @@ pub fn capacity_plot_path(plot: &Path) -> PathBuf {
 }
 
 /// Raises the call count until every target failed a level; reports each target's
-/// largest count that held along with the last run.
+/// largest count that held along with the last run. A count is of calls offered at once:
+/// those the server refused at the upgrade are not failures, so a server that refuses
+/// what it cannot carry holds every count; the levels say how many it refused.
 pub async fn find_capacity(
     args: &BenchArgs,
     corpus: &(impl Conversations + ?Sized),
@@ -436,8 +445,8 @@ pub async fn find_capacity(
     let mut last = None;
     let mut n = 1;
     println!(
-        "{:>6} | {:>10} {:>10} | {:>8} | {:>6} | held (p95 ≤ {:.0} ms, no failure) | target",
-        "calls", "ttf p50", "ttf p95", "fp p95", "failed", args.max_p95_ms
+        "{:>6} | {:>10} {:>10} | {:>8} | {:>6} | {:>7} | held (p95 ≤ {:.0} ms, no failure) | target",
+        "offered", "ttf p50", "ttf p95", "fp p95", "failed", "refused", args.max_p95_ms
     );
     while n <= args.max_calls {
         let r = measure_run(args, corpus, n).await?;
@@ -451,13 +460,15 @@ pub async fn find_capacity(
                 utts().filter(|u| u.time_to_final_ms.is_none()).count(),
                 t.failed_calls,
                 args.max_p95_ms,
-            );
+            )
+            .with_refused(t.refused_calls);
             println!(
-                "{n:>6} | {:>10.0} {:>10.0} | {:>8.0} | {:>6} | {:<36} | {}",
+                "{n:>7} | {:>10.0} {:>10.0} | {:>8.0} | {:>6} | {:>7} | {:<36} | {}",
                 t.time_to_final_ms.p50,
                 t.time_to_final_ms.p95,
                 t.first_partial_ms.p95,
                 t.failed_calls,
+                t.refused_calls,
                 if level.held { "yes" } else { "no" },
                 t.label
             );
@@ -482,7 +493,8 @@ pub async fn find_capacity(
 }
 
 /// `--ramp`: one run adding a call every `--ramp` seconds up to `--max-calls`, measured by
-/// calls open ([`shape::ramp_levels`]).
+/// calls open ([`shape::ramp_levels`]): the capacity is the most calls held at once, the
+/// calls the server refused at the upgrade on the way counted but not failures.
 async fn ramp_capacity(
     args: &BenchArgs,
     corpus: &(impl Conversations + ?Sized),
@@ -505,7 +517,8 @@ async fn ramp_capacity(
                     timing.audio_from_ms,
                     timing.audio_from_ms + timing.audio_s * 1000.0,
                 )),
-                failed: c.failed() || c.refused,
+                failed: c.failed(),
+                refused: c.refused.is_some(),
                 utterances: c
                     .utterances
                     .iter()
@@ -526,4 +539,137 @@ async fn ramp_capacity(
         });
     }
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Refusal;
+    use crate::conversation::{Density, Utterance};
+
+    /// A run of two calls, the second refused at the upgrade with `body`.
+    fn run_with_a_refusal(body: &[u8]) -> RunReport {
+        let conv = Conversation {
+            rate: 1000,
+            customer: vec![0; 3000],
+            assistant: vec![0; 3000],
+            utterances: vec![Utterance {
+                channel: Channel::Customer,
+                recording: "c".into(),
+                reference: "hello".into(),
+                onset: 1000,
+                offset: 2000,
+            }],
+            call_references: None,
+        };
+        let t0 = Instant::now();
+        let heard = Received {
+            messages: vec![(
+                t0 + Duration::from_millis(2300),
+                crate::protocol::ServerMessage::TranscriberResponse {
+                    transcription: "Hello.".into(),
+                    channel: Channel::Customer,
+                    transcript_type: crate::protocol::TranscriptType::Final,
+                },
+            )],
+            close: Some((1000, String::new())),
+            ..Received::default()
+        };
+        let refused = Received {
+            refused: Some(Refusal::new(503, body)),
+            ..Received::default()
+        };
+        let timing = |call| CallTiming {
+            call,
+            dialed_ms: 0.0,
+            audio_from_ms: 0.0,
+            audio_s: 3.0,
+        };
+        let calls = vec![
+            (timing(0), report::analyze(0, &conv, &heard, t0)),
+            (timing(1), report::analyze(1, &conv, &refused, t0)),
+        ];
+        RunReport {
+            schema_version: SCHEMA_VERSION,
+            tool_version: "0".into(),
+            started_unix_s: 0,
+            settings: Settings {
+                urls: vec!["ws://a".into()],
+                labels: vec!["a".into()],
+                calls: 2,
+                duration_s: 3.0,
+                each: false,
+                recorded: false,
+                rate: 1000,
+                frame_ms: 20,
+                shape: shape::Shape::Burst,
+                density: Density::default(),
+                seed: 1,
+                machine_cores: 2,
+                find_capacity: false,
+                max_p95_ms: 800.0,
+                max_calls: 2,
+                corpus: None,
+                phone_band: false,
+                mu_law: false,
+            },
+            targets: vec![target_report("a", "ws://a", 3.0, calls)],
+            ratios: None,
+        }
+    }
+
+    /// A refused call is counted with its status and words, has no close code and no
+    /// figure: the one call that opened makes them all.
+    #[test]
+    fn a_refused_call_is_counted_apart_from_the_calls_that_opened() {
+        let run = run_with_a_refusal(b"no headroom: 0.71 s of finals (budget 0.60 s)");
+        let t = &run.targets[0];
+        assert_eq!((t.calls, t.refused_calls, t.failed_calls), (2, 1, 0));
+        assert_eq!(t.refusals.len(), 1);
+        assert_eq!((t.refusals[0].status, t.refusals[0].count), (503, 1));
+        assert_eq!(t.close_codes.len(), 1, "{:?}", t.close_codes);
+        assert_eq!(t.close_codes[0].code, Some(1000));
+        assert_eq!((t.customer.words, t.customer.missing_finals), (1, 0));
+        assert_eq!(t.time_to_final_ms.count, 1);
+        let text = summary::text(&run);
+        assert!(
+            text.contains(
+                "refused at the upgrade 1 of 2 calls (HTTP 503 ×1: \"no headroom: 0.71 s of \
+                 finals (budget 0.60 s)\")"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("failed calls 0 of 1 opened"), "{text}");
+    }
+
+    /// `--rescore` reads a schema 2 report, whose refusals were flags, and writes this
+    /// version's layout with the refusals counted by status.
+    #[test]
+    fn a_schema_2_report_is_rescored_into_this_layout() {
+        let mut saved = serde_json::to_value(run_with_a_refusal(b"")).unwrap();
+        saved["schema_version"] = 2.into();
+        saved["targets"][0]["per_call"][1]["refused"] = true.into();
+        saved["targets"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("refusals");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.json");
+        std::fs::write(&path, saved.to_string()).unwrap();
+        let run = rescore::rescore_file(&path).expect("a schema 2 report is read");
+        assert_eq!(run.schema_version, SCHEMA_VERSION);
+        let t = &run.targets[0];
+        assert_eq!(t.refusals.len(), 1);
+        assert_eq!(
+            (t.refusals[0].status, t.refusals[0].body.as_str()),
+            (503, "")
+        );
+        assert_eq!(t.customer.words, 1);
+        saved["schema_version"] = 1.into();
+        std::fs::write(&path, saved.to_string()).unwrap();
+        assert!(
+            rescore::rescore_file(&path).is_err(),
+            "schema 1 is not read"
+        );
+    }
 }

@@ -107,26 +107,36 @@ pub struct RampCall {
     pub dialed_ms: f64,
     /// From its first audio frame to its last, if it ever started.
     pub span: Option<(f64, f64)>,
+    /// It opened and then failed, or could not be opened for want of an answer.
     pub failed: bool,
+    /// The server refused it at the upgrade: not a failure (the platform takes it to its
+    /// fallback at once, and the calls held are what a ramp measures).
+    pub refused: bool,
     /// When each utterance's words ended, and its time to final if one came.
     pub utterances: Vec<(f64, Option<f64>)>,
 }
 
 /// `--ramp` levels: each utterance counts at the number of calls open when its words ended,
-/// a failed call at the level of its first missing final. A call that never started (the
-/// server refused it) failed at the level it would have made, and its planned utterances are
-/// not missing finals: they were never spoken, and counted at their planned instants they
-/// would land on the ramp's way down and fail a level that held.
+/// a failed call at the level of its first missing final. A call that never started counts
+/// at the level it would have made: as refused if the server refused it at the upgrade (not
+/// a failure: a server that refuses what it cannot carry holds the calls it took), as failed
+/// if no answer came. Its planned utterances are not missing finals: they were never
+/// spoken, and counted at their planned instants they would land on the ramp's way down.
 pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
     let spans: Vec<(f64, f64)> = calls.iter().filter_map(|c| c.span).collect();
     let level_at = |ms: f64| open_calls(&spans, ms).max(1);
-    // calls open → (times to final, missing finals, failed calls)
-    let mut by: BTreeMap<usize, (Vec<f64>, usize, usize)> = BTreeMap::new();
+    // calls open → (times to final, missing finals, failed calls, refused calls)
+    let mut by: BTreeMap<usize, (Vec<f64>, usize, usize, usize)> = BTreeMap::new();
     for call in calls {
         let Some((from, _)) = call.span else {
-            by.entry(open_calls(&spans, call.dialed_ms) + 1)
-                .or_default()
-                .2 += 1;
+            let level = by
+                .entry(open_calls(&spans, call.dialed_ms) + 1)
+                .or_default();
+            if call.refused {
+                level.3 += 1;
+            } else {
+                level.2 += 1;
+            }
             continue;
         };
         let mut first_missing = None;
@@ -147,7 +157,9 @@ pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
         }
     }
     by.into_iter()
-        .map(|(calls, (ttf, missing, failed))| Level::new(calls, ttf, missing, failed, max_p95_ms))
+        .map(|(calls, (ttf, missing, failed, refused))| {
+            Level::new(calls, ttf, missing, failed, max_p95_ms).with_refused(refused)
+        })
         .collect()
 }
 
@@ -159,6 +171,10 @@ pub struct Level {
     pub time_to_final_ms: Stats,
     pub missing_finals: usize,
     pub failed_calls: usize,
+    /// Calls refused at the upgrade: in a step's run, or dialed on a ramp while one fewer
+    /// were open. Not failures. (Absent from older reports: 0.)
+    #[serde(default)]
+    pub refused_calls: usize,
     /// p95 time to final within the threshold, and no missing final or failure.
     pub held: bool,
 }
@@ -181,14 +197,31 @@ impl Level {
             time_to_final_ms,
             missing_finals,
             failed_calls,
+            refused_calls: 0,
             held,
         }
     }
+
+    /// The same level with `refused` calls refused at the upgrade, which change nothing of
+    /// whether it held.
+    pub fn with_refused(self, refused: usize) -> Self {
+        Self {
+            refused_calls: refused,
+            ..self
+        }
+    }
+
+    /// Whether anything was measured at this level: a final, a missing one or a failure.
+    /// A level that only saw refusals says nothing of what the server holds.
+    pub fn measured(&self) -> bool {
+        self.time_to_final_ms.count > 0 || self.missing_finals > 0 || self.failed_calls > 0
+    }
 }
 
-/// The largest level that held with every level below it holding too.
+/// The largest level that held with every level below it holding too; a level with nothing
+/// measured (only refusals) neither holds nor breaks the run of levels.
 pub fn capacity(levels: &[Level]) -> Option<usize> {
-    let mut sorted: Vec<&Level> = levels.iter().collect();
+    let mut sorted: Vec<&Level> = levels.iter().filter(|l| l.measured()).collect();
     sorted.sort_by_key(|l| l.calls);
     sorted.iter().take_while(|l| l.held).last().map(|l| l.calls)
 }
@@ -286,12 +319,21 @@ mod tests {
     }
 
     #[test]
-    fn a_ramp_call_the_server_refused_fails_the_level_it_would_have_made() {
+    fn a_ramp_call_refused_at_the_upgrade_is_no_failure_and_the_calls_held_count() {
         let call = |from: f64, failed, utterances: Vec<(f64, Option<f64>)>| RampCall {
             dialed_ms: from,
             span: Some((from, 30_000.0)),
             failed,
+            refused: false,
             utterances,
+        };
+        let never_opened = |dialed_ms: f64, refused: bool| RampCall {
+            dialed_ms,
+            span: None,
+            failed: !refused,
+            refused,
+            // Planned turns, never spoken: not missing finals.
+            utterances: vec![(29_000.0, None), (31_000.0, None)],
         };
         let calls = [
             call(
@@ -300,22 +342,49 @@ mod tests {
                 vec![(5_000.0, Some(300.0)), (25_000.0, Some(400.0))],
             ),
             call(10_000.0, false, vec![(15_000.0, Some(350.0))]),
-            // Refused at the door while two were open; its turns would have come later.
-            RampCall {
-                span: None,
-                ..call(20_000.0, true, vec![(29_000.0, None), (31_000.0, None)])
-            },
+            // Refused at the door while two were open; the next call was taken, and three
+            // calls held.
+            never_opened(20_000.0, true),
+            call(22_000.0, false, vec![(26_000.0, Some(500.0))]),
+            // Refused while three were open: a level of refusals only, nothing measured.
+            never_opened(28_000.0, true),
         ];
         let levels = ramp_levels(&calls, 800.0);
-        let summary: Vec<(usize, usize, usize, bool)> = levels
+        let summary: Vec<(usize, usize, usize, usize, bool)> = levels
             .iter()
-            .map(|l| (l.calls, l.missing_finals, l.failed_calls, l.held))
+            .map(|l| {
+                (
+                    l.calls,
+                    l.missing_finals,
+                    l.failed_calls,
+                    l.refused_calls,
+                    l.held,
+                )
+            })
             .collect();
         assert_eq!(
             summary,
-            [(1, 0, 0, true), (2, 0, 0, true), (3, 0, 1, false)]
+            [
+                (1, 0, 0, 0, true),
+                (2, 0, 0, 0, true),
+                (3, 0, 0, 1, true),
+                (4, 0, 0, 1, false)
+            ]
         );
-        assert_eq!(capacity(&levels), Some(2));
+        assert!(!levels[3].measured());
+        assert_eq!(
+            capacity(&levels),
+            Some(3),
+            "the calls held, not the first refusal's"
+        );
+        // A call no answer came for failed at the level it would have made.
+        let unanswered = [
+            call(0.0, false, vec![(5_000.0, Some(300.0))]),
+            never_opened(6_000.0, false),
+        ];
+        let levels = ramp_levels(&unanswered, 800.0);
+        assert_eq!((levels[1].calls, levels[1].failed_calls), (2, 1));
+        assert_eq!(capacity(&levels), Some(1));
         // A call that started and then lost a final fails where the final went missing.
         let lost = [call(
             0.0,

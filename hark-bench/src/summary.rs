@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::report::Stats;
-use crate::report_model::{Ratios, Report, RunReport};
+use crate::report::{self, Stats};
+use crate::report_model::{Capacity, Ratios, Report, RunReport};
 
 /// How a figure reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +107,11 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             r.stray_transcripts,
         ),
         ("failed_calls", "failed calls", r.failed_calls),
-        ("refused_calls", "refused calls (503)", r.refused_calls),
+        (
+            "refused_calls",
+            "calls refused at the upgrade",
+            r.refused_calls,
+        ),
         ("transport_errors", "transport errors", r.transport_errors),
         ("unparseable", "unparseable messages", r.unparseable),
     ] {
@@ -264,7 +268,7 @@ const ROWS: &[(&str, &[&str])] = &[
     ),
     ("stray transcripts", &["stray_transcripts"]),
     ("failed calls", &["failed_calls"]),
-    ("refused calls (503)", &["refused_calls"]),
+    ("calls refused at the upgrade", &["refused_calls"]),
     ("transport errors", &["transport_errors"]),
     ("unparseable messages", &["unparseable"]),
 ];
@@ -332,13 +336,26 @@ fn endings(run: &RunReport, bullet: &str) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "{bullet}{}: close codes {}; failed calls {} of {}; refused at the upgrade {}",
+            "{bullet}{}: close codes {}; failed calls {} of {} opened",
             t.label,
             codes.join(", "),
             t.failed_calls,
-            t.calls,
-            t.refused_calls
+            t.calls.saturating_sub(t.refused_calls),
         );
+        // Refusals from older reports have no bodies: the count says enough.
+        let refusals = if t.refusals.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", report::describe_refusals(&t.refusals))
+        };
+        if t.refused_calls > 0 {
+            let _ = writeln!(
+                out,
+                "{bullet}{}: refused at the upgrade {} of {} calls{refusals}: not failures \
+                 (the platform takes them to its fallback at once), and out of every figure",
+                t.label, t.refused_calls, t.calls,
+            );
+        }
         for c in t.per_call.iter().filter(|c| c.failed()) {
             let why = c
                 .errors
@@ -358,6 +375,58 @@ fn endings(run: &RunReport, bullet: &str) -> String {
     out
 }
 
+/// What `--find-capacity` found for one target, saying what it counted: with `--ramp`,
+/// the calls held open at once (refusals on the way are not failures); in steps, the calls
+/// offered at once in a fresh run per count, some of which the server may have refused.
+pub fn capacity_headline(label: &str, cap: &Capacity, max_p95_ms: f64) -> String {
+    let refused: usize = cap.levels.iter().map(|l| l.refused_calls).sum();
+    let first_refused = cap
+        .levels
+        .iter()
+        .filter(|l| l.refused_calls > 0)
+        .map(|l| l.calls)
+        .min();
+    if cap.mode == "ramp" {
+        let held = cap.calls.map_or_else(
+            || "not even one call held".into(),
+            |n| format!("held {n} calls open at once"),
+        );
+        let refusals = first_refused.map_or_else(String::new, |from| {
+            format!(
+                "; refused {refused} at the upgrade, the first with {} open \
+                 (not failures: the calls held are what counts)",
+                from.saturating_sub(1)
+            )
+        });
+        return format!(
+            "capacity of {label} (ramp: every level's p95 time to final ≤ {max_p95_ms:.0} ms, \
+             no admitted call failed): {held}{refusals}"
+        );
+    }
+    let held = cap.calls.map_or_else(
+        || "not even one call held".into(),
+        |n| format!("{n} calls offered at once held"),
+    );
+    let refusals = match (first_refused, cap.calls) {
+        (Some(from), Some(n)) if from <= n => {
+            let at = cap.levels.iter().find(|l| l.calls == n);
+            let admitted = at.map_or(n, |l| n.saturating_sub(l.refused_calls));
+            format!(
+                ", the server refusing calls at the upgrade from {from} offered on \
+                 ({admitted} of {n} admitted)"
+            )
+        }
+        _ => String::new(),
+    };
+    format!(
+        "capacity of {label} (steps, a fresh run per count: p95 time to final ≤ \
+         {max_p95_ms:.0} ms, no failure): {held}{refusals}"
+    )
+}
+
+/// A capacity level's columns per target.
+const COLUMNS: usize = 6;
+
 /// Capacity per target, and its levels as a table.
 fn capacity(run: &RunReport, bullet: &str) -> String {
     let mut out = String::new();
@@ -375,34 +444,44 @@ fn capacity(run: &RunReport, bullet: &str) -> String {
         let Some(cap) = &t.capacity else { continue };
         let _ = writeln!(
             out,
-            "{bullet}capacity of {} ({}, p95 time to final ≤ {:.0} ms, no failure): {}",
-            t.label,
-            cap.mode,
-            run.settings.max_p95_ms,
-            cap.calls.map_or_else(
-                || "not even one call held".into(),
-                |n| format!("{n} concurrent calls")
-            )
+            "{bullet}{}",
+            capacity_headline(&t.label, cap, run.settings.max_p95_ms)
         );
         header.extend([
             format!("{} ttf p50", t.label),
             "p95".into(),
             "missing".into(),
             "failed".into(),
+            "refused".into(),
             "held".into(),
         ]);
         for l in &cap.levels {
+            // No final at a level is no figure, not 0 ms.
+            let ms = |v: f64| {
+                let v = if l.time_to_final_ms.count == 0 {
+                    f64::NAN
+                } else {
+                    v
+                };
+                cell(v, Unit::Ms)
+            };
             let row = levels
                 .entry(l.calls)
-                .or_insert_with(|| vec!["".into(); 5 * with.len()]);
+                .or_insert_with(|| vec!["".into(); COLUMNS * with.len()]);
             row.splice(
-                5 * k..5 * k + 5,
+                COLUMNS * k..COLUMNS * (k + 1),
                 [
-                    cell(l.time_to_final_ms.p50, Unit::Ms),
-                    cell(l.time_to_final_ms.p95, Unit::Ms),
+                    ms(l.time_to_final_ms.p50),
+                    ms(l.time_to_final_ms.p95),
                     l.missing_finals.to_string(),
                     l.failed_calls.to_string(),
-                    if l.held { "yes" } else { "no" }.into(),
+                    l.refused_calls.to_string(),
+                    match (l.measured(), l.held) {
+                        (false, _) => "–",
+                        (true, true) => "yes",
+                        (true, false) => "no",
+                    }
+                    .into(),
                 ],
             );
         }
@@ -543,6 +622,7 @@ mod tests {
             assistant: totals(&[], Channel::Assistant),
             failed_calls: failed,
             refused_calls: 0,
+            refusals: Vec::new(),
             stray_transcripts: 0,
             transport_errors: 0,
             unparseable: 0,
@@ -623,6 +703,58 @@ mod tests {
         assert!(md.contains("embedded: close codes 1000 ×2"), "{md}");
         // One target: no ratio column.
         assert!(!markdown(&run(vec![target("a", 1.0, 0)])).contains("B/A"));
+    }
+
+    /// A ramp's capacity is the calls held open at once, its refusals on the way counted
+    /// but no failures; a step's is the calls offered at once, saying how many were taken.
+    #[test]
+    fn the_capacity_headline_says_what_was_counted_and_what_was_refused() {
+        use crate::shape::{Level, capacity as held};
+        let level = |calls, p95: f64, refused| {
+            Level::new(calls, vec![p95], 0, 0, 800.0).with_refused(refused)
+        };
+        // Refused at the door with two open, then three held.
+        let levels = vec![
+            level(1, 300.0, 0),
+            level(2, 400.0, 0),
+            level(3, 500.0, 1),
+            Level::new(4, vec![], 0, 0, 800.0).with_refused(2),
+        ];
+        let ramp = Capacity {
+            mode: "ramp".into(),
+            calls: held(&levels),
+            levels,
+        };
+        let line = capacity_headline("hark", &ramp, 800.0);
+        assert!(line.contains("held 3 calls open at once"), "{line}");
+        assert!(
+            line.contains("refused 3 at the upgrade, the first with 2 open"),
+            "{line}"
+        );
+        let mut r = run(vec![target("hark", 400.0, 0)]);
+        r.targets[0].capacity = Some(ramp);
+        let md = markdown(&r);
+        let row: Vec<&str> = md
+            .lines()
+            .find(|l| l.starts_with("| 4 "))
+            .unwrap_or_default()
+            .split('|')
+            .map(str::trim)
+            .collect();
+        assert_eq!(row, ["", "4", "–", "–", "0", "0", "2", "–", ""], "{md}");
+
+        let levels = vec![level(1, 300.0, 0), level(2, 400.0, 0), level(3, 500.0, 1)];
+        let steps = Capacity {
+            mode: "steps".into(),
+            calls: held(&levels),
+            levels,
+        };
+        let line = capacity_headline("hark", &steps, 800.0);
+        assert!(line.contains("3 calls offered at once held"), "{line}");
+        assert!(
+            line.contains("refusing calls at the upgrade from 3 offered on (2 of 3 admitted)"),
+            "{line}"
+        );
     }
 
     /// The settings line says how long the calls were as the flags' help says: --duration,

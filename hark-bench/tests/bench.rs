@@ -153,6 +153,29 @@ async fn a_server_that_refuses_the_credentials_stops_the_run_saying_what_to_set(
     server.shutdown().await.unwrap();
 }
 
+/// A URL the server refuses for another reason than being full (here no such profile)
+/// stops the run before the corpus is loaded, with the status and the server's words: a run
+/// of calls refused for it would measure nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_the_server_refuses_stops_the_run_with_its_status_and_words() {
+    let server = TestServer::start(
+        config_with_default_backend("recorder"),
+        backends::registry(),
+    )
+    .await;
+    let url = server.ws_url("/api/custom-transcriber/no-such-profile");
+    let nowhere = ("HARK_CLIPS_DIR", "/nonexistent/hark-clips");
+    let out = hark_bench(&["--url", url.as_str(), "--calls", "1"], &[nowhere]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("refused the call with HTTP 404 \"no profile named"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "no table");
+    server.shutdown().await.unwrap();
+}
+
 /// `hark bench --calls 0` is refused (a run of no calls prints a table of zeros), and the
 /// help names the command as users type it and lists the load shapes.
 #[tokio::test]
@@ -177,7 +200,9 @@ async fn no_calls_is_refused_and_the_help_says_hark_bench() {
 }
 
 /// A server at capacity refuses a call at the upgrade (503): the bench counts it as
-/// refused, not failed, leaves its words out of the figures, and the run did not hold.
+/// refused, not failed, with the server's status and words, leaves it out of the figures
+/// and the per-call rows (a row of zeros would read as a perfect call), and the run did
+/// not hold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_refused_at_the_upgrade_is_counted_as_refused_not_failed() {
     let corpus = corpus();
@@ -191,9 +216,36 @@ async fn a_call_refused_at_the_upgrade_is_counted_as_refused_not_failed() {
     let refused = report
         .per_call
         .iter()
-        .find(|c| c.refused)
+        .find(|c| c.refused.is_some())
         .expect("the refused call");
     assert!(refused.utterances.is_empty() && !refused.failed());
+    let refusal = refused.refused.as_ref().expect("refused");
+    assert_eq!(refusal.status, 503);
+    assert!(refusal.body.contains("max_sessions"), "{refusal:?}");
+    assert_eq!(report.refusals.len(), 1);
+    assert_eq!(
+        (report.refusals[0].status, report.refusals[0].count),
+        (503, 1)
+    );
+    // Only the call that opened ended with a close code.
+    let closes: usize = report.close_codes.iter().map(|c| c.count).sum();
+    assert_eq!(closes, 1, "{:?}", report.close_codes);
     assert!(!report.held(800.0), "a run with a refused call held");
+
+    let table = hark_bench::report::table(
+        &report.per_call,
+        &report.time_to_final_ms,
+        &report.first_partial_ms,
+    );
+    let row = format!("{:>5} ", refused.call);
+    assert!(
+        !table.lines().any(|l| l.starts_with(&row)),
+        "a row for the refused call:\n{table}"
+    );
+    assert!(
+        table.contains("refused at the upgrade: 1 of 2 calls")
+            && table.contains("HTTP 503 ×1: \"hark holds max_sessions"),
+        "{table}"
+    );
     server.shutdown().await.unwrap();
 }

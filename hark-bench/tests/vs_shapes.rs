@@ -78,7 +78,7 @@ async fn two_real_servers_side_by_side() {
     write_outputs(&a, &run).expect("outputs written");
 
     let json = read_json(&dir.path().join("r.json"));
-    assert_eq!(json["schema_version"], 2);
+    assert_eq!(json["schema_version"], 3);
     assert!(json["tool_version"].is_string() && json["started_unix_s"].is_u64());
     assert_eq!(json["settings"]["shape"]["kind"], "staggered");
     let targets = json["targets"].as_array().expect("targets");
@@ -109,11 +109,13 @@ async fn two_real_servers_side_by_side() {
         for k in [
             "stray_transcripts",
             "failed_calls",
+            "refused_calls",
             "transport_errors",
             "unparseable",
         ] {
             assert!(t[k].is_u64(), "{k}");
         }
+        assert!(t["refusals"].is_array());
         let codes = t["close_codes"].as_array().expect("close codes");
         let counted: u64 = codes.iter().filter_map(|c| c["count"].as_u64()).sum();
         assert_eq!(counted, 2, "every call's ending counted");
