@@ -97,7 +97,8 @@ pub struct BenchArgs {
     /// final against concurrent calls into FILE-capacity.svg.
     #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// Write a Markdown summary to paste into an issue (`-` prints it at the end).
+    /// Write a Markdown summary to paste into an issue (`-` prints it at the end, in place
+    /// of the terminal's summary).
     #[arg(long, value_name = "FILE|-")]
     pub markdown: Option<PathBuf>,
     /// Raise the number of calls until p95 time-to-final passes --max-p95-ms or a call fails:

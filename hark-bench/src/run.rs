@@ -28,7 +28,7 @@ use crate::user_corpus::{Conversations, Speech};
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(saved) = &args.rescore {
         let run = rescore::rescore_file(saved)?;
-        show(&run);
+        show(&run, summary_shown(&args));
         return write_outputs(&args, &run);
     }
     // Bad labels are refused before the clips are fetched, and so is a server that will
@@ -50,7 +50,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     } else {
         measure_run(&args, &corpus, args.calls).await?
     };
-    show(&run);
+    show(&run, summary_shown(&args));
     write_outputs(&args, &run)?;
     let failed: usize = run.targets.iter().map(|t| t.failed_calls).sum();
     if failed > 0 && !args.find_capacity {
@@ -59,8 +59,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The per-call tables of every target, then the summary.
-pub fn show(run: &RunReport) {
+/// The per-call tables of every target, then the summary unless `with_summary` is false.
+pub fn show(run: &RunReport, with_summary: bool) {
     for t in &run.targets {
         if run.targets.len() > 1 {
             println!("== {} ({})", t.label, t.url);
@@ -70,7 +70,15 @@ pub fn show(run: &RunReport) {
             report::table(&t.per_call, &t.time_to_final_ms, &t.first_partial_ms)
         );
     }
-    print!("{}", summary::text(run));
+    if with_summary {
+        print!("{}", summary::text(run));
+    }
+}
+
+/// Whether the terminal summary is printed: not with `--markdown -`, which prints the same
+/// figures as Markdown on stdout (both would show the table twice).
+fn summary_shown(args: &BenchArgs) -> bool {
+    args.markdown.as_deref() != Some(Path::new("-"))
 }
 
 /// What to do about a server that answered the upgrade 401 or 403; `vs`: the server is
@@ -671,5 +679,15 @@ mod tests {
             rescore::rescore_file(&path).is_err(),
             "schema 1 is not read"
         );
+    }
+
+    #[test]
+    fn markdown_on_stdout_takes_the_place_of_the_terminal_summary() {
+        let mut args = BenchArgs::default();
+        assert!(summary_shown(&args));
+        args.markdown = Some("report.md".into());
+        assert!(summary_shown(&args));
+        args.markdown = Some("-".into());
+        assert!(!summary_shown(&args), "the figures table would print twice");
     }
 }
