@@ -110,7 +110,9 @@ pub trait Backend: Send + Sync + 'static {
     fn reserve(&self, channels: usize) -> Result<Booking, Refusal> {
         match self.has_headroom(channels) {
             true => Ok(Booking::nothing()),
-            false => Err(Refusal("the backend has no headroom for another call".into())),
+            false => Err(Refusal(
+                "the backend has no headroom for another call".into(),
+            )),
         }
     }
 
