@@ -6,11 +6,15 @@
 //! previous length's text as the draft (a partial after a partial), and with its own text
 //! (a final after the partial of nearly the same audio). Best of 3, one thread.
 //!
+//! With `BATCH=1`, decodes the files (their first 6 s each) in batches of 1, 2, 4, 8 and 16
+//! (the files taken in turn), checks each batch says what its utterances say alone, and
+//! prints a decode's cost in the batch and the throughput against one at a time. Best of 2.
+//!
 //! With `ENCODE=1`, times the encoder alone on each file's first 2-13 s, its layers' products
 //! in `f32` and in int8, and prints how far the int8 encoding is from the `f32` one.
 use hark::backend::whisper::mel::Mel;
 use hark::backend::whisper::model::{EncoderProducts, Scratch, Weights};
-use hark::backend::whisper::{Decoder, Model, WhisperConfig, ensure_model};
+use hark::backend::whisper::{Decoder, Model, Request, WhisperConfig, ensure_model};
 
 fn main() {
     let config = WhisperConfig {
@@ -21,7 +25,48 @@ fn main() {
     if std::env::var_os("ENCODE").is_some() {
         return time_encoder(&paths.dir.join("model.bin"));
     }
-    let mut d = Decoder::new(Model::load(&paths).unwrap());
+    let model = Model::load(&paths).unwrap();
+    let mut d = Decoder::new(model.clone());
+    if std::env::var_os("STEPS").is_some() {
+        let audio = vec![0.001f32; 16_000];
+        for b in [1usize, 2, 4, 8, 16] {
+            let batch: Vec<Request<'_>> = (0..b)
+                .map(|_| Request {
+                    audio: &audio,
+                    prompt: "",
+                    draft: "",
+                })
+                .collect();
+            let mut t = [0.0; 2];
+            for (i, steps) in [0usize, 40].into_iter().enumerate() {
+                t[i] = (0..3)
+                    .map(|_| {
+                        let s = std::time::Instant::now();
+                        d.decode_batch(&model, &batch, Some(steps));
+                        s.elapsed().as_secs_f64() * 1000.0
+                    })
+                    .fold(f64::MAX, f64::min);
+            }
+            println!(
+                "batch {b:2}: prepare {:6.1} ms, a step {:5.2} ms ({:5.2} ms a row)",
+                t[0],
+                (t[1] - t[0]) / 40.0,
+                (t[1] - t[0]) / 40.0 / b as f64
+            );
+        }
+        return;
+    }
+    if std::env::var_os("BATCH").is_some() {
+        let clips: Vec<Vec<f32>> = std::env::args()
+            .skip(1)
+            .map(|f| {
+                let (mut s, _) = hark_bench::wav::read_mono_f32(std::path::Path::new(&f)).unwrap();
+                s.truncate(6 * 16_000);
+                s
+            })
+            .collect();
+        return time_batches(&mut d, &model, &clips);
+    }
     let time = std::env::var_os("TIME").is_some();
     for f in std::env::args().skip(1) {
         let (s, _) = hark_bench::wav::read_mono_f32(std::path::Path::new(&f)).unwrap();
@@ -29,6 +74,59 @@ fn main() {
             false => println!("{f}: {:?}", d.decode(&s, "", "")),
             true => time_decodes(&mut d, &f, &s),
         }
+    }
+}
+
+fn time_batches(d: &mut Decoder, model: &Model, clips: &[Vec<f32>]) {
+    let best = |d: &mut Decoder, batch: &[Request<'_>]| {
+        let mut best = f64::MAX;
+        let mut texts = Vec::new();
+        for _ in 0..2 {
+            let t = std::time::Instant::now();
+            texts = d
+                .decode_batch(model, batch, None)
+                .into_iter()
+                .map(|d| d.text)
+                .collect();
+            best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        (best, texts)
+    };
+    let alone: Vec<(f64, String)> = clips
+        .iter()
+        .map(|c| {
+            let (ms, mut t) = best(
+                d,
+                &[Request {
+                    audio: c,
+                    prompt: "",
+                    draft: "",
+                }],
+            );
+            (ms, t.remove(0))
+        })
+        .collect();
+    println!("batch  ms/batch  ms/decode  alone ms/decode  throughput");
+    for b in [1usize, 2, 4, 8, 16] {
+        let picked: Vec<usize> = (0..b).map(|i| i % clips.len()).collect();
+        let batch: Vec<Request<'_>> = picked
+            .iter()
+            .map(|&i| Request {
+                audio: &clips[i],
+                prompt: "",
+                draft: "",
+            })
+            .collect();
+        let (ms, texts) = best(d, &batch);
+        for (&i, text) in picked.iter().zip(&texts) {
+            assert_eq!(text, &alone[i].1, "clip {i} in a batch of {b}");
+        }
+        let one: f64 = picked.iter().map(|&i| alone[i].0).sum::<f64>() / b as f64;
+        println!(
+            "{b:5}  {ms:8.1}  {:9.1}  {one:15.1}  {:9.2}x",
+            ms / b as f64,
+            one * b as f64 / ms
+        );
     }
 }
 

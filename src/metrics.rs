@@ -23,6 +23,7 @@ pub const EVENT_TO_SOCKET: &str = "hark_event_to_socket_seconds";
 pub const TIME_TO_FINAL: &str = "hark_time_to_final_seconds";
 pub const DECODE_SECONDS: &str = "hark_decode_seconds";
 pub const DECODE_WAIT: &str = "hark_decode_wait_seconds";
+pub const DECODE_BATCH: &str = "hark_decode_batch_size";
 pub const DECODE_STARVED: &str = "hark_decode_starved_seconds";
 pub const BACKEND_CHANNELS: &str = "hark_backend_channels_total";
 pub const RECONNECTS: &str = "hark_backend_reconnects_total";
@@ -234,6 +235,12 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         "Time the embedded recognizer spent per decode, by kind (final, speculative, partial).",
     ),
     (
+        DECODE_BATCH,
+        Kind::Histogram,
+        &[],
+        "Utterances the embedded recognizer decoded together in one batch (1: alone).",
+    ),
+    (
         DECODE_WAIT,
         Kind::Histogram,
         &["kind"],
@@ -278,6 +285,12 @@ pub fn handle() -> PrometheusHandle {
                     0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.0025, 0.005, 0.01, 0.025,
                     0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.0, 4.0, 8.0,
                 ])
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        metrics_exporter_prometheus::Matcher::Full(DECODE_BATCH.into()),
+                        &[1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0],
+                    )
+                })
                 .map(|b| b.upkeep_timeout(Duration::from_secs(5)))
                 .unwrap_or_else(|_| PrometheusBuilder::new())
                 .build_recorder();

@@ -140,7 +140,9 @@ fn main() {
         }
         if std::env::var("WHOLE").is_ok() {
             let before = cpu_secs();
-            let text = t.transcribe(&clip, "", "", Tier::Finals).expect("decode");
+            let text = t
+                .transcribe_one(&clip, "", "", Tier::Finals)
+                .expect("decode");
             cpu += cpu_secs() - before;
             decoded_secs += clip.len() as f64 / 16e3;
             if !quiet {
@@ -171,7 +173,7 @@ fn main() {
                 let started = Instant::now();
                 let before = cpu_secs();
                 let text = t
-                    .transcribe(&input, &prompt, "", Tier::of(want.kind))
+                    .transcribe_one(&input, &prompt, "", Tier::of(want.kind))
                     .expect("decode");
                 cpu += cpu_secs() - before;
                 decoded_secs += input.len() as f64 / 16e3;
@@ -213,7 +215,7 @@ fn main() {
             seg.decode_input(&want, &mut input);
             seg.prompt(&want, &mut prompt);
             let text = t
-                .transcribe(&input, &prompt, "", Tier::of(want.kind))
+                .transcribe_one(&input, &prompt, "", Tier::of(want.kind))
                 .expect("decode");
             seg.decoded(want.ticket, text, Instant::now(), &mut out);
         }

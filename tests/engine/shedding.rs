@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use hark::audio::{AudioSink, channel_pipe};
 use hark::backend::embedded::pool::Shed;
-use hark::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier};
+use hark::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier, Utterance};
 use hark::backend::{Backend, ChannelSpec, Event, EventKind, EventSink};
 use hark::protocol::Channel;
 use hark_testkit::clips;
@@ -33,13 +33,14 @@ const ALONE_SECS: f64 = 16.0;
 struct TwoModels;
 
 impl Engine for TwoModels {
-    fn transcribe(&mut self, _: &[f32], _: &str, _: &str, tier: Tier) -> Result<String, String> {
+    /// One utterance after another, as an engine that does not batch.
+    fn transcribe(&mut self, batch: &[Utterance<'_>], tier: Tier) -> Vec<Result<String, String>> {
         let (cost, text) = match tier {
             Tier::Finals => (FINALS_COST, "finals model"),
             Tier::Partials => (PARTIALS_COST, "partials model"),
         };
-        thread::sleep(cost);
-        Ok(text.into())
+        thread::sleep(cost * batch.len() as u32);
+        vec![Ok(text.into()); batch.len()]
     }
 }
 
@@ -59,6 +60,7 @@ fn backend(name: &'static str, shed: Shed) -> Arc<Embedded> {
                 describe: "two models".into(),
                 judge: None,
                 finals_model: true,
+                max_batch: 1,
             })
         }),
     );

@@ -4,8 +4,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use hark::backend::embedded::Engine;
-use hark::backend::embedded::Tier;
+use hark::backend::embedded::{Engine, Tier, Utterance};
 use hark::backend::whisper::{self, Decoder, Model};
 use hark_testkit::dirs::read_clip;
 
@@ -179,7 +178,12 @@ fn finals_come_from_the_finals_model_and_partials_from_the_other() {
             "{clip}"
         );
         for (tier, want) in [(Tier::Finals, &b), (Tier::Partials, &t)] {
-            let text = both.transcribe(&audio, "", "", tier).expect("decode");
+            let one = Utterance {
+                audio: &audio,
+                prompt: "",
+                draft: "",
+            };
+            let text = both.transcribe(&[one], tier).remove(0).expect("decode");
             assert_eq!(text, want.text, "{clip} {tier:?}");
         }
         differ += usize::from(t.text != b.text);
@@ -188,4 +192,55 @@ fn finals_come_from_the_finals_model_and_partials_from_the_other() {
         differ > 0,
         "the two models agree on every clip: the test shows nothing"
     );
+}
+
+/// A batch says what each of its utterances says alone, whatever else is in it: clips of
+/// every length, with and without a draft (the partials' model's text, as a final gets)
+/// and a prompt, by either model.
+#[test]
+fn a_batch_gives_the_words_of_its_utterances_decoded_one_by_one() {
+    let clips = ["jfk.wav", "beckett.wav", "goforward.wav", "assistant-3.wav"];
+    let audio: Vec<Vec<f32>> = clips.iter().map(|c| at_16k(c)).collect();
+    let mut tiny = Decoder::new(model());
+    let drafts: Vec<String> = audio.iter().map(|a| tiny.decode(a, "", "").text).collect();
+    // Each clip twice: once plain, once with a draft and keyterms; and a piece of silence.
+    let silence = vec![0.0f32; 16_000];
+    let mut batch: Vec<Utterance<'_>> = Vec::new();
+    for (a, d) in audio.iter().zip(&drafts) {
+        batch.push(Utterance {
+            audio: a,
+            prompt: "",
+            draft: "",
+        });
+        batch.push(Utterance {
+            audio: a,
+            prompt: "Dashwood, Kennedy",
+            draft: d,
+        });
+    }
+    batch.insert(
+        3,
+        Utterance {
+            audio: &silence,
+            prompt: "",
+            draft: "",
+        },
+    );
+    let mut both = Decoder::new(model()).with_finals(base());
+    for tier in [Tier::Finals, Tier::Partials] {
+        let alone: Vec<String> = batch
+            .iter()
+            .map(|u| both.transcribe(&[*u], tier).remove(0).expect("decode"))
+            .collect();
+        let together: Vec<String> = both
+            .transcribe(&batch, tier)
+            .into_iter()
+            .map(|t| t.expect("decode"))
+            .collect();
+        assert_eq!(together, alone, "{tier:?}");
+        assert!(
+            alone.iter().filter(|t| !t.is_empty()).count() >= clips.len() * 2,
+            "the clips were heard: {alone:?}"
+        );
+    }
 }

@@ -5,6 +5,7 @@
 //! segmenter, decode scheduling, admission by load and the recovery of empty finals are here,
 //! so a new engine is one module beside `moonshine` and `whisper`.
 
+pub mod cost;
 pub mod pool;
 pub mod segmenter;
 
@@ -18,7 +19,7 @@ use tracing::{error, info, warn};
 use self::pool::{Job, Pool, Shed};
 use self::segmenter::{DecodeKind, SegmenterConfig};
 use crate::audio::AudioSource;
-use crate::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink};
+use crate::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink, Refusal};
 use crate::protocol::Channel;
 use crate::turn::TurnModel;
 
@@ -36,24 +37,66 @@ const WEDGED_AFTER: Duration = Duration::from_secs(10);
 const RETRY_FIRST: Duration = Duration::from_secs(5);
 const RETRY_MAX: Duration = Duration::from_secs(300);
 
+/// One utterance to decode (see [`Engine::transcribe`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Utterance<'a> {
+    /// 16 kHz mono, f32 in [-1, 1].
+    pub audio: &'a [f32],
+    /// For engines that read one ([`Loaded::prompted`]), the words to expect (keyterms),
+    /// then the turn's earlier finals if they read context as text ([`ContextKind::Text`]);
+    /// empty otherwise.
+    pub prompt: &'a str,
+    /// What the latest decode of the same utterance heard (empty if none, and perhaps by
+    /// another model of the engine's): an engine may check it rather than find it again, as
+    /// long as the text it returns is its own.
+    pub draft: &'a str,
+}
+
 /// A speech recognizer the embedded path runs: one instance per decoder thread, owned by
 /// that thread alone.
 pub trait Engine: Send {
-    /// Text of `audio` (16 kHz mono, f32 in [-1, 1]). `prompt` is, for engines that read
-    /// one ([`Loaded::prompted`]), the words to expect (keyterms), then the turn's earlier
-    /// finals if they read context as text ([`ContextKind::Text`]); empty otherwise.
-    /// `draft` is what the latest decode of the same utterance heard (empty if none, and
-    /// perhaps by another model of the engine's): an engine may check it rather than find it
-    /// again, as long as the text it returns is its own.
+    /// The text of each utterance of `batch`, in order: one decode is a batch of one. An
+    /// engine that batches ([`Loaded::max_batch`] above 1) decodes them together, each with
+    /// the words it would get alone; an error fails only its own utterance's channel.
     /// `tier` says which of its models decodes: an engine with a finals' model
     /// ([`Loaded::finals_model`]) uses it for [`Tier::Finals`].
-    fn transcribe(
+    fn transcribe(&mut self, batch: &[Utterance<'_>], tier: Tier) -> Vec<Result<String, String>>;
+
+    /// One utterance alone: a batch of one.
+    fn transcribe_one(
         &mut self,
         audio: &[f32],
         prompt: &str,
         draft: &str,
         tier: Tier,
-    ) -> Result<String, String>;
+    ) -> Result<String, String> {
+        let one = Utterance {
+            audio,
+            prompt,
+            draft,
+        };
+        self.transcribe(&[one], tier)
+            .pop()
+            .unwrap_or_else(|| Err("the engine gave no answer".into()))
+    }
+
+    /// Decodes a batch of `batch` utterances of `seconds` of quiet audio with `tier`'s
+    /// model, each made to run `steps` decoder steps where the engine has steps, however
+    /// little it hears: the pool times these at load to calibrate what a decode costs
+    /// ([`cost::CostModel`]).
+    fn exercise(&mut self, tier: Tier, batch: usize, seconds: f32, steps: usize) {
+        let _ = steps;
+        let audio = vec![0.0; (seconds * MODEL_RATE as f32) as usize];
+        let batch = vec![
+            Utterance {
+                audio: &audio,
+                prompt: "",
+                draft: "",
+            };
+            batch
+        ];
+        let _ = self.transcribe(&batch, tier);
+    }
 }
 
 /// Which of an engine's models decodes. The pool asks for the finals' one for finals and
@@ -109,6 +152,8 @@ pub struct Loaded {
     /// The engine decodes [`Tier::Finals`] with a stronger, slower model than partials:
     /// the ladder may shed it ([`Shed::FinalsModel`]).
     pub finals_model: bool,
+    /// The most utterances it decodes as one batch (1: one at a time).
+    pub max_batch: usize,
 }
 
 /// Loads an engine (fetching it first if needed): runs on the loader thread, which is
@@ -256,6 +301,7 @@ impl Embedded {
         judging: bool,
         context: ContextKind,
         prompted: bool,
+        lead: segmenter::Lead,
     ) -> SegmenterConfig {
         let o = &spec.options;
         let s = &self.settings;
@@ -269,6 +315,7 @@ impl Embedded {
             o.partial_interval_ms.unwrap_or(s.partial_interval_ms),
         );
         cuts.context_span = (s.context_span_ms as usize).min(60_000) * 16;
+        cuts.lead = lead;
         cuts.context_as_text = context == ContextKind::Text;
         cuts.prompted = prompted;
         // Measured on customers' speech; on text-to-speech prompts it is unreliable.
@@ -313,8 +360,17 @@ impl Backend for Embedded {
             .is_some_and(|r| r.pool.has_headroom(channels, self.settings.max_load))
     }
 
-    fn reserve(&self, channels: usize) -> Option<Booking> {
-        self.pool.get()?.pool.book(channels, self.settings.max_load)
+    fn reserve(&self, channels: usize) -> Result<Booking, Refusal> {
+        let Some(running) = self.pool.get() else {
+            return Err(Refusal(format!(
+                "the {} recognizer is not loaded",
+                self.name
+            )));
+        };
+        running
+            .pool
+            .book(channels, self.settings.max_load)
+            .map_err(Refusal)
     }
 
     fn start(
@@ -329,7 +385,14 @@ impl Backend for Embedded {
                 None => format!("the {} recognizer is still loading", self.name),
             }));
         };
-        let cuts = self.cuts(&spec, running.judging, running.context, running.prompted);
+        let lead = segmenter::Lead::of(&running.pool.cost());
+        let cuts = self.cuts(
+            &spec,
+            running.judging,
+            running.context,
+            running.prompted,
+            lead,
+        );
         audio.wake_thread(running.listener.clone());
         running.pool.starting(spec.session_id);
         let session = spec.session_id;
@@ -369,7 +432,20 @@ fn start_pool(
     }
     let decoders = loaded.engines.len().min(pool.decoders());
     pool.set_finals_model(loaded.finals_model);
-    for (index, engine) in loaded.engines.into_iter().take(decoders).enumerate() {
+    let mut engines = loaded.engines;
+    // Timed on one decoder while nothing else runs: what a decode of each model costs.
+    let calibrating = Instant::now();
+    let cost = cost::CostModel::calibrate(engines[0].as_mut(), loaded.finals_model);
+    pool.set_engine(cost, loaded.max_batch);
+    info!(
+        backend = name,
+        partials = ?cost.figures(Tier::Partials),
+        finals = ?cost.figures(Tier::Finals),
+        max_batch = loaded.max_batch,
+        calibrate_ms = calibrating.elapsed().as_millis() as u64,
+        "decode cost calibrated"
+    );
+    for (index, engine) in engines.into_iter().take(decoders).enumerate() {
         pool::spawn_decoder(pool.clone(), index, engine)?;
     }
     let judging = match loaded.judge {
@@ -427,6 +503,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use super::segmenter::Lead;
     use super::*;
 
     fn spec(sample_rate: u32, options: &[(&str, u64)]) -> ChannelSpec {
@@ -460,8 +537,9 @@ mod tests {
             },
         };
         let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
-        let cut =
-            |spec: &ChannelSpec, judging| backend.cuts(spec, judging, ContextKind::Audio, false);
+        let cut = |spec: &ChannelSpec, judging| {
+            backend.cuts(spec, judging, ContextKind::Audio, false, Lead::default())
+        };
         assert_eq!(cut(&spec(16_000, &[]), false).endpoint, ms(200));
         assert_eq!(cut(&spec(48_000, &[]), false).endpoint, ms(200));
         assert_eq!(cut(&spec(8_000, &[]), false).endpoint, ms(300));
@@ -489,10 +567,22 @@ mod tests {
         );
         assert!(
             backend
-                .cuts(&spec(16_000, &[]), false, ContextKind::Text, true)
+                .cuts(
+                    &spec(16_000, &[]),
+                    false,
+                    ContextKind::Text,
+                    true,
+                    Lead::default()
+                )
                 .context_as_text
         );
-        let whisper = backend.cuts(&spec(16_000, &[]), false, ContextKind::Audio, true);
+        let whisper = backend.cuts(
+            &spec(16_000, &[]),
+            false,
+            ContextKind::Audio,
+            true,
+            Lead::default(),
+        );
         assert!(whisper.prompted && !whisper.context_as_text);
     }
 
@@ -501,14 +591,8 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         struct Echo;
         impl Engine for Echo {
-            fn transcribe(
-                &mut self,
-                _: &[f32],
-                _: &str,
-                _: &str,
-                _: Tier,
-            ) -> Result<String, String> {
-                Ok(String::new())
+            fn transcribe(&mut self, b: &[Utterance<'_>], _: Tier) -> Vec<Result<String, String>> {
+                vec![Ok(String::new()); b.len()]
             }
         }
         let tries = Arc::new(AtomicUsize::new(0));
@@ -527,6 +611,7 @@ mod tests {
                     describe: "echo".into(),
                     judge: None,
                     finals_model: false,
+                    max_batch: 1,
                 })
             }),
         );

@@ -15,7 +15,9 @@ use tracing::warn;
 
 pub use self::config::{MoonshineConfig, NAME};
 use self::ffi::{Library, Transcriber};
-use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, MODEL_RATE, Settings, Tier};
+use crate::backend::embedded::{
+    ContextKind, Embedded, Engine, Loaded, MODEL_RATE, Settings, Tier, Utterance,
+};
 use crate::turn::{TurnModel, TurnPaths};
 use crate::wheel;
 
@@ -54,17 +56,17 @@ pub fn spawn(config: &MoonshineConfig, turn_model: bool) -> Arc<Embedded> {
 struct Moonshine(Transcriber);
 
 impl Engine for Moonshine {
-    fn transcribe(
-        &mut self,
-        audio: &[f32],
-        _prompt: &str,
-        _draft: &str,
-        _tier: Tier,
-    ) -> Result<String, String> {
-        self.0
-            .transcribe_without_streaming(audio, MODEL_RATE)
-            .map(|lines| ffi::joined_text(&lines))
-            .map_err(|e| e.to_string())
+    /// One utterance after another: the library decodes a call at a time.
+    fn transcribe(&mut self, batch: &[Utterance<'_>], _tier: Tier) -> Vec<Result<String, String>> {
+        batch
+            .iter()
+            .map(|u| {
+                self.0
+                    .transcribe_without_streaming(u.audio, MODEL_RATE)
+                    .map(|lines| ffi::joined_text(&lines))
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
     }
 }
 
@@ -102,6 +104,7 @@ pub fn load(config: &MoonshineConfig, turn_model: bool) -> Result<Loaded, String
         ),
         judge,
         finals_model: false,
+        max_batch: 1,
     })
 }
 

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
 use self::model::{EncoderProducts, Scratch, Weights};
 use crate::backend::embedded::pool::Shed;
-use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier};
+use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier, Utterance};
 
 /// The backend name profiles select Whisper by.
 pub const NAME: &str = "whisper";
@@ -83,8 +83,11 @@ pub struct WhisperConfig {
     pub final_model: Option<String>,
     /// `final_model`'s wheels fetched by hand, as `wheels`.
     pub final_wheels: Vec<String>,
-    /// Decoder threads, each decoding one utterance at a time on one core.
+    /// Decoder threads, each decoding one batch of utterances at a time on one core.
     pub decoders: usize,
+    /// The most utterances a decoder decodes as one batch: their decoder steps share one
+    /// read of the weights (BENCHMARKS.md, "Batched decoding"). 1: one at a time.
+    pub max_batch: usize,
     /// How often an utterance still being spoken is re-decoded for a partial.
     pub partial_interval_ms: u64,
     /// Silence that ends an utterance (as `moonshine.endpoint_ms`).
@@ -121,6 +124,7 @@ impl Default for WhisperConfig {
             final_model: None,
             final_wheels: Vec::new(),
             decoders: 2,
+            max_batch: 16,
             partial_interval_ms: 500,
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
@@ -141,6 +145,12 @@ impl WhisperConfig {
             out.push(format!(
                 "whisper.decoders must be within 1–64 (got {})",
                 self.decoders
+            ));
+        }
+        if self.max_batch == 0 || self.max_batch > 64 {
+            out.push(format!(
+                "whisper.max_batch must be within 1–64 (got {})",
+                self.max_batch
             ));
         }
         if !(0.05..=1.0).contains(&self.max_load) {
@@ -291,30 +301,51 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
         context: config.context_as,
         prompted: true,
         describe: format!(
-            "whisper {}{finals_from} ({} encoder layers, int8 decoder, short window, greedy, 1 thread per decoder, left context as {}, {})",
+            "whisper {}{finals_from} ({} encoder layers, int8 decoder, short window, greedy, 1 thread per decoder, batches of up to {}, left context as {}, {})",
             model.name,
             model.weights.encoder,
+            config.max_batch,
             config.context_as.as_str(),
             paths.dir.display()
         ),
         judge: None,
         finals_model: finals.is_some(),
+        max_batch: config.max_batch.max(1),
     })
 }
 
 impl Engine for Decoder {
-    fn transcribe(
-        &mut self,
-        audio: &[f32],
-        prompt: &str,
-        draft: &str,
-        tier: Tier,
-    ) -> Result<String, String> {
-        let decoded = match tier {
-            Tier::Finals => self.decode_final(audio, prompt, draft),
-            Tier::Partials => self.decode(audio, prompt, draft),
-        };
-        Ok(decoded.text)
+    fn transcribe(&mut self, batch: &[Utterance<'_>], tier: Tier) -> Vec<Result<String, String>> {
+        let model = self.model_for(tier);
+        let requests: Vec<Request<'_>> = batch
+            .iter()
+            .map(|u| Request {
+                audio: u.audio,
+                prompt: u.prompt,
+                draft: u.draft,
+            })
+            .collect();
+        self.decode_batch(&model, &requests, None)
+            .into_iter()
+            .map(|d| Ok(d.text))
+            .collect()
+    }
+
+    fn exercise(&mut self, tier: Tier, batch: usize, seconds: f32, steps: usize) {
+        let model = self.model_for(tier);
+        // Quiet noise rather than zeros: the encoder's cost does not depend on it, but a
+        // stretch of exact zeros is not what a call sends.
+        let audio: Vec<f32> = (0..(seconds * RATE as f32) as usize)
+            .map(|i| ((i as f32 * 0.618).fract() - 0.5) * 1e-3)
+            .collect();
+        let requests: Vec<Request<'_>> = (0..batch)
+            .map(|_| Request {
+                audio: &audio,
+                prompt: "",
+                draft: "",
+            })
+            .collect();
+        self.decode_batch(&model, &requests, Some(steps));
     }
 }
 
@@ -438,18 +469,133 @@ impl Decoder {
     /// this audio, or empty) checked in one pass rather than decoded token by token.
     pub fn decode(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
         let model = self.model.clone();
-        self.decode_with(&model, audio, prompt, draft)
+        let request = Request {
+            audio,
+            prompt,
+            draft,
+        };
+        self.decode_batch(&model, &[request], None).remove(0)
     }
 
     /// The same with the finals' model.
     pub fn decode_final(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
         let model = self.finals.as_ref().unwrap_or(&self.model).clone();
-        self.decode_with(&model, audio, prompt, draft)
+        let request = Request {
+            audio,
+            prompt,
+            draft,
+        };
+        self.decode_batch(&model, &[request], None).remove(0)
     }
 
-    fn decode_with(&mut self, m: &Model, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
+    /// The model `tier` decodes with.
+    fn model_for(&self, tier: Tier) -> Arc<Model> {
+        match tier {
+            Tier::Finals => self.finals.as_ref().unwrap_or(&self.model).clone(),
+            Tier::Partials => self.model.clone(),
+        }
+    }
+
+    /// Decodes `batch` with `m` as one batch: each utterance is encoded on its own (an
+    /// encoder's product over hundreds of frames already reads each weight once for all of
+    /// them), then the decodes' tokens go through the decoder together, step by step, so a
+    /// step reads the decoder's weights and the vocabulary once for the whole batch.
+    /// Each decode's words are the ones it would get alone. `forced`: every decode runs
+    /// exactly that many steps whatever it says (timing the engine, not transcribing).
+    pub fn decode_batch(
+        &mut self,
+        m: &Model,
+        batch: &[Request<'_>],
+        forced: Option<usize>,
+    ) -> Vec<Decoded> {
         let w = &m.weights;
-        let audio = &audio[..audio.len().min(WINDOW_SAMPLES - TAIL_SAMPLES)];
+        let d = w.dim;
+        let mut searches: Vec<Search> = batch.iter().map(|r| self.prepare(m, r, forced)).collect();
+        // The prompts, starts and drafts in one pass; then, per decode, the scores after
+        // the start's first token (for no-speech) up to after the draft's last, read down
+        // to the token greedy search picks at each of them.
+        let mut owned: Vec<model::DecoderState> = searches
+            .iter_mut()
+            .map(|s| s.state.take().expect("prepared"))
+            .collect();
+        let inputs: Vec<&[u32]> = searches.iter().map(|s| &s.tokens[..]).collect();
+        let mut states: Vec<&mut model::DecoderState> = owned.iter_mut().collect();
+        let hidden = w.decode_batch(&inputs, &mut states, &mut self.scratch);
+        drop(states);
+        drop(inputs);
+        let mut row0 = 0;
+        for (search, state) in searches.iter_mut().zip(owned) {
+            search.state = Some(state);
+            let rows = &hidden[(row0 + search.sot_at) * d..(row0 + search.tokens.len()) * d];
+            row0 += search.tokens.len();
+            w.logits(rows, &mut self.logits, &mut self.scratch);
+            let vocab = w.vocab;
+            search.no_speech = match m.no_speech {
+                Some(t) => probability(&self.logits[..vocab], t as usize),
+                None => 0.0,
+            };
+            let drafted_row = search.first - 1 - search.sot_at;
+            let rows = self.logits[drafted_row * vocab..].chunks_exact_mut(vocab);
+            search.picks = rows
+                .enumerate()
+                .map_while(|(step, logits)| search.pick(m, logits, step))
+                .collect();
+        }
+        // Greedy search, every decode one step at a time: those past their draft get their
+        // next scores in one product, those that picked a token get it decoded in one pass.
+        let mut lasts: Vec<f32> = Vec::new();
+        loop {
+            let fresh: Vec<usize> = (0..searches.len())
+                .filter(|&i| searches[i].wants_scores())
+                .collect();
+            if !fresh.is_empty() {
+                lasts.clear();
+                for &i in &fresh {
+                    lasts.extend_from_slice(&searches[i].last);
+                }
+                w.logits(&lasts, &mut self.step, &mut self.scratch);
+                for (&i, logits) in fresh.iter().zip(self.step.chunks_exact_mut(w.vocab)) {
+                    let search = &mut searches[i];
+                    let picked = search.pick(m, logits, search.step);
+                    search.fresh = picked;
+                }
+            }
+            let mut next: Vec<(usize, [u32; 1])> = Vec::new();
+            for (i, search) in searches.iter_mut().enumerate() {
+                if let Some(token) = search.advance(m, d) {
+                    next.push((i, [token]));
+                }
+            }
+            if next.is_empty() {
+                // Every decode still searching is reading its draft's picks.
+                if searches.iter().all(|s| s.done) {
+                    break;
+                }
+                continue;
+            }
+            let inputs: Vec<&[u32]> = next.iter().map(|(_, t)| &t[..]).collect();
+            let mut owned: Vec<(usize, model::DecoderState)> = next
+                .iter()
+                .map(|&(i, _)| (i, searches[i].state.take().expect("decoding")))
+                .collect();
+            let mut states: Vec<&mut model::DecoderState> =
+                owned.iter_mut().map(|(_, s)| s).collect();
+            let hidden = w.decode_batch(&inputs, &mut states, &mut self.scratch);
+            drop(states);
+            for ((i, state), h) in owned.into_iter().zip(hidden.chunks_exact(d)) {
+                let search = &mut searches[i];
+                search.state = Some(state);
+                search.last.clear();
+                search.last.extend_from_slice(h);
+            }
+        }
+        searches.into_iter().map(|s| s.finish(m)).collect()
+    }
+
+    /// Encodes a request's audio and lays out its tokens: the prompt, the start, the draft.
+    fn prepare(&mut self, m: &Model, r: &Request<'_>, forced: Option<usize>) -> Search {
+        let w = &m.weights;
+        let audio = &r.audio[..r.audio.len().min(WINDOW_SAMPLES - TAIL_SAMPLES)];
         // The utterance, 1 s of silence, rounded up to whole encoder frames (2 hops).
         let len = (audio.len() + TAIL_SAMPLES).div_ceil(2 * mel::HOP) * 2 * mel::HOP;
         self.padded.clear();
@@ -457,11 +603,11 @@ impl Decoder {
         self.padded.resize(len, 0.0);
         let frames = self.mel.compute(&self.padded, &mut self.features);
         let encoded = w.encode(&self.features, frames, &mut self.scratch);
-        let mut state = w.start(&encoded, frames / 2);
+        let state = w.start(&encoded, frames / 2);
 
         let mut tokens: Vec<u32> = Vec::new();
-        if let (Some(prev), false) = (m.start_of_prev, prompt.trim().is_empty())
-            && let Ok(enc) = m.tokenizer.encode(format!(" {}", prompt.trim()), false)
+        if let (Some(prev), false) = (m.start_of_prev, r.prompt.trim().is_empty())
+            && let Ok(enc) = m.tokenizer.encode(format!(" {}", r.prompt.trim()), false)
         {
             let ids = enc.get_ids();
             tokens.push(prev);
@@ -471,83 +617,155 @@ impl Decoder {
         tokens.extend(&m.start);
         let first = tokens.len();
         let budget = BASE_TOKENS + (audio.len() as f32 / RATE as f32 * TOKENS_PER_SECOND) as usize;
+        let budget = forced.unwrap_or(budget);
         let budget = budget.min(w.max_positions.saturating_sub(first + 1));
         // What an earlier decode of this audio said is run through the decoder with the
         // start, in one pass, and checked token by token: where greedy decoding would pick
         // the same token it costs nothing more; from the first difference on, the draft is
         // forgotten and decoding goes on one token at a time. The text is greedy's either way.
         let mut drafted: Vec<u32> = Vec::new();
-        if !draft.trim().is_empty()
-            && let Ok(enc) = m.tokenizer.encode(format!(" {}", draft.trim()), false)
+        if !r.draft.trim().is_empty()
+            && let Ok(enc) = m.tokenizer.encode(format!(" {}", r.draft.trim()), false)
         {
             drafted.extend(enc.get_ids().iter().take_while(|&&t| t < m.eot));
             drafted.truncate(budget);
         }
         tokens.extend(&drafted);
-        let hidden = w.decode(&tokens, &mut state, &mut self.scratch);
-        let d = w.dim;
-        let vocab = w.vocab;
-        // Scores after the start's first token (for no-speech) up to after the draft's last.
-        w.logits(&hidden[sot_at * d..], &mut self.logits, &mut self.scratch);
-        let no_speech = match m.no_speech {
-            Some(t) => probability(&self.logits[..vocab], t as usize),
-            None => 0.0,
-        };
-        let drafted_row = first - 1 - sot_at;
-        let mut in_draft = true;
-        let mut last = vec![0.0; d];
-        let mut out: Vec<u32> = Vec::new();
-        let mut logprob = 0.0;
-        let mut cut = true;
-        for step in 0..budget {
-            let logits = if in_draft {
-                let row = drafted_row + step;
-                &mut self.logits[row * vocab..(row + 1) * vocab]
-            } else {
-                w.logits(&last, &mut self.step, &mut self.scratch);
-                &mut self.step[..]
-            };
-            for &t in &m.suppress {
+        Search {
+            state: Some(state),
+            tokens,
+            sot_at,
+            first,
+            budget,
+            drafted,
+            forced: forced.is_some(),
+            picks: Vec::new(),
+            fresh: None,
+            in_draft: true,
+            step: 0,
+            done: budget == 0,
+            last: Vec::new(),
+            out: Vec::new(),
+            logprob: 0.0,
+            cut: true,
+            no_speech: 0.0,
+        }
+    }
+}
+
+/// One utterance of a batch for [`Decoder::decode_batch`].
+pub struct Request<'a> {
+    pub audio: &'a [f32],
+    pub prompt: &'a str,
+    pub draft: &'a str,
+}
+
+/// Where one decode of a batch stands in its greedy search.
+struct Search {
+    /// Its keys and values; out of it only while a batched pass borrows it.
+    state: Option<model::DecoderState>,
+    /// The first pass: prompt, start, draft; where the start begins and ends.
+    tokens: Vec<u32>,
+    sot_at: usize,
+    first: usize,
+    budget: usize,
+    drafted: Vec<u32>,
+    /// Timing the engine: the end of text does not end the decode.
+    forced: bool,
+    /// Greedy's pick (token, log-probability) after the start and after each draft token,
+    /// from the first pass's scores.
+    picks: Vec<(u32, f32)>,
+    /// Its pick from this step's fresh scores, once past the draft.
+    fresh: Option<(u32, f32)>,
+    in_draft: bool,
+    step: usize,
+    done: bool,
+    /// Hidden state after its last decoded token.
+    last: Vec<f32>,
+    out: Vec<u32>,
+    logprob: f32,
+    cut: bool,
+    no_speech: f32,
+}
+
+impl Search {
+    /// Whether this step's pick needs scores after `last` (it is past its draft).
+    fn wants_scores(&self) -> bool {
+        !self.done && !self.in_draft
+    }
+
+    /// Greedy's token after `logits` at `step` (suppressed tokens masked in place) and its
+    /// log-probability.
+    fn pick(&self, m: &Model, logits: &mut [f32], step: usize) -> Option<(u32, f32)> {
+        for &t in &m.suppress {
+            if let Some(l) = logits.get_mut(t as usize) {
+                *l = f32::NEG_INFINITY;
+            }
+        }
+        if step == 0 {
+            for &t in &m.suppress_begin {
                 if let Some(l) = logits.get_mut(t as usize) {
                     *l = f32::NEG_INFINITY;
                 }
             }
-            if step == 0 {
-                for &t in &m.suppress_begin {
-                    if let Some(l) = logits.get_mut(t as usize) {
-                        *l = f32::NEG_INFINITY;
-                    }
-                }
-            }
-            let Some((next, _)) = logits.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))
-            else {
-                break;
-            };
-            logprob += probability(logits, next).max(1e-30).ln();
-            let next = next as u32;
-            if next == m.eot {
-                cut = false;
-                break;
-            }
-            out.push(next);
-            if let Some(keep) = repeating(&out) {
-                out.truncate(keep);
-                break;
-            }
-            if in_draft && drafted.get(step) == Some(&next) {
-                continue;
-            }
-            if in_draft {
-                state.truncate(first + step, d);
-                in_draft = false;
-            }
-            let h = w.decode(&[next], &mut state, &mut self.scratch);
-            last.copy_from_slice(&h[..d]);
         }
-        let mean_logprob = logprob / (out.len() + usize::from(!cut)).max(1) as f32;
+        let (next, _) = logits
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))?;
+        Some((next as u32, probability(logits, next).max(1e-30).ln()))
+    }
+
+    /// Takes this step's pick; returns the token to run through the decoder next, if any.
+    fn advance(&mut self, m: &Model, d: usize) -> Option<u32> {
+        if self.done {
+            return None;
+        }
+        let picked = match self.in_draft {
+            true => self.picks.get(self.step).copied(),
+            false => self.fresh.take(),
+        };
+        let Some((next, logprob)) = picked else {
+            self.done = true;
+            return None;
+        };
+        self.logprob += logprob;
+        if next == m.eot && !self.forced {
+            self.cut = false;
+            self.done = true;
+            return None;
+        }
+        self.out.push(next);
+        if !self.forced
+            && let Some(keep) = repeating(&self.out)
+        {
+            self.out.truncate(keep);
+            self.done = true;
+            return None;
+        }
+        let step = self.step;
+        self.step += 1;
+        if self.in_draft && self.drafted.get(step) == Some(&next) {
+            self.done = self.step >= self.budget;
+            return None;
+        }
+        if self.in_draft {
+            if let Some(state) = self.state.as_mut() {
+                state.truncate(self.first + step, d);
+            }
+            self.in_draft = false;
+        }
+        self.done = self.step >= self.budget;
+        // At the budget's end nothing reads what would follow the token.
+        (!self.done).then_some(next)
+    }
+
+    /// The text, with the guards against words on silence applied.
+    fn finish(self, m: &Model) -> Decoded {
+        let mean_logprob = self.logprob / (self.out.len() + usize::from(!self.cut)).max(1) as f32;
         let mut text = m
             .tokenizer
-            .decode(&out, true)
+            .decode(&self.out, true)
             .map(|t| t.trim().to_owned())
             .unwrap_or_default();
         let few = text.split_whitespace().count() <= FEW_WORDS;
@@ -558,6 +776,7 @@ impl Decoder {
             .collect();
         let invented = INVENTIONS.contains(&key.trim());
         let (silent, invention) = m.no_speech_limits;
+        let no_speech = self.no_speech;
         if (no_speech > silent && (mean_logprob < LOW_LOGPROB || few))
             || (invented && no_speech > invention)
         {
@@ -567,7 +786,7 @@ impl Decoder {
             text,
             no_speech,
             mean_logprob,
-            cut,
+            cut: self.cut,
         }
     }
 }

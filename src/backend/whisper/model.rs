@@ -433,24 +433,47 @@ impl Weights {
     /// Runs `tokens` through the decoder after those already in `state`; returns the final
     /// hidden states (`[tokens.len()][dim]`, normalised) for [`Weights::logits`].
     pub fn decode(&self, tokens: &[u32], state: &mut DecoderState, s: &mut Scratch) -> Vec<f32> {
+        self.decode_batch(&[tokens], &mut [state], s)
+    }
+
+    /// [`Weights::decode`] for several decodes at once, `tokens[i]` after `states[i]`'s:
+    /// their rows go through each layer's products together, so the weights are read once
+    /// for the whole batch rather than once per decode (a decoder step of one token is
+    /// bound by reading them); attention stays each decode's own. Every row's numbers are
+    /// the ones it would get alone (activations are quantised per row). Returns the hidden
+    /// states of every row, the decodes' in order.
+    pub fn decode_batch(
+        &self,
+        tokens: &[&[u32]],
+        states: &mut [&mut DecoderState],
+        s: &mut Scratch,
+    ) -> Vec<f32> {
+        assert_eq!(tokens.len(), states.len(), "one token list per decode");
         let d = self.dim;
-        let n = tokens.len();
+        let n: usize = tokens.iter().map(|t| t.len()).sum();
         let mut x = Vec::with_capacity(n * d);
-        for (i, &t) in tokens.iter().enumerate() {
-            let t = (t as usize).min(self.vocab.saturating_sub(1));
-            let pos = (state.len + i).min(self.max_positions.saturating_sub(1));
-            self.embed.extend_with_row(t, &mut x);
-            let p = &self.dec_pos[pos * d..(pos + 1) * d];
-            add(&mut x[i * d..], p);
+        for (tokens, state) in tokens.iter().zip(states.iter()) {
+            for (i, &t) in tokens.iter().enumerate() {
+                let t = (t as usize).min(self.vocab.saturating_sub(1));
+                let pos = (state.len + i).min(self.max_positions.saturating_sub(1));
+                let at = x.len();
+                self.embed.extend_with_row(t, &mut x);
+                let p = &self.dec_pos[pos * d..(pos + 1) * d];
+                add(&mut x[at..], p);
+            }
         }
+        let rows: Vec<usize> = tokens.iter().map(|t| t.len()).collect();
         for (i, layer) in self.dec_layers.iter().enumerate() {
             let ctx = DecoderCtx {
                 layer: i,
-                state: &mut *state,
+                states: &mut *states,
+                rows: &rows,
             };
             self.block(layer, &mut x, n, Some(ctx), s);
         }
-        state.len += n;
+        for (state, rows) in states.iter_mut().zip(&rows) {
+            state.len += rows;
+        }
         let mut out = Vec::new();
         self.dec_norm.forward(&x, &mut out);
         out
@@ -469,7 +492,7 @@ impl Weights {
         layer: &Layer,
         x: &mut [f32],
         n: usize,
-        mut dec: Option<DecoderCtx<'_>>,
+        mut dec: Option<DecoderCtx<'_, '_>>,
         s: &mut Scratch,
     ) {
         let d = self.dim;
@@ -492,27 +515,30 @@ impl Weights {
                 &mut s.scores,
             ),
             Some(ctx) => {
-                let (keys, values) = (
-                    &mut ctx.state.keys[ctx.layer],
-                    &mut ctx.state.values[ctx.layer],
-                );
-                for row in s.b.chunks_exact(3 * d) {
-                    keys.extend_from_slice(&row[d..2 * d]);
-                    values.extend_from_slice(&row[2 * d..]);
+                // Each decode's rows attend over its own keys and values.
+                let mut row0 = 0;
+                for (state, &n) in ctx.states.iter_mut().zip(ctx.rows) {
+                    let qkv = &s.b[row0 * 3 * d..(row0 + n) * 3 * d];
+                    let (keys, values) = (&mut state.keys[ctx.layer], &mut state.values[ctx.layer]);
+                    for row in qkv.chunks_exact(3 * d) {
+                        keys.extend_from_slice(&row[d..2 * d]);
+                        values.extend_from_slice(&row[2 * d..]);
+                    }
+                    let total = keys.len() / d;
+                    attention(
+                        self.heads,
+                        d,
+                        n,
+                        MatRef::new(qkv, 3 * d, 1),
+                        total,
+                        MatRef::new(keys, d, 1),
+                        MatRef::new(values, d, 1),
+                        Some(total - n),
+                        &mut s.c[row0 * d..(row0 + n) * d],
+                        &mut s.scores,
+                    );
+                    row0 += n;
                 }
-                let total = keys.len() / d;
-                attention(
-                    self.heads,
-                    d,
-                    n,
-                    MatRef::new(&s.b, 3 * d, 1),
-                    total,
-                    MatRef::new(keys, d, 1),
-                    MatRef::new(values, d, 1),
-                    Some(total - n),
-                    &mut s.c,
-                    &mut s.scores,
-                );
             }
         }
         layer.attn_out.forward(&s.c, n, &mut s.b, &mut s.q);
@@ -521,11 +547,14 @@ impl Weights {
         if let (Some((norm, q, _, out)), Some(ctx)) = (&layer.cross, dec.as_ref()) {
             norm.forward(x, &mut s.a);
             q.forward(&s.a, n, &mut s.b, &mut s.q);
-            let kv = &ctx.state.cross[ctx.layer];
             s.c.clear();
             s.c.resize(n * d, 0.0);
-            for (q, out) in s.b.chunks_exact(d).zip(s.c.chunks_exact_mut(d)) {
-                kv.attend(q, out, &mut s.scores, &mut s.q);
+            let mut rows = s.b.chunks_exact(d).zip(s.c.chunks_exact_mut(d));
+            for (state, &n) in ctx.states.iter().zip(ctx.rows) {
+                let kv = &state.cross[ctx.layer];
+                for (q, out) in rows.by_ref().take(n) {
+                    kv.attend(q, out, &mut s.scores, &mut s.q);
+                }
             }
             out.forward(&s.c, n, &mut s.b, &mut s.q);
             add(x, &s.b);
@@ -539,9 +568,11 @@ impl Weights {
     }
 }
 
-struct DecoderCtx<'a> {
+/// The decodes a decoder layer's rows belong to: `rows[i]` rows of `states[i]`, in order.
+struct DecoderCtx<'a, 'b> {
     layer: usize,
-    state: &'a mut DecoderState,
+    states: &'a mut [&'b mut DecoderState],
+    rows: &'a [usize],
 }
 
 /// Cross-attention keys and values over the encoder's frames, int8 with a scale per frame and

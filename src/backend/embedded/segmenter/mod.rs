@@ -23,6 +23,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use context::Said;
+
+use super::Tier;
+use super::cost::CostModel;
 pub use context::{drop_repeat, strip_context};
 use verdict::TURN_WAIT;
 pub use verdict::{TURN_WINDOW, TurnTicket, end_turn};
@@ -91,6 +94,8 @@ pub struct SegmenterConfig {
     pub context_as_text: bool,
     /// The engine reads a text prompt: the keyterms go to it whatever `context_as_text`.
     pub prompted: bool,
+    /// How early a speculative decode starts (the pool's cost model).
+    pub lead: Lead,
 }
 
 /// See [`SegmenterConfig::release`]. Silero VAD's default hysteresis (0.15 under the
@@ -133,6 +138,7 @@ impl SegmenterConfig {
             judge_turns: false,
             context_as_text: false,
             prompted: false,
+            lead: Lead::default(),
         }
     }
 }
@@ -154,6 +160,12 @@ impl DecodeKind {
             Self::FirstPartial => "first_partial",
             Self::Partial => "partial",
         }
+    }
+
+    /// Finals and the speculative decodes that may become them: what the calls cannot do
+    /// without, as against partials.
+    pub fn is_essential(self) -> bool {
+        matches!(self, Self::Final | Self::Speculative)
     }
 }
 
@@ -229,14 +241,40 @@ impl Recovery {
 /// effects a louder retry turned noise into words (BENCHMARKS.md, "Hard speech").
 const RETRY_LEAD: usize = RATE * 3 / 10;
 
-/// What a decode costs, `base + per second × length` (tiny-en on 2 cores, BENCHMARKS.md
-/// "decode cost by length"), in samples of audio time: how long before the endpoint a
-/// speculative decode must start to be ready when it passes.
-fn decode_lead(audio: usize) -> usize {
-    const BASE_MS: f64 = 50.0;
-    const PER_SECOND_MS: f64 = 40.0;
-    let ms = BASE_MS + PER_SECOND_MS * audio as f64 / RATE as f64;
-    (ms * RATE as f64 / 1000.0) as usize
+/// How long before the endpoint a speculative decode must start to be ready when it
+/// passes: what a final's decode costs, `base + per second × length`, in samples of audio
+/// time, from the pool's cost model ([`CostModel`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lead {
+    pub base: usize,
+    pub per_second: usize,
+}
+
+impl Default for Lead {
+    /// Moonshine tiny-en's decodes on 2 cores (BENCHMARKS.md, "decode cost by length"):
+    /// before the engine is calibrated, and for the tests.
+    fn default() -> Self {
+        Self {
+            base: 50 * RATE / 1000,
+            per_second: 40 * RATE / 1000,
+        }
+    }
+}
+
+impl Lead {
+    /// A final's decode alone, by the finals' model, with a 10 ms margin.
+    pub fn of(cost: &CostModel) -> Self {
+        let at = |seconds: f64| cost.batch(Tier::Finals, 1, seconds);
+        let samples = |s: f64| (s * RATE as f64).round().max(0.0) as usize;
+        Self {
+            base: samples(at(0.0) + 0.010),
+            per_second: samples(at(1.0) - at(0.0)),
+        }
+    }
+
+    fn samples(&self, audio: usize) -> usize {
+        self.base + self.per_second * audio / RATE
+    }
 }
 
 /// The utterance being spoken.
@@ -455,7 +493,7 @@ impl Segmenter {
                     .map(|(audio, _)| audio.len())
                     .sum(),
             };
-            let lead = decode_lead(context + own);
+            let lead = self.config.lead.samples(context + own);
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
             return (open.silence >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,

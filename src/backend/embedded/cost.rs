@@ -1,0 +1,440 @@
+//! What a decode costs, per model: the one estimate admission, the shedding ladder and the
+//! speculative decodes' lead all read.
+//!
+//! A batch of `b` utterances of `l` seconds costs, on one decoder,
+//!
+//! ```text
+//! cost(b, l) = b·(e₀ + e₁·l) + steps(l)·(s₀ + s₁·b)
+//! ```
+//!
+//! seconds: each utterance is encoded on its own (`e₀ + e₁·l`), and each decoder step reads
+//! the weights once for the whole batch (`s₀`) plus each row's own attention (`s₁`). An
+//! engine that does not batch has `s₀ = 0` in effect: its measured cost grows as `b` times
+//! one decode's. The four figures are fitted at load from a few decodes of known size timed
+//! on the idle decoders ([`CostModel::calibrate`]); from then on every real decode moves a
+//! correction factor, rising fast and falling slowly, so a machine that turns out slower
+//! (or busier) than at load is priced as it is now.
+
+use std::time::{Duration, Instant};
+
+use super::{Engine, Tier};
+
+/// Decoder steps a decode takes for `seconds` of speech: the start, then speech's 2–4
+/// tokens a second at the upper end (greedy search stops at the end of text).
+fn steps(seconds: f64) -> f64 {
+    STEPS_AT_START + STEPS_PER_SECOND * seconds
+}
+const STEPS_AT_START: f64 = 3.0;
+const STEPS_PER_SECOND: f64 = 4.0;
+
+/// The decodes timed at load: (batch, seconds, steps). Enough spread in each of the three
+/// for the four figures, small enough to take about a second per model.
+const PROBES: [(usize, f32, usize); 5] = [
+    (1, 1.0, 4),
+    (1, 6.0, 4),
+    (1, 1.0, 24),
+    (6, 1.0, 24),
+    (3, 4.0, 12),
+];
+
+/// How fast the correction follows decodes slower than the estimate, and faster ones: a
+/// wave is as slow as its slowest decodes, so the estimate leans to them.
+const RISE: f64 = 0.3;
+const FALL: f64 = 0.03;
+/// The correction stays within these bounds of the calibration.
+const CORRECTION: (f64, f64) = (0.5, 4.0);
+
+/// One model's cost figures (see the module).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figures {
+    pub encode: f64,
+    pub encode_per_second: f64,
+    pub step: f64,
+    pub step_per_row: f64,
+}
+
+impl Figures {
+    /// Seconds one decoder takes for a batch of `batch` utterances of `seconds` each.
+    pub fn batch(&self, batch: usize, seconds: f64) -> f64 {
+        let b = batch as f64;
+        b * (self.encode + self.encode_per_second * seconds)
+            + steps(seconds) * (self.step + self.step_per_row * b)
+    }
+
+    /// Least-squares fit of the four figures to timed decodes; figures that come out
+    /// negative (noise) are refitted as zero.
+    fn fit(samples: &[Sample]) -> Option<Self> {
+        let mut keep = [true; 4];
+        for _ in 0..4 {
+            let x = solve(samples, &keep)?;
+            if let Some(i) = (0..4).find(|&i| keep[i] && x[i] < 0.0) {
+                keep[i] = false;
+                continue;
+            }
+            return Some(Self {
+                encode: x[0],
+                encode_per_second: x[1],
+                step: x[2],
+                step_per_row: x[3],
+            });
+        }
+        None
+    }
+}
+
+/// A timed decode: a batch of `batch` utterances of `seconds`, `steps` decoder steps each,
+/// took `took` seconds.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    batch: usize,
+    seconds: f64,
+    steps: f64,
+    took: f64,
+}
+
+impl Sample {
+    /// What each figure is multiplied by in its cost.
+    fn terms(&self) -> [f64; 4] {
+        let b = self.batch as f64;
+        [b, b * self.seconds, self.steps, self.steps * b]
+    }
+}
+
+/// Least squares over the figures `keep`s (the others zero), by the normal equations.
+fn solve(samples: &[Sample], keep: &[bool; 4]) -> Option<[f64; 4]> {
+    let cols: Vec<usize> = (0..4).filter(|&i| keep[i]).collect();
+    let n = cols.len();
+    let mut a = vec![vec![0.0; n + 1]; n];
+    for s in samples {
+        let r = s.terms();
+        for (i, &ci) in cols.iter().enumerate() {
+            for (j, &cj) in cols.iter().enumerate() {
+                a[i][j] += r[ci] * r[cj];
+            }
+            a[i][n] += r[ci] * s.took;
+        }
+    }
+    // Gauss-Jordan elimination with partial pivoting.
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[p][c].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(c, p);
+        let pivot = a[c].clone();
+        for (r, row) in a.iter_mut().enumerate() {
+            if r != c {
+                let f = row[c] / pivot[c];
+                for (v, p) in row.iter_mut().zip(&pivot).skip(c) {
+                    *v -= f * p;
+                }
+            }
+        }
+    }
+    let mut x = [0.0; 4];
+    for (i, &ci) in cols.iter().enumerate() {
+        x[ci] = a[i][n] / a[i][i];
+    }
+    Some(x)
+}
+
+/// The cost of each of an engine's models, and how far real decodes are from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostModel {
+    /// The partials' model, then the finals' (the same figures for a one-model engine).
+    figures: [Figures; 2],
+    correction: [f64; 2],
+}
+
+impl Default for CostModel {
+    /// Before calibration: Whisper tiny.en's figures on one core of the machine in
+    /// BENCHMARKS.md, for both tiers (only tests and an engine that failed to calibrate
+    /// see these).
+    fn default() -> Self {
+        let tiny = Figures {
+            encode: 0.004,
+            encode_per_second: 0.004,
+            step: 0.0025,
+            step_per_row: 0.0006,
+        };
+        Self {
+            figures: [tiny; 2],
+            correction: [1.0; 2],
+        }
+    }
+}
+
+impl CostModel {
+    /// Times [`PROBES`] on `engine` for each tier (`finals_model`: the finals' tier is a
+    /// model of its own), each the faster of two runs, and fits the figures. A fit that
+    /// fails keeps the defaults for that tier.
+    pub fn calibrate(engine: &mut dyn Engine, finals_model: bool) -> Self {
+        let mut model = Self::default();
+        let tiers: &[Tier] = match finals_model {
+            true => &[Tier::Partials, Tier::Finals],
+            false => &[Tier::Partials],
+        };
+        for &tier in tiers {
+            let samples: Vec<_> = PROBES
+                .iter()
+                .map(|&(batch, seconds, steps)| {
+                    let best = (0..2)
+                        .map(|_| {
+                            let started = Instant::now();
+                            engine.exercise(tier, batch, seconds, steps);
+                            started.elapsed().as_secs_f64()
+                        })
+                        .fold(f64::INFINITY, f64::min);
+                    Sample {
+                        batch,
+                        seconds: f64::from(seconds),
+                        steps: steps as f64,
+                        took: best,
+                    }
+                })
+                .collect();
+            if let Some(f) = Figures::fit(&samples) {
+                model.figures[tier as usize] = f;
+            }
+        }
+        if !finals_model {
+            model.figures[Tier::Finals as usize] = model.figures[Tier::Partials as usize];
+        }
+        model
+    }
+
+    /// From figures known beforehand (tests, studies).
+    pub fn from_figures(partials: Figures, finals: Figures) -> Self {
+        Self {
+            figures: [partials, finals],
+            correction: [1.0; 2],
+        }
+    }
+
+    /// The figures of `tier`'s model as calibrated.
+    pub fn figures(&self, tier: Tier) -> Figures {
+        self.figures[tier as usize]
+    }
+
+    /// Seconds one decoder takes now for a batch of `batch` utterances of `seconds` each
+    /// with `tier`'s model.
+    pub fn batch(&self, tier: Tier, batch: usize, seconds: f64) -> f64 {
+        self.figures[tier as usize].batch(batch, seconds) * self.correction[tier as usize]
+    }
+
+    /// A real decode of `lengths` (seconds of audio each) by `tier`'s model took `spent`:
+    /// moves the correction towards it.
+    pub fn observe(&mut self, tier: Tier, lengths: &[f64], spent: Duration) {
+        if lengths.is_empty() {
+            return;
+        }
+        let mean = lengths.iter().sum::<f64>() / lengths.len() as f64;
+        let predicted = self.figures[tier as usize].batch(lengths.len(), mean);
+        if predicted <= 0.0 {
+            return;
+        }
+        let ratio = spent.as_secs_f64() / predicted;
+        let c = &mut self.correction[tier as usize];
+        let rate = if ratio > *c { RISE } else { FALL };
+        *c = (*c + rate * (ratio - *c)).clamp(CORRECTION.0, CORRECTION.1);
+    }
+
+    /// How many of `queued` alike decodes (`seconds` each) one of `decoders` idle decoders
+    /// should take as one batch: its share of them, in the batch size that brings its
+    /// share's decodes out soonest on average (a batch's decodes all come out when it ends,
+    /// so a batch pays only where it costs much less than its decodes one by one).
+    pub fn batch_size(
+        &self,
+        tier: Tier,
+        queued: usize,
+        decoders: usize,
+        seconds: f64,
+        max_batch: usize,
+    ) -> usize {
+        let share = queued.div_ceil(decoders.max(1)).max(1);
+        let mean_out = |k: usize| {
+            let batches = share.div_ceil(k) as f64;
+            self.batch(tier, k, seconds) * (batches + 1.0) / 2.0
+        };
+        (1..=share.min(max_batch.max(1)))
+            .min_by(|&a, &b| mean_out(a).total_cmp(&mean_out(b)))
+            .unwrap_or(1)
+    }
+
+    /// How long the last of `queued` finals (`seconds` each) waits to start, the decoders
+    /// taking them in batches as [`CostModel::batch_size`] says: what the shedding ladder
+    /// climbs on, so a wave sheds at once rather than once its first finals are late.
+    pub fn queue_wait(
+        &self,
+        tier: Tier,
+        queued: usize,
+        decoders: usize,
+        seconds: f64,
+        max_batch: usize,
+    ) -> f64 {
+        let share = queued.div_ceil(decoders.max(1));
+        if share <= 1 {
+            return 0.0;
+        }
+        let k = self.batch_size(tier, queued, decoders, seconds, max_batch);
+        (share.div_ceil(k) - 1) as f64 * self.batch(tier, k, seconds)
+    }
+
+    /// How long after `finals` finals of `seconds` each, all due at one instant, the last
+    /// of them is decoded by `decoders` decoders (fractional: what the calls here leave of
+    /// them) taking batches of at most `max_batch`, each decoder first finishing a decode
+    /// of its own (a partial) that the wave found running. Decodes are whole: the wave
+    /// is split into batches as the decoders would take them.
+    pub fn wave(
+        &self,
+        tier: Tier,
+        finals: usize,
+        seconds: f64,
+        decoders: f64,
+        max_batch: usize,
+    ) -> f64 {
+        let running = self.batch(Tier::Partials, 1, seconds);
+        if finals == 0 {
+            return running;
+        }
+        let whole = decoders.floor().max(1.0);
+        // The decoders take the wave in turns; the last one to finish ends it. A share of
+        // a decoder (the calls here keep the rest busy) stretches its turns.
+        let per_decoder = finals.div_ceil(whole as usize);
+        let k = self.batch_size(tier, finals, whole as usize, seconds, max_batch);
+        let rounds = per_decoder.div_ceil(k);
+        let mut left = per_decoder;
+        let mut time = running;
+        for r in 0..rounds {
+            let size = left.div_ceil(rounds - r);
+            time += self.batch(tier, size, seconds);
+            left -= size;
+        }
+        time * whole / decoders.max(1e-3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Figures {
+        Figures {
+            encode: 0.004,
+            encode_per_second: 0.006,
+            step: 0.003,
+            step_per_row: 0.0005,
+        }
+    }
+
+    #[test]
+    fn the_fit_recovers_the_figures_that_made_the_timings() {
+        let f = known();
+        let samples: Vec<_> = PROBES
+            .iter()
+            .map(|&(b, l, s)| {
+                let l = f64::from(l);
+                let s = s as f64;
+                let took = b as f64 * (f.encode + f.encode_per_second * l)
+                    + s * (f.step + f.step_per_row * b as f64);
+                Sample {
+                    batch: b,
+                    seconds: l,
+                    steps: s,
+                    took,
+                }
+            })
+            .collect();
+        let fit = Figures::fit(&samples).unwrap();
+        for (got, want) in [
+            (fit.encode, f.encode),
+            (fit.encode_per_second, f.encode_per_second),
+            (fit.step, f.step),
+            (fit.step_per_row, f.step_per_row),
+        ] {
+            assert!((got - want).abs() < 1e-9, "{fit:?}");
+        }
+        // Noise that would make a figure negative leaves it at zero.
+        let mut noisy = samples.clone();
+        noisy[0].took += 0.02;
+        let fit = Figures::fit(&noisy).unwrap();
+        assert!(fit.encode >= 0.0 && fit.step >= 0.0 && fit.step_per_row >= 0.0);
+    }
+
+    #[test]
+    fn a_batch_costs_less_than_its_decodes_one_by_one() {
+        let f = known();
+        assert!(f.batch(8, 3.0) < 8.0 * f.batch(1, 3.0));
+        assert!(f.batch(8, 3.0) > f.batch(1, 3.0));
+        assert!(f.batch(1, 6.0) > f.batch(1, 3.0));
+    }
+
+    #[test]
+    fn real_decodes_move_the_estimate_up_fast_and_down_slowly() {
+        let mut m = CostModel::from_figures(known(), known());
+        let base = m.batch(Tier::Finals, 1, 3.0);
+        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(base * 2.0));
+        let up = m.batch(Tier::Finals, 1, 3.0);
+        assert!(up > base * 1.25, "{up} vs {base}");
+        // The other tier is another model.
+        assert_eq!(m.batch(Tier::Partials, 1, 3.0), base);
+        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(base * 0.5));
+        assert!(m.batch(Tier::Finals, 1, 3.0) > up * 0.95);
+        // Never beyond the bounds, however slow.
+        for _ in 0..100 {
+            m.observe(Tier::Finals, &[3.0], Duration::from_secs(60));
+        }
+        assert!((m.batch(Tier::Finals, 1, 3.0) - base * CORRECTION.1).abs() < 1e-9);
+    }
+
+    /// A model whose decoder steps are bound by reading its weights: batches pay.
+    fn weight_bound() -> Figures {
+        Figures {
+            encode: 0.001,
+            encode_per_second: 0.001,
+            step: 0.01,
+            step_per_row: 0.0002,
+        }
+    }
+
+    #[test]
+    fn batches_are_taken_where_they_bring_decodes_out_sooner() {
+        // Steps bound by each row's own work: one at a time brings most out soonest.
+        let rows = CostModel::from_figures(
+            Figures {
+                step: 0.0003,
+                step_per_row: 0.001,
+                ..known()
+            },
+            known(),
+        );
+        assert_eq!(rows.batch_size(Tier::Partials, 8, 1, 3.0, 16), 1);
+        // Steps bound by the weights: the whole share in one batch.
+        let weights = CostModel::from_figures(weight_bound(), weight_bound());
+        assert_eq!(weights.batch_size(Tier::Finals, 8, 2, 3.0, 16), 4);
+        // A share over the batch's limit: in as few batches as the limit allows.
+        assert_eq!(weights.batch_size(Tier::Finals, 40, 2, 3.0, 16), 10);
+        assert_eq!(weights.batch_size(Tier::Finals, 8, 2, 3.0, 1), 1);
+    }
+
+    #[test]
+    fn a_wave_is_cleared_in_batches_by_every_decoder() {
+        let m = CostModel::from_figures(weight_bound(), weight_bound());
+        let one = |n| m.wave(Tier::Finals, n, 3.0, 2.0, 1);
+        let batched = |n| m.wave(Tier::Finals, n, 3.0, 2.0, 16);
+        // One at a time: a wave of 8 on 2 decoders takes 4 decodes after the running one.
+        let running = m.batch(Tier::Partials, 1, 3.0);
+        assert!((one(8) - (running + 4.0 * m.batch(Tier::Finals, 1, 3.0))).abs() < 1e-9);
+        // Batched: one batch of 4 each.
+        assert!((batched(8) - (running + m.batch(Tier::Finals, 4, 3.0))).abs() < 1e-9);
+        assert!(batched(8) < one(8));
+        // Half a decoder free: twice as long.
+        let half = m.wave(Tier::Finals, 8, 3.0, 0.5, 16);
+        assert!((m.wave(Tier::Finals, 8, 3.0, 1.0, 16) * 2.0 - half).abs() < 1e-9);
+        assert!(batched(0) > 0.0, "the running decode still counts");
+        // The last of a queue starts once the decodes before it are out.
+        assert_eq!(m.queue_wait(Tier::Finals, 2, 2, 3.0, 1), 0.0);
+        let waits = m.queue_wait(Tier::Finals, 6, 2, 3.0, 1);
+        assert!((waits - 2.0 * m.batch(Tier::Finals, 1, 3.0)).abs() < 1e-9);
+    }
+}

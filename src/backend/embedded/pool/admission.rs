@@ -1,0 +1,292 @@
+//! Whether the decoders can take another call: a wave of finals priced at what the shedding
+//! ladder can still do, and the measured load.
+
+use std::time::{Duration, Instant};
+
+use super::super::Tier;
+use super::super::cost::CostModel;
+use super::ladder::Shed;
+
+/// A newly admitted call promises one final in its first seconds (callers answer "Hello?"
+/// together, dialers start calls in waves): that promise fades by `e^(-age/PROMISE_DECAY)`
+/// as the call's own decodes show in the measured load.
+pub(super) const PROMISE_DECAY: Duration = Duration::from_secs(3);
+/// The decoders must be able to clear a wave of finals, one per newly admitted call all
+/// due at the same instant, within this much time after the endpoint: what is left of the
+/// 800 ms time to final once the voice has been heard to stop (200 ms) (BENCHMARKS.md,
+/// "Load shapes"). The wave's last final is the one that counts.
+pub(super) const WAVE_BUDGET: f64 = 0.55;
+/// How long a newcomer's first utterance is taken to be, in seconds: its length is unknown
+/// at the upgrade, and a wave is as slow as its longest utterances (the bench's first
+/// utterances run 2–6 s; BENCHMARKS.md, "Load shapes").
+pub(super) const WAVE_UTTERANCE: f64 = 5.0;
+/// Room booked for a call whose start frame has not come within this long is given back:
+/// the platform sends it right after the upgrade, so a connection still silent by then is
+/// not a call the room must wait for (it still starts, counted as present from then on).
+pub(super) const BOOKING_HOLD: Duration = Duration::from_secs(3);
+
+/// Calls booked and still held, and their channels: bookings older than `BOOKING_HOLD`
+/// are forgotten.
+pub(super) fn held_bookings(booked: &mut Vec<(u64, usize, Instant)>) -> (usize, usize) {
+    booked.retain(|(_, _, at)| at.elapsed() < BOOKING_HOLD);
+    (booked.len(), booked.iter().map(|(_, n, _)| n).sum())
+}
+
+/// What is left of a call's promise of a final (see `PROMISE_DECAY`) at `age`.
+pub(super) fn promise(age: Duration) -> f64 {
+    (-age.as_secs_f64() / PROMISE_DECAY.as_secs_f64()).exp()
+}
+
+/// What the calls present ask of the decoders, as admission weighs it.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Demand {
+    pub decoders: usize,
+    /// Channels live, starting or booked.
+    pub channels: usize,
+    /// The measured essential load (share of the decoders' time) and the age weights of
+    /// the channels that brought it: those here (`weight`) and those gone.
+    pub load: f64,
+    pub weight: f64,
+    pub gone: f64,
+    /// Finals of newly admitted calls still to come (see `PROMISE_DECAY`), in calls.
+    pub promised: f64,
+    /// What decodes cost, per model.
+    pub cost: CostModel,
+    /// The most utterances a decoder decodes as one batch.
+    pub max_batch: usize,
+    /// The last step the ladder may take, and whether the engine has a finals' model (the
+    /// step that sheds it then decodes finals with the partials' model).
+    pub last: Shed,
+    pub finals_model: bool,
+    /// A final has waited over `FINAL_BACKLOG`.
+    pub behind: bool,
+    /// The ladder stands on its last step: nothing is left to shed.
+    pub exhausted: bool,
+}
+
+impl Demand {
+    /// The model a wave's finals are decoded by once the ladder has climbed as far as it
+    /// may.
+    fn wave_tier(&self) -> Tier {
+        match self.finals_model && self.last < Shed::FinalsModel {
+            true => Tier::Finals,
+            false => Tier::Partials,
+        }
+    }
+
+    /// Whether a call of `channels` more channels can be taken without putting the calls
+    /// already here at risk, or why not (the figures behind it, for the log and the 503).
+    /// Three conditions:
+    ///
+    /// - no final is late now and the ladder still has a step to take;
+    /// - **the wave**: if every newly admitted call, this one included, said its first words
+    ///   at the same instant, the decoders, shedding as far as the ladder may (partials,
+    ///   context, the finals' model) and taking the finals in batches, would clear the last
+    ///   of them within `WAVE_BUDGET` of the endpoint. This is what a burst of calls opened
+    ///   together costs before any of it shows in the measured load;
+    /// - **the average**: the load the channels will bring once all have been here a while
+    ///   stays under `limit`. The load is an average over the load window, so a channel of
+    ///   age `a` has put only `w = 1 − e^(−a/window)` of its demand into it. One channel's
+    ///   demand is estimated as `(load + PRIOR·K) / (Σw + K)`: the measured share per fully
+    ///   observed channel, pulled towards a conversational channel's while there is little
+    ///   history.
+    pub fn admits(&self, channels: usize, limit: f64) -> Result<(), String> {
+        /// A channel's share of the decoders before it has history: what conversational
+        /// calls take on 2 cores when spread out (BENCHMARKS.md, "Against the targets").
+        const PRIOR: f64 = 0.015;
+        /// How many fully observed channels the prior weighs as.
+        const K: f64 = 4.0;
+        if self.behind {
+            return Err("a final has waited over 400 ms for a decoder".into());
+        }
+        if self.exhausted {
+            return Err(format!(
+                "the decoders are shedding all they may ({}) and finals are still late",
+                self.last.as_str()
+            ));
+        }
+        // The calls already here keep their share of the decoders while the wave drains
+        // (their finals come oldest first among its own).
+        let free = self.decoders as f64 * (1.0 - self.load).max(0.0);
+        let finals = (self.promised + 1.0).ceil() as usize;
+        let tier = self.wave_tier();
+        let wave = self
+            .cost
+            .wave(tier, finals, WAVE_UTTERANCE, free, self.max_batch);
+        if wave > WAVE_BUDGET {
+            return Err(format!(
+                "a wave of {finals} finals at once would take {:.0} ms to decode on {free:.1} \
+                 free decoders ({} model, batches of up to {}); the budget is {:.0} ms",
+                wave * 1e3,
+                match tier {
+                    Tier::Finals => "finals'",
+                    Tier::Partials => "partials'",
+                },
+                self.max_batch,
+                WAVE_BUDGET * 1e3
+            ));
+        }
+        let per_channel = (self.load + PRIOR * K) / (self.weight + self.gone + K);
+        let after = per_channel * (self.channels + channels) as f64;
+        if after > limit {
+            return Err(format!(
+                "{} channels would load the decoders to {after:.2} (max_load {limit})",
+                self.channels + channels
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::cost::Figures;
+    use super::*;
+
+    /// Whisper-like figures: a finals' model three times the partials' cost.
+    fn cost() -> CostModel {
+        let partials = Figures {
+            encode: 0.003,
+            encode_per_second: 0.003,
+            step: 0.002,
+            step_per_row: 0.0004,
+        };
+        let finals = Figures {
+            encode: 0.009,
+            encode_per_second: 0.009,
+            step: 0.006,
+            step_per_row: 0.0012,
+        };
+        CostModel::from_figures(partials, finals)
+    }
+
+    fn idle(last: Shed, max_batch: usize) -> Demand {
+        Demand {
+            decoders: 2,
+            cost: cost(),
+            max_batch,
+            last,
+            finals_model: true,
+            ..Demand::default()
+        }
+    }
+
+    /// Calls an idle pool takes at once, all promising a final.
+    fn burst(d: Demand) -> usize {
+        (0..200)
+            .take_while(|&n| {
+                Demand {
+                    promised: n as f64,
+                    channels: 2 * n,
+                    ..d
+                }
+                .admits(2, 1.0)
+                .is_ok()
+            })
+            .count()
+    }
+
+    #[test]
+    fn a_burst_is_priced_at_the_last_step_the_ladder_may_take() {
+        let whole = burst(idle(Shed::Speculative, 16));
+        let keep_finals = burst(idle(Shed::Context, 16));
+        assert!(
+            whole > keep_finals,
+            "shedding the finals' model must admit more: {whole} vs {keep_finals}"
+        );
+        // A one-model engine has no finals' model to shed.
+        let one = Demand {
+            finals_model: false,
+            ..idle(Shed::Speculative, 16)
+        };
+        assert!(burst(one) > 0);
+    }
+
+    #[test]
+    fn batching_takes_a_larger_burst() {
+        let batched = burst(idle(Shed::Speculative, 16));
+        let alone = burst(idle(Shed::Speculative, 1));
+        assert!(batched > alone, "{batched} vs {alone}");
+        assert!(alone >= 2, "two calls at once on an idle server");
+        // The admitted wave is one the cost model clears in time, and one more is not.
+        let c = cost();
+        let free = 2.0;
+        assert!(c.wave(Tier::Partials, batched, WAVE_UTTERANCE, free, 16) <= WAVE_BUDGET);
+        assert!(c.wave(Tier::Partials, batched + 1, WAVE_UTTERANCE, free, 16) > WAVE_BUDGET);
+    }
+
+    #[test]
+    fn slower_decodes_measured_make_the_wave_smaller() {
+        let fast = burst(idle(Shed::Speculative, 16));
+        let mut slow = cost();
+        for _ in 0..20 {
+            let lengths = [WAVE_UTTERANCE];
+            let took = slow.batch(Tier::Partials, 1, WAVE_UTTERANCE) * 2.0;
+            slow.observe(Tier::Partials, &lengths, Duration::from_secs_f64(took));
+        }
+        let slower = burst(Demand {
+            cost: slow,
+            ..idle(Shed::Speculative, 16)
+        });
+        assert!(slower < fast, "{slower} vs {fast}");
+    }
+
+    #[test]
+    fn a_wave_is_smaller_on_decoders_the_calls_here_keep_busy() {
+        let taken = |load: f64| {
+            burst(Demand {
+                load,
+                weight: 8.0,
+                ..idle(Shed::Speculative, 16)
+            })
+        };
+        assert!(taken(0.5) < taken(0.0), "{} calls", taken(0.5));
+        assert!(taken(0.5) >= 1, "a busy pool still takes a call at a time");
+    }
+
+    #[test]
+    fn a_promise_fades_and_late_finals_or_an_exhausted_ladder_refuse() {
+        assert_eq!(promise(Duration::ZERO), 1.0);
+        assert!(promise(PROMISE_DECAY) < 0.4);
+        assert!(promise(PROMISE_DECAY * 10) < 0.001);
+        let n = burst(idle(Shed::Speculative, 16));
+        let young = Demand {
+            channels: 2 * n,
+            promised: n as f64,
+            ..idle(Shed::Speculative, 16)
+        };
+        let refused = young.admits(2, 1.0).unwrap_err();
+        assert!(refused.contains("a wave of"), "{refused}");
+        let settled = Demand {
+            promised: young.promised * promise(PROMISE_DECAY * 10),
+            weight: young.channels as f64,
+            load: 0.2,
+            ..young
+        };
+        assert!(settled.admits(2, 1.0).is_ok());
+        // The measured load still refuses what would take the decoders over the limit.
+        let busy = Demand {
+            load: 0.3,
+            ..settled
+        };
+        assert!(busy.admits(2, 1.0).is_ok());
+        assert!(busy.admits(2, 0.2).unwrap_err().contains("max_load"));
+        // And so do late finals, or a ladder with nothing left to shed.
+        assert!(
+            Demand {
+                behind: true,
+                ..settled
+            }
+            .admits(2, 1.0)
+            .is_err()
+        );
+        assert!(
+            Demand {
+                exhausted: true,
+                ..settled
+            }
+            .admits(2, 1.0)
+            .is_err()
+        );
+    }
+}

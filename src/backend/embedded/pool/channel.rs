@@ -1,0 +1,205 @@
+//! One channel of a call as the pool holds it: its ring, its segmenter, and what it has
+//! to tell the session.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use tracing::warn;
+
+use super::super::MODEL_RATE;
+use super::super::segmenter::{Emit, Recovery, Segmenter, Want};
+use super::{Job, LOAD_WINDOW, MAX_STEP_SAMPLES, lock};
+use crate::audio::AudioSource;
+use crate::backend::EventSink;
+use crate::metrics as m;
+use crate::resample::StreamResampler;
+
+/// One channel of a call.
+pub(super) struct Channel {
+    state: Mutex<ChannelState>,
+    pub(super) opened: Instant,
+    pub(super) session: u64,
+}
+
+impl Channel {
+    /// How much of its demand this channel has put into the decaying load so far.
+    pub(super) fn weight(&self) -> f64 {
+        1.0 - (-self.opened.elapsed().as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp()
+    }
+}
+
+pub(super) struct ChannelState {
+    /// The backend's name, for metrics.
+    backend: &'static str,
+    pub(super) audio: AudioSource,
+    pub(super) events: Option<EventSink>,
+    resampler: Option<StreamResampler>,
+    pub(super) segmenter: Segmenter,
+    /// A decoder is working on this channel.
+    pub(super) decoding: bool,
+    /// The audio has ended and the segmenter was told.
+    finished: bool,
+    /// The last position reported settled, and how often to report it (see `report`).
+    settled: u64,
+    settle_every: u64,
+    /// Scratch buffers, kept to avoid allocating per step: ring samples, input-rate and
+    /// model-rate audio, and what the segmenter has to say.
+    pcm: Vec<i16>,
+    input: Vec<f32>,
+    samples: Vec<f32>,
+    pub(super) emits: Vec<Emit>,
+}
+
+impl Channel {
+    pub(super) fn open(job: Job, backend: &'static str) -> Result<Self, (EventSink, String)> {
+        let Job {
+            audio,
+            events,
+            sample_rate,
+            cuts,
+            keyterms,
+            session,
+        } = job;
+        let mut segmenter = Segmenter::new(cuts);
+        segmenter.set_keyterms(keyterms);
+        let resampler = if sample_rate == MODEL_RATE {
+            None
+        } else {
+            match StreamResampler::new(sample_rate, MODEL_RATE) {
+                Ok(r) => Some(r),
+                Err(e) => return Err((events, e)),
+            }
+        };
+        Ok(Self {
+            opened: Instant::now(),
+            session,
+            state: Mutex::new(ChannelState {
+                backend,
+                audio,
+                events: Some(events),
+                resampler,
+                segmenter,
+                decoding: false,
+                finished: false,
+                settled: 0,
+                settle_every: u64::from(sample_rate),
+                pcm: vec![0; MAX_STEP_SAMPLES],
+                input: Vec::with_capacity(MAX_STEP_SAMPLES),
+                samples: Vec::with_capacity(MAX_STEP_SAMPLES),
+                emits: Vec::new(),
+            }),
+        })
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, ChannelState> {
+        lock(&self.state)
+    }
+}
+
+impl ChannelState {
+    /// The decode this channel wants, unless one is running or the channel is over.
+    pub(super) fn want(&self) -> Option<Want> {
+        if self.decoding || self.events.is_none() {
+            return None;
+        }
+        self.segmenter.want()
+    }
+
+    /// Takes all audio waiting in the ring through the segmenter. `None` once the channel
+    /// is over: its session left, it failed, or its audio ended and every final went out;
+    /// else whether it wants a decode.
+    pub(super) fn ingest(&mut self) -> Option<bool> {
+        if !self.events.as_ref().is_some_and(EventSink::is_open) {
+            return None;
+        }
+        let now = Instant::now();
+        loop {
+            let n = self.audio.pop(&mut self.pcm);
+            if n == 0 {
+                break;
+            }
+            self.convert(n, false);
+            self.segmenter
+                .push(&self.samples, self.audio.position(), now, &mut self.emits);
+        }
+        if !self.finished && self.audio.is_finished() {
+            self.finished = true;
+            let at = self.audio.position();
+            self.convert(0, true);
+            self.segmenter.push(&self.samples, at, now, &mut self.emits);
+            self.segmenter.finish(at, now, &mut self.emits);
+        }
+        self.segmenter.poll(&mut self.emits);
+        self.report();
+        if self.finished && !self.decoding && self.segmenter.is_idle() {
+            if let Some(events) = self.events.take() {
+                events.done();
+            }
+            return None;
+        }
+        Some(self.want().is_some() || self.segmenter.wants_turn())
+    }
+
+    /// Converts `n` popped samples to the model's rate and format, into `samples`.
+    fn convert(&mut self, n: usize, last: bool) {
+        self.samples.clear();
+        let pcm = &self.pcm[..n];
+        match &mut self.resampler {
+            None => self
+                .samples
+                .extend(pcm.iter().map(|&s| f32::from(s) / 32768.0)),
+            Some(r) => {
+                self.input.clear();
+                self.input
+                    .extend(pcm.iter().map(|&s| f32::from(s) / 32768.0));
+                r.process(&self.input, &mut self.samples);
+                if last {
+                    r.flush(&mut self.samples);
+                }
+            }
+        }
+    }
+
+    /// Sends what the segmenter emitted, and tells the session how far behind it is and,
+    /// about once a second while nobody speaks, how far its finals reach (so that a backend
+    /// taking over replays only what it has not finalized).
+    pub(super) fn report(&mut self) {
+        self.audio.owe_from(self.segmenter.pending_since());
+        let Some(events) = &self.events else {
+            self.emits.clear();
+            return;
+        };
+        for emit in self.emits.drain(..) {
+            match emit {
+                Emit::Partial(text) => events.partial(&text),
+                Emit::Final(text, waited, recovery) => {
+                    metrics::histogram!(m::TIME_TO_FINAL, "backend" => self.backend)
+                        .record(waited.as_secs_f64());
+                    if recovery != Recovery::None {
+                        metrics::counter!(m::FINAL_RECOVERIES, "how" => recovery.as_str())
+                            .increment(1);
+                    }
+                    events.final_text(&text);
+                }
+            }
+        }
+        if self.segmenter.is_idle() {
+            // Behind the position by the pre-roll, the detector's frame and the
+            // resampler's delay, all well under this margin.
+            let margin = self.settle_every * 3 / 10;
+            let settled = self.audio.position().saturating_sub(margin);
+            if settled >= self.settled + self.settle_every {
+                self.settled = settled;
+                events.settled(settled);
+            }
+        }
+    }
+
+    /// Ends the channel with an error the session will see.
+    pub(super) fn fail(&mut self, error: String) {
+        if let Some(events) = self.events.take() {
+            warn!(error = %error, "recognition failed");
+            events.fail(error);
+        }
+    }
+}

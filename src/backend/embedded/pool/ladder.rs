@@ -1,0 +1,213 @@
+//! The shedding ladder: what the decoders leave out while finals are late, one step at a
+//! time, in the order a caller misses it least.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics as m;
+
+/// What the decoders leave out while finals are late, in the order a caller misses it
+/// least: each step sheds its own work and every step's before it. The config names the
+/// last step the ladder may take (`shed`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shed {
+    #[default]
+    Nothing,
+    /// Partials (and first partials): the platform acts on finals.
+    Partials,
+    /// Finals' left context: their decodes get shorter, a little less accurate.
+    Context,
+    /// The finals' own model, for an engine that has one (Whisper's default: base):
+    /// finals are decoded by the partials' model, in about half the time, with more
+    /// errors (BENCHMARKS.md, "Whisper").
+    FinalsModel,
+    /// Speculative decodes: finals are decoded only once their endpoint has passed.
+    Speculative,
+}
+
+impl Shed {
+    pub(super) const ALL: [Shed; 5] = [
+        Self::Nothing,
+        Self::Partials,
+        Self::Context,
+        Self::FinalsModel,
+        Self::Speculative,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Nothing => "nothing",
+            Self::Partials => "partials",
+            Self::Context => "context",
+            Self::FinalsModel => "finals_model",
+            Self::Speculative => "speculative",
+        }
+    }
+
+    /// How late the oldest waiting final may be before this step is taken.
+    pub(super) fn late_at(self) -> Duration {
+        match self {
+            Self::Nothing => Duration::ZERO,
+            Self::Partials => Duration::from_millis(100),
+            Self::Context => Duration::from_millis(250),
+            Self::FinalsModel => Duration::from_millis(400),
+            // A speculative decode at a pause that does end is that utterance's final, ready
+            // at the endpoint: in a wave of finals most are. Shed only when finals are
+            // already about to miss the time to final the platform needs.
+            Self::Speculative => Duration::from_millis(600),
+        }
+    }
+}
+
+/// The degradation ladder: climbs at once to the step that how late the oldest waiting
+/// final is calls for, and comes down one step per `CALM` in which no final was that late,
+/// so partials come back when the load falls. It takes only the steps it may: up to the
+/// configured last one, and the finals' model only where the engine has one.
+#[derive(Debug)]
+pub(super) struct Ladder {
+    pub(super) step: Shed,
+    /// The last step it may take, and whether the engine has a finals' model to shed.
+    pub(super) last: Shed,
+    pub(super) finals_model: bool,
+    /// Since when no final has been late enough for `step`.
+    calm_since: Instant,
+    /// Seconds spent on each step since the last count went to the metrics, and when.
+    spent: [f64; 5],
+    counted: Instant,
+}
+
+/// How long finals must be on time before the ladder comes down a step.
+const CALM: Duration = Duration::from_secs(2);
+
+impl Ladder {
+    pub(super) fn new(last: Shed, now: Instant) -> Self {
+        Self {
+            step: Shed::Nothing,
+            last,
+            finals_model: false,
+            calm_since: now,
+            spent: [0.0; 5],
+            counted: now,
+        }
+    }
+
+    /// Whether the ladder may stand on `step`.
+    pub(super) fn takes(&self, step: Shed) -> bool {
+        step <= self.last && (step != Shed::FinalsModel || self.finals_model)
+    }
+
+    /// The step for the oldest waiting final being `late` at `now`.
+    pub(super) fn update(&mut self, late: Duration, now: Instant) -> Shed {
+        let called = Shed::ALL
+            .into_iter()
+            .rev()
+            .find(|&s| self.takes(s) && late >= s.late_at())
+            .unwrap_or(Shed::Nothing);
+        if self.step != Shed::Nothing {
+            self.spent[self.step as usize] +=
+                now.saturating_duration_since(self.counted).as_secs_f64();
+        }
+        self.counted = now;
+        if called >= self.step {
+            self.step = called;
+            self.calm_since = now;
+        } else if now.saturating_duration_since(self.calm_since) >= CALM {
+            self.step = Shed::ALL
+                .into_iter()
+                .rev()
+                .find(|&s| s < self.step && self.takes(s))
+                .unwrap_or(Shed::Nothing);
+            self.calm_since = now;
+        }
+        self.step
+    }
+
+    /// The highest step this ladder may stand on: where admission prices a wave of
+    /// finals, since the ladder can still get there.
+    pub(super) fn last_step(&self) -> Shed {
+        Shed::ALL
+            .into_iter()
+            .rev()
+            .find(|&s| self.takes(s))
+            .unwrap_or(Shed::Nothing)
+    }
+
+    /// Counts the seconds spent on each step into the metrics, in whole seconds.
+    pub(super) fn count(&mut self) {
+        metrics::gauge!(m::SHED_STEP).set(self.step as u8 as f64);
+        for s in Shed::ALL.into_iter().skip(1) {
+            let spent = &mut self.spent[s as usize];
+            if *spent >= 1.0 {
+                let whole = spent.floor();
+                *spent -= whole;
+                metrics::counter!(m::SHED_SECONDS, "step" => s.as_str()).increment(whole as u64);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ladder_sheds_partials_then_context_then_the_finals_model_then_speculative_and_comes_back_down()
+     {
+        let t0 = Instant::now();
+        let ms = |v: u64| Duration::from_millis(v);
+        let mut ladder = Ladder::new(Shed::Speculative, t0);
+        ladder.finals_model = true;
+        assert_eq!(ladder.update(ms(0), t0), Shed::Nothing);
+        assert_eq!(ladder.update(ms(50), t0), Shed::Nothing);
+        for step in [
+            Shed::Partials,
+            Shed::Context,
+            Shed::FinalsModel,
+            Shed::Speculative,
+        ] {
+            assert_eq!(ladder.update(step.late_at(), t0), step);
+        }
+        // Finals on time again: one step down per calm stretch, partials last.
+        let mut at = t0 + CALM / 2;
+        assert_eq!(ladder.update(ms(0), at), Shed::Speculative);
+        at = t0 + CALM;
+        assert_eq!(ladder.update(ms(0), at), Shed::FinalsModel);
+        at += CALM;
+        assert_eq!(ladder.update(ms(0), at), Shed::Context);
+        // A final late enough for the step held restarts the calm.
+        at += CALM / 2;
+        assert_eq!(ladder.update(Shed::Context.late_at(), at), Shed::Context);
+        at += CALM / 2;
+        assert_eq!(ladder.update(ms(0), at), Shed::Context);
+        at += CALM / 2;
+        assert_eq!(ladder.update(ms(0), at), Shed::Partials);
+        at += CALM;
+        assert_eq!(ladder.update(ms(0), at), Shed::Nothing);
+        // Very late finals climb every step at once.
+        assert_eq!(ladder.update(ms(2_000), at), Shed::Speculative);
+        assert!(ladder.spent[Shed::Context as usize] > 0.0);
+    }
+
+    #[test]
+    fn the_ladder_takes_only_the_steps_it_may() {
+        let t0 = Instant::now();
+        let late = Duration::from_secs(2);
+        // One model: nothing to shed between context and speculative decodes, up or down.
+        let mut one = Ladder::new(Shed::Speculative, t0);
+        assert_eq!(one.update(Shed::FinalsModel.late_at(), t0), Shed::Context);
+        assert_eq!(one.update(late, t0), Shed::Speculative);
+        assert_eq!(one.update(Duration::ZERO, t0 + CALM), Shed::Context);
+        // Capped: never past the last step allowed, however late.
+        for last in Shed::ALL {
+            let mut capped = Ladder::new(last, t0);
+            capped.finals_model = true;
+            assert_eq!(capped.update(late, t0), last);
+            assert_eq!(
+                capped.update(Duration::ZERO, t0 + CALM * 5),
+                Shed::ALL[(last as usize).saturating_sub(1)]
+            );
+        }
+    }
+}

@@ -1,0 +1,724 @@
+//! The threads behind the embedded backend: one listener and a decoder per handle.
+//!
+//! The **listener** takes every channel's audio from its ring as it arrives, resamples it
+//! and runs it through the channel's [`Segmenter`] (voice detector and endpointing: tens of
+//! microseconds per frame), so endpoints are found on time whatever the decoders are doing,
+//! and a final that a decode already covers goes out the moment its endpoint passes.
+//!
+//! Each **decoder** owns one recognizer handle outright (a handle takes one call at a time)
+//! and loops: pick the most urgent decode any channel wants — finals, then speculative
+//! decodes at pauses, then first partials, then partials; oldest first within a kind —
+//! copy that audio, decode it without holding any lock, hand the text back. A channel has
+//! at most one decode running. Under load partials thin out and finals stay on time.
+//!
+//! The **judge** (when the end-of-turn model is on) owns that model and, at each pause of
+//! a customer's channel that is nearly an endpoint, decides whether the turn is over, so
+//! the final it closes ends accordingly ([`super::segmenter::end_turn`]). It runs beside
+//! the decoders, so its verdict is ready about when the final is.
+//!
+//! Locks: a channel's state is one mutex, held for microseconds by either side; the channel
+//! list is a mutex changed only by the listener. Order: list, then channel; never the
+//! reverse. No lock is held across a decode.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use tracing::warn;
+
+mod admission;
+mod channel;
+mod ladder;
+
+use self::admission::{Demand, held_bookings, promise};
+use self::channel::{Channel, ChannelState};
+use self::ladder::Ladder;
+pub use self::ladder::Shed;
+use super::cost::CostModel;
+use super::segmenter::{DecodeKind, SegmenterConfig, Want};
+use super::{Engine, Tier, Utterance};
+use crate::audio::AudioSource;
+use crate::backend::{Booking, EventSink};
+use crate::metrics as m;
+use crate::turn::TurnModel;
+
+/// Over how long the recognizer's essential load is averaged (see [`Pool::load`]).
+pub(super) const LOAD_WINDOW: Duration = Duration::from_secs(10);
+/// Essential load above which speculative decodes are shed: they save a decode only when
+/// the pause really is the end, and under that much load finals need the time.
+const SHED_SPECULATIVE_LOAD: f64 = 0.9;
+/// Essential load over which finals' left context shrinks, and at which it is gone: it
+/// makes finals more accurate but their decodes longer, and is the first work to shed.
+const SHED_CONTEXT_FROM: f64 = 0.4;
+const SHED_CONTEXT_AT: f64 = 0.6;
+/// How long an utterance is taken to be where its length is not known yet (queued decodes
+/// before their audio is copied out): the dev clips' median is about 3 s.
+const TYPICAL_UTTERANCE: f64 = 3.0;
+/// A final waiting this long for a decoder means the recognizer is behind now.
+const FINAL_BACKLOG: Duration = Duration::from_millis(400);
+
+/// Longest a thread sleeps before looking at its channels again without being woken.
+const IDLE_POLL: Duration = Duration::from_millis(20);
+/// Samples taken from a ring at a time.
+pub(super) const MAX_STEP_SAMPLES: usize = 16_000;
+
+/// A channel handed to the backend.
+pub struct Job {
+    pub audio: AudioSource,
+    pub events: EventSink,
+    pub sample_rate: u32,
+    pub cuts: SegmenterConfig,
+    /// The call's keyterms, for engines that take a prompt.
+    pub keyterms: String,
+    /// The call it belongs to: admission counts a call's promise once.
+    pub session: u64,
+}
+
+/// What the listener and the decoders share.
+pub struct Pool {
+    /// The backend's name: threads, metrics.
+    name: &'static str,
+    /// Live channels, for decoders to choose from. Only the listener adds and removes.
+    channels: Mutex<Vec<Arc<Channel>>>,
+    /// Bumped whenever there may be new work; decoders wait on it.
+    work: Mutex<u64>,
+    work_ready: Condvar,
+    listener: OnceLock<Thread>,
+    /// The backend is gone and the listener has served its last channel.
+    closed: AtomicBool,
+    /// Per decoder: when its running decode started, in ms after `epoch` plus one (0: idle).
+    busy: Vec<AtomicU64>,
+    epoch: Instant,
+    /// Decode seconds spent on finals and speculative decodes, and the age weights of the
+    /// channels that brought some of them and have left, both decaying over `LOAD_WINDOW`;
+    /// and when they were last brought up to date.
+    load: Mutex<(f64, f64, Instant)>,
+    /// Speculative decodes are not wanted (the load is too high).
+    shedding: AtomicBool,
+    /// The share of each channel's context span finals may use now (`f64` bits).
+    context_scale: AtomicU64,
+    /// Channels of admitted calls whose start frame is still to come, booked by their
+    /// [`Booking`]s (id, channels, when): counted as present, so a burst of upgrades cannot
+    /// all pass, and given back the moment the call starts or ends, or after
+    /// `BOOKING_HOLD` without a start frame.
+    booked: Mutex<Vec<(u64, usize, Instant)>>,
+    next_booking: AtomicU64,
+    /// Calls (session ids) of channels handed to the listener that it has not made live
+    /// yet, one entry per channel.
+    starting: Mutex<Vec<u64>>,
+    /// What decodes cost, per model: calibrated at load, kept current by every decode.
+    cost: Mutex<CostModel>,
+    /// The most utterances a decoder takes as one batch (the engine's).
+    max_batch: AtomicU64,
+    /// What is shed while finals are late (see [`Ladder`]).
+    ladder: Mutex<Ladder>,
+}
+
+impl Pool {
+    /// A pool of `decoders` decoders whose ladder sheds at most up to `last`.
+    pub fn new(name: &'static str, decoders: usize, last: Shed) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            channels: Mutex::new(Vec::new()),
+            work: Mutex::new(0),
+            work_ready: Condvar::new(),
+            listener: OnceLock::new(),
+            closed: AtomicBool::new(false),
+            busy: (0..decoders).map(|_| AtomicU64::new(0)).collect(),
+            epoch: Instant::now(),
+            load: Mutex::new((0.0, 0.0, Instant::now())),
+            shedding: AtomicBool::new(false),
+            context_scale: AtomicU64::new(1f64.to_bits()),
+            booked: Mutex::new(Vec::new()),
+            next_booking: AtomicU64::new(0),
+            starting: Mutex::new(Vec::new()),
+            cost: Mutex::new(CostModel::default()),
+            max_batch: AtomicU64::new(1),
+            ladder: Mutex::new(Ladder::new(last, Instant::now())),
+        })
+    }
+
+    /// Counts a final or speculative decode's time into the recognizer's essential load:
+    /// the share of its decoders' time such decodes took over the last `LOAD_WINDOW` or so
+    /// (1.0: all of it). Partials do not count: they only fill the time that is left.
+    fn add_load(&self, spent: Duration) {
+        self.update(spent.as_secs_f64(), 0.0);
+    }
+
+    /// The engine's cost model and how many utterances it decodes as one batch: set once
+    /// it has loaded and been calibrated.
+    pub fn set_engine(&self, cost: CostModel, max_batch: usize) {
+        *lock(&self.cost) = cost;
+        self.max_batch
+            .store(max_batch.max(1) as u64, Ordering::Relaxed);
+    }
+
+    /// What decodes cost now.
+    pub fn cost(&self) -> CostModel {
+        *lock(&self.cost)
+    }
+
+    fn max_batch(&self) -> usize {
+        self.max_batch.load(Ordering::Relaxed) as usize
+    }
+
+    /// A channel of age weight `weight` left: its share of the load stays a while.
+    fn departed(&self, weight: f64) {
+        self.update(0.0, weight);
+    }
+
+    /// Decays the load and the departed weight to now, adds to them, and returns the
+    /// load as a share of the decoders' time, and the departed weight.
+    fn update(&self, spent: f64, gone: f64) -> (f64, f64) {
+        let mut load = lock(&self.load);
+        let now = Instant::now();
+        let decay = (-now.duration_since(load.2).as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp();
+        load.0 = load.0 * decay + spent;
+        load.1 = load.1 * decay + gone;
+        load.2 = now;
+        let share = load.0 / (LOAD_WINDOW.as_secs_f64() * self.busy.len().max(1) as f64);
+        self.shedding
+            .store(share > SHED_SPECULATIVE_LOAD, Ordering::Relaxed);
+        let scale =
+            ((SHED_CONTEXT_AT - share) / (SHED_CONTEXT_AT - SHED_CONTEXT_FROM)).clamp(0.0, 1.0);
+        self.context_scale.store(scale.to_bits(), Ordering::Relaxed);
+        metrics::gauge!(m::DECODER_LOAD).set(share);
+        (share, load.1)
+    }
+
+    /// Whether a call of `channels` more channels can be taken without putting the
+    /// calls already here at risk (see [`Demand::admits`]).
+    pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
+        let mut booked = lock(&self.booked);
+        let calls = held_bookings(&mut booked);
+        self.demand(calls).admits(channels, limit).is_ok()
+    }
+
+    /// [`Pool::has_headroom`], and on yes the room held for the new channels until the
+    /// booking is dropped (the call started its channels, or ended before it could).
+    pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Result<Booking, String> {
+        let mut booked = lock(&self.booked);
+        let calls = held_bookings(&mut booked);
+        self.demand(calls).admits(channels, limit)?;
+        let id = self.next_booking.fetch_add(1, Ordering::Relaxed);
+        booked.push((id, channels, Instant::now()));
+        let pool = Arc::downgrade(self);
+        Ok(Booking::new(move || {
+            if let Some(pool) = pool.upgrade() {
+                lock(&pool.booked).retain(|(b, _, _)| *b != id);
+            }
+        }))
+    }
+
+    /// What the calls here, starting and `booked` (calls, channels) demand of the decoders.
+    fn demand(&self, booked: (usize, usize)) -> Demand {
+        let live = lock(&self.channels).clone();
+        let (last, finals_model, exhausted) = {
+            let ladder = lock(&self.ladder);
+            let last = ladder.last_step();
+            (
+                last,
+                ladder.finals_model,
+                last > Shed::Nothing && ladder.step >= last,
+            )
+        };
+        let mut demand = Demand {
+            decoders: self.busy.len().max(1),
+            cost: self.cost(),
+            max_batch: self.max_batch(),
+            last,
+            finals_model,
+            exhausted,
+            ..Demand::default()
+        };
+        // The youngest channel of each call: its promise.
+        let mut calls: Vec<(u64, f64)> = Vec::with_capacity(live.len());
+        for c in &live {
+            let behind = c
+                .lock()
+                .want()
+                .is_some_and(|w| w.kind == DecodeKind::Final && w.since.elapsed() > FINAL_BACKLOG);
+            demand.behind |= behind;
+            demand.weight += c.weight();
+            let promise = promise(c.opened.elapsed());
+            match calls.iter_mut().find(|(s, _)| *s == c.session) {
+                Some((_, p)) => *p = p.max(promise),
+                None => calls.push((c.session, promise)),
+            }
+        }
+        let mut starting = lock(&self.starting).clone();
+        demand.channels = live.len() + starting.len() + booked.1;
+        starting.sort_unstable();
+        starting.dedup();
+        starting.retain(|s| calls.iter().all(|(live, _)| live != s));
+        demand.promised =
+            calls.iter().map(|(_, p)| p).sum::<f64>() + (starting.len() + booked.0) as f64;
+        // Channels that left still count for the load they brought, as it decays.
+        (demand.load, demand.gone) = self.update(0.0, 0.0);
+        demand
+    }
+
+    /// Whether the engine decodes finals with a model of their own, which the ladder may
+    /// then shed.
+    pub fn set_finals_model(&self, has: bool) {
+        lock(&self.ladder).finals_model = has;
+    }
+
+    /// Decoder slots.
+    pub fn decoders(&self) -> usize {
+        self.busy.len()
+    }
+
+    /// A channel of call `session` was handed to the listener: it counts as present from
+    /// now on.
+    pub fn starting(&self, session: u64) {
+        lock(&self.starting).push(session);
+    }
+
+    /// The listener took a channel of `session` in (or the hand-over failed).
+    pub fn started(&self, session: u64) {
+        let mut starting = lock(&self.starting);
+        if let Some(i) = starting.iter().position(|s| *s == session) {
+            starting.swap_remove(i);
+        }
+    }
+
+    /// False while a decode has run longer than `limit`: a library call that never returns
+    /// holds its handle for good, so the backend should take no more calls.
+    pub fn is_healthy(&self, limit: Duration) -> bool {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let limit = limit.as_millis() as u64;
+        self.busy.iter().all(|b| match b.load(Ordering::Acquire) {
+            0 => true,
+            started => now.saturating_sub(started - 1) <= limit,
+        })
+    }
+
+    /// Decoders not decoding now.
+    fn idle_decoders(&self) -> usize {
+        self.busy
+            .iter()
+            .filter(|b| b.load(Ordering::Acquire) == 0)
+            .count()
+    }
+
+    fn set_busy(&self, decoder: usize, busy: bool) {
+        let value = if busy {
+            self.epoch.elapsed().as_millis() as u64 + 1
+        } else {
+            0
+        };
+        if let Some(b) = self.busy.get(decoder) {
+            b.store(value, Ordering::Release);
+        }
+    }
+
+    fn notify_work(&self) {
+        *lock(&self.work) += 1;
+        self.work_ready.notify_all();
+    }
+
+    /// Sleeps until new work is noticed after `seen`, or the poll in case a notice came
+    /// between looking for work and waiting.
+    fn wait_for_work(&self, seen: u64) {
+        let work = lock(&self.work);
+        if *work == seen {
+            let _ = self.work_ready.wait_timeout(work, IDLE_POLL);
+        }
+    }
+
+    fn wake_listener(&self) {
+        if let Some(t) = self.listener.get() {
+            t.unpark();
+        }
+    }
+}
+
+/// Starts the listener thread, which serves the channels sent on `jobs`; pushes into their
+/// rings should wake the thread returned.
+pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<Thread, String> {
+    let shared = pool.clone();
+    let handle = thread::Builder::new()
+        .name(format!("{}-listen", pool.name))
+        .spawn(move || listen(&shared, &jobs))
+        .map_err(|e| format!("cannot start listener thread: {e}"))?;
+    let listener = handle.thread().clone();
+    let _ = pool.listener.set(listener.clone());
+    Ok(listener)
+}
+
+/// Starts the thread that owns the end-of-turn model.
+pub fn spawn_judge(pool: Arc<Pool>, model: TurnModel) -> Result<(), String> {
+    thread::Builder::new()
+        .name(format!("{}-turn", pool.name))
+        .spawn(move || judge_loop(&pool, model))
+        .map(|_| ())
+        .map_err(|e| format!("cannot start end-of-turn thread: {e}"))
+}
+
+/// Starts a decoder thread that owns `engine`.
+pub fn spawn_decoder(pool: Arc<Pool>, index: usize, engine: Box<dyn Engine>) -> Result<(), String> {
+    thread::Builder::new()
+        .name(format!("{}-{index}", pool.name))
+        .spawn(move || decode_loop(&pool, index, engine))
+        .map(|_| ())
+        .map_err(|e| format!("cannot start decoder thread: {e}"))
+}
+
+fn listen(pool: &Pool, jobs: &Receiver<Job>) {
+    let mut channels: Vec<Arc<Channel>> = Vec::new();
+    loop {
+        let mut added = false;
+        // Calls of the jobs taken in this round: they stop counting as starting once
+        // published.
+        let mut added_sessions = Vec::new();
+        loop {
+            match jobs.try_recv() {
+                Ok(job) => {
+                    added_sessions.push(job.session);
+                    match Channel::open(job, pool.name) {
+                        Ok(channel) => {
+                            channels.push(Arc::new(channel));
+                            added = true;
+                        }
+                        Err((events, e)) => events.fail(e),
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) if channels.is_empty() => {
+                    *lock(&pool.channels) = Vec::new();
+                    pool.closed.store(true, Ordering::Release);
+                    pool.notify_work();
+                    return;
+                }
+                Err(TryRecvError::Disconnected) => break,
+            }
+        }
+        let before = channels.len();
+        let mut wants = false;
+        channels.retain(|channel| {
+            let ingested = std::panic::catch_unwind(AssertUnwindSafe(|| channel.lock().ingest()));
+            match ingested {
+                Ok(Some(want)) => {
+                    wants |= want;
+                    true
+                }
+                Ok(None) => {
+                    pool.departed(channel.weight());
+                    false
+                }
+                Err(_) => {
+                    channel.lock().fail("recognizer panicked".into());
+                    pool.departed(channel.weight());
+                    false
+                }
+            }
+        });
+        if added || channels.len() != before {
+            *lock(&pool.channels) = channels.clone();
+        }
+        for session in added_sessions {
+            pool.started(session);
+        }
+        if wants {
+            pool.notify_work();
+        }
+        thread::park_timeout(IDLE_POLL);
+    }
+}
+
+fn judge_loop(pool: &Pool, mut model: TurnModel) {
+    let mut audio = Vec::new();
+    while !pool.closed.load(Ordering::Acquire) {
+        let seen = *lock(&pool.work);
+        let claimed = lock(&pool.channels).iter().find_map(|c| {
+            let ticket = c.lock().segmenter.claim_turn(&mut audio)?;
+            Some((c.clone(), ticket))
+        });
+        let Some((channel, ticket)) = claimed else {
+            pool.wait_for_work(seen);
+            continue;
+        };
+        let started = Instant::now();
+        let result =
+            std::panic::catch_unwind(AssertUnwindSafe(|| model.complete_probability(&audio)));
+        metrics::histogram!(m::TURN_SECONDS).record(started.elapsed().as_secs_f64());
+        let complete = match result {
+            Ok(Ok(p)) => Some(p >= 0.5),
+            Ok(Err(e)) => {
+                warn!(error = %e, "end-of-turn model failed; the final goes as decoded");
+                None
+            }
+            Err(_) => None,
+        };
+        let verdict = match complete {
+            Some(true) => "complete",
+            Some(false) => "incomplete",
+            None => "failed",
+        };
+        metrics::counter!(m::TURN_VERDICTS, "verdict" => verdict).increment(1);
+        let mut state = channel.lock();
+        let ChannelState {
+            segmenter, emits, ..
+        } = &mut *state;
+        segmenter.judged(ticket, complete, emits);
+        state.report();
+    }
+}
+
+/// What a decoder copies out of a channel for one utterance of a batch.
+#[derive(Default)]
+struct Input {
+    audio: Vec<f32>,
+    prompt: String,
+    draft: String,
+}
+
+/// A batch a decoder claimed: the channels, what each wants, and which model decodes it.
+struct Batch {
+    items: Vec<(Arc<Channel>, Want)>,
+    tier: Tier,
+}
+
+fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
+    let mut inputs: Vec<Input> = Vec::new();
+    while !pool.closed.load(Ordering::Acquire) {
+        let seen = *lock(&pool.work);
+        let Some(batch) = claim(pool, &mut inputs) else {
+            pool.wait_for_work(seen);
+            continue;
+        };
+        let started = Instant::now();
+        for (_, want) in &batch.items {
+            metrics::histogram!(m::DECODE_WAIT, "kind" => want.kind.as_str())
+                .record(started.saturating_duration_since(want.since).as_secs_f64());
+        }
+        let utterances: Vec<Utterance<'_>> = inputs[..batch.items.len()]
+            .iter()
+            .map(|i| Utterance {
+                audio: &i.audio,
+                prompt: &i.prompt,
+                draft: &i.draft,
+            })
+            .collect();
+        pool.set_busy(index, true);
+        let waited_before = m::thread_run_queue_wait();
+        let results = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            engine.transcribe(&utterances, batch.tier)
+        }));
+        let waited_after = m::thread_run_queue_wait();
+        pool.set_busy(index, false);
+        let spent = started.elapsed();
+        metrics::histogram!(m::DECODE_BATCH).record(batch.items.len() as f64);
+        for (_, want) in &batch.items {
+            metrics::histogram!(m::DECODE_SECONDS, "kind" => want.kind.as_str())
+                .record(spent.as_secs_f64());
+        }
+        // SCHED_IDLE decoders get only the CPU the rest of the box leaves: time spent
+        // runnable but not running is what other load took from this decode.
+        if let (Some(before), Some(after)) = (waited_before, waited_after) {
+            metrics::histogram!(m::DECODE_STARVED, "kind" => batch.items[0].1.kind.as_str())
+                .record(after.saturating_sub(before).as_secs_f64());
+        }
+        let lengths: Vec<f64> = utterances
+            .iter()
+            .map(|u| u.audio.len() as f64 / f64::from(super::MODEL_RATE))
+            .collect();
+        lock(&pool.cost).observe(batch.tier, &lengths, spent);
+        if batch.items.iter().any(|(_, w)| w.kind.is_essential()) {
+            // Context included: it is shed as the load grows, but until then it is work the
+            // decoders really do, and admission must not count on time they do not have.
+            pool.add_load(spent);
+        }
+        let results = match results {
+            Ok(r) if r.len() == batch.items.len() => r,
+            Ok(_) => vec![
+                Err("the recognizer answered another number of utterances".into());
+                batch.items.len()
+            ],
+            Err(_) => vec![Err("recognizer panicked".into()); batch.items.len()],
+        };
+        for ((channel, want), result) in batch.items.into_iter().zip(results) {
+            let mut state = channel.lock();
+            state.decoding = false;
+            match result {
+                Ok(text) => {
+                    let now = Instant::now();
+                    let ChannelState {
+                        segmenter, emits, ..
+                    } = &mut *state;
+                    segmenter.decoded(want.ticket, text, now, emits);
+                    state.report();
+                }
+                Err(e) => state.fail(e),
+            }
+        }
+        // The channels may now be finished, or want another decode.
+        pool.wake_listener();
+    }
+}
+
+/// Claims a batch: the most urgent wanted decode of any idle channel that is not shed, and
+/// with it the next most urgent ones of its class (finals and speculative decodes, or
+/// partials) that the same model decodes, up to the engine's batch and this decoder's share
+/// of them (the idle decoders split the queue, so both cores work on a wave). Marks the
+/// channels as decoding and copies their inputs into `inputs`.
+fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
+    loop {
+        let step = lock(&pool.ladder).step;
+        let (wanted, finals, late) = {
+            let channels = lock(&pool.channels);
+            let shedding = pool.shedding.load(Ordering::Relaxed) || step >= Shed::Speculative;
+            let scale = match step >= Shed::Context {
+                true => 0.0,
+                false => f64::from_bits(pool.context_scale.load(Ordering::Relaxed)),
+            };
+            let now = Instant::now();
+            let mut wanted: Vec<(DecodeKind, Instant, Arc<Channel>)> = Vec::new();
+            let mut finals = 0;
+            let mut late = Duration::ZERO;
+            for c in channels.iter() {
+                let mut state = c.lock();
+                state.segmenter.scale_context(scale);
+                let Some(w) = state.want() else { continue };
+                match w.kind {
+                    DecodeKind::Final => {
+                        finals += 1;
+                        late = late.max(now.saturating_duration_since(w.since));
+                    }
+                    DecodeKind::Speculative if shedding => continue,
+                    DecodeKind::FirstPartial | DecodeKind::Partial if step >= Shed::Partials => {
+                        continue;
+                    }
+                    _ => {}
+                }
+                wanted.push((w.kind, w.since, c.clone()));
+            }
+            (wanted, finals, late)
+        };
+        // The ladder climbs on how late the last final queued will be when it starts,
+        // priced by the cost model: a wave sheds at once, not once its first finals are
+        // late. The model is chosen on the step this very wave calls for.
+        let cost = pool.cost();
+        let tier = match step >= Shed::FinalsModel {
+            true => Tier::Partials,
+            false => Tier::Finals,
+        };
+        let decoders = pool.decoders();
+        let queued = cost.queue_wait(tier, finals, decoders, TYPICAL_UTTERANCE, pool.max_batch());
+        let step = pool.climb(late + Duration::from_secs_f64(queued));
+        let tier_of = |kind: DecodeKind| match step >= Shed::FinalsModel {
+            true => Tier::Partials,
+            false => Tier::of(kind),
+        };
+        let mut wanted = wanted;
+        wanted.sort_by_key(|(kind, since, _)| (*kind, *since));
+        let (lead_kind, _, _) = wanted.first()?;
+        let (tier, essential) = (tier_of(*lead_kind), lead_kind.is_essential());
+        let alike: Vec<Arc<Channel>> = wanted
+            .into_iter()
+            .filter(|(kind, _, _)| tier_of(*kind) == tier && kind.is_essential() == essential)
+            .map(|(_, _, c)| c)
+            .collect();
+        let idle = pool.idle_decoders().max(1);
+        let take = cost.batch_size(tier, alike.len(), idle, TYPICAL_UTTERANCE, pool.max_batch());
+        let mut items = Vec::with_capacity(take);
+        for channel in alike.into_iter().take(take) {
+            let mut state = channel.lock();
+            // Finals queueing behind this one: the decoders are behind now, whatever the
+            // load average says. Decode without context until they catch up.
+            if finals > 1 {
+                state.segmenter.scale_context(0.0);
+            }
+            // Another decoder may have claimed it since.
+            let Some(want) = state.want() else { continue };
+            state.decoding = true;
+            if inputs.len() <= items.len() {
+                inputs.push(Input::default());
+            }
+            let input = &mut inputs[items.len()];
+            state.segmenter.decode_input(&want, &mut input.audio);
+            state.segmenter.prompt(&want, &mut input.prompt);
+            state.segmenter.draft(&want, &mut input.draft);
+            drop(state);
+            items.push((channel, want));
+        }
+        if items.is_empty() {
+            continue;
+        }
+        return Some(Batch { items, tier });
+    }
+}
+
+impl Pool {
+    /// Moves the ladder for the oldest waiting final being `late`, counts the time on each
+    /// step into the metrics in whole seconds, and returns the step it stands on.
+    fn climb(&self, late: Duration) -> Shed {
+        let mut ladder = lock(&self.ladder);
+        let step = ladder.update(late, Instant::now());
+        ladder.count();
+        step
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a lock is caught and fails that channel; the data stays usable.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decode_that_does_not_return_makes_the_pool_unhealthy() {
+        let pool = Pool::new("test", 2, Shed::Speculative);
+        let limit = Duration::from_secs(10);
+        assert!(pool.is_healthy(limit));
+        pool.set_busy(1, true);
+        assert!(pool.is_healthy(limit), "a decode just started");
+        // The same decode, 11 s later.
+        pool.busy[1].store(1, Ordering::Release);
+        let pool = Pool {
+            epoch: Instant::now() - Duration::from_secs(11),
+            ..Arc::into_inner(pool).unwrap()
+        };
+        assert!(!pool.is_healthy(limit));
+        pool.set_busy(1, false);
+        assert!(pool.is_healthy(limit));
+    }
+
+    #[test]
+    fn an_idle_pool_takes_a_burst_only_as_large_as_its_decoders_clear_in_time() {
+        let pool = Pool::new("test", 2, Shed::Speculative);
+        pool.set_engine(CostModel::default(), 16);
+        let mut held = Vec::new();
+        while let Ok(booking) = pool.book(2, 1.0) {
+            held.push(booking);
+            assert!(held.len() <= 200, "the burst was never cut");
+        }
+        assert!(held.len() >= 6, "a burst of {} calls", held.len());
+        let Err(refused) = pool.book(2, 1.0) else {
+            panic!("the burst was never cut");
+        };
+        assert!(refused.contains("a wave of"), "{refused}");
+        // A call that ended (or started and settled) gives its room back.
+        held.pop();
+        assert!(pool.book(2, 1.0).is_ok());
+        // Without batches the same decoders take fewer.
+        let alone = Pool::new("test", 2, Shed::Speculative);
+        let mut single = Vec::new();
+        while let Ok(booking) = alone.book(2, 1.0) {
+            single.push(booking);
+        }
+        assert!(
+            single.len() < held.len(),
+            "{} vs {}",
+            single.len(),
+            held.len()
+        );
+    }
+}
