@@ -19,13 +19,16 @@ use std::time::{Duration, Instant};
 
 use super::{Engine, Tier};
 
-/// Decoder steps a decode takes for `seconds` of speech: the start, then speech's 2–4
-/// tokens a second at the upper end (greedy search stops at the end of text).
+/// Decoder steps a decode takes for `seconds` of speech: the start, then about 3.5 tokens a
+/// second (speech runs at 2–4; greedy search stops at the end of text).
 fn steps(seconds: f64) -> f64 {
     STEPS_AT_START + STEPS_PER_SECOND * seconds
 }
 const STEPS_AT_START: f64 = 3.0;
-const STEPS_PER_SECOND: f64 = 4.0;
+const STEPS_PER_SECOND: f64 = 3.5;
+/// What a decode the wave finds running is taken to read: a partial of a typical
+/// utterance so far.
+const RUNNING_SECONDS: f64 = 3.0;
 
 /// The decodes timed at load: (batch, seconds, steps). Enough spread in each of the three
 /// for the four figures, small enough to take about a second per model.
@@ -293,7 +296,7 @@ impl CostModel {
         decoders: f64,
         max_batch: usize,
     ) -> f64 {
-        let running = self.batch(Tier::Partials, 1, seconds);
+        let running = self.batch(Tier::Partials, 1, RUNNING_SECONDS);
         if finals == 0 {
             return running;
         }
@@ -423,7 +426,7 @@ mod tests {
         let one = |n| m.wave(Tier::Finals, n, 3.0, 2.0, 1);
         let batched = |n| m.wave(Tier::Finals, n, 3.0, 2.0, 16);
         // One at a time: a wave of 8 on 2 decoders takes 4 decodes after the running one.
-        let running = m.batch(Tier::Partials, 1, 3.0);
+        let running = m.batch(Tier::Partials, 1, RUNNING_SECONDS);
         assert!((one(8) - (running + 4.0 * m.batch(Tier::Finals, 1, 3.0))).abs() < 1e-9);
         // Batched: one batch of 4 each.
         assert!((batched(8) - (running + m.batch(Tier::Finals, 4, 3.0))).abs() < 1e-9);

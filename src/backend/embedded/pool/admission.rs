@@ -13,13 +13,17 @@ use super::ladder::Shed;
 pub(super) const PROMISE_DECAY: Duration = Duration::from_secs(3);
 /// The decoders must be able to clear a wave of finals, one per newly admitted call all
 /// due at the same instant, within this much time after the endpoint: what is left of the
-/// 800 ms time to final once the voice has been heard to stop (200 ms) (BENCHMARKS.md,
-/// "Load shapes"). The wave's last final is the one that counts.
-pub(super) const WAVE_BUDGET: f64 = 0.55;
+/// 800 ms time to final once the voice has been heard to stop (200 ms). The wave's last
+/// final is the one that counts; the estimate's own margins (a decode found running, 3.5
+/// tokens a second) are the slack (BENCHMARKS.md, "Load shapes").
+pub(super) const WAVE_BUDGET: f64 = 0.6;
 /// How long a newcomer's first utterance is taken to be, in seconds: its length is unknown
-/// at the upgrade, and a wave is as slow as its longest utterances (the bench's first
-/// utterances run 2–6 s; BENCHMARKS.md, "Load shapes").
-pub(super) const WAVE_UTTERANCE: f64 = 5.0;
+/// at the upgrade; a caller's "Hello?" is short, the dev clips' median is about 3 s.
+pub(super) const WAVE_UTTERANCE: f64 = 3.0;
+/// Finals and speculative decodes a channel of a conversation asks for per second, before
+/// its own show in the measured load: an utterance every 4–5 s, and a speculative decode at
+/// some pauses that do not end it.
+const ESSENTIAL_PER_SECOND: f64 = 0.25;
 /// Room booked for a call whose start frame has not come within this long is given back:
 /// the platform sends it right after the upgrade, so a connection still silent by then is
 /// not a call the room must wait for (it still starts, counted as present from then on).
@@ -87,15 +91,16 @@ impl Demand {
     /// - **the average**: the load the channels will bring once all have been here a while
     ///   stays under `limit`. The load is an average over the load window, so a channel of
     ///   age `a` has put only `w = 1 − e^(−a/window)` of its demand into it. One channel's
-    ///   demand is estimated as `(load + PRIOR·K) / (Σw + K)`: the measured share per fully
-    ///   observed channel, pulled towards a conversational channel's while there is little
-    ///   history.
+    ///   demand is estimated as `(load + prior·K) / (Σw + K)`: the measured share per fully
+    ///   observed channel, pulled towards a conversational channel's (priced by the cost
+    ///   model) while there is little history.
     pub fn admits(&self, channels: usize, limit: f64) -> Result<(), String> {
-        /// A channel's share of the decoders before it has history: what conversational
-        /// calls take on 2 cores when spread out (BENCHMARKS.md, "Against the targets").
-        const PRIOR: f64 = 0.015;
         /// How many fully observed channels the prior weighs as.
         const K: f64 = 4.0;
+        // A channel's share of the decoders before it has history: its finals by the
+        // finals' model, on the decoders there are.
+        let prior = ESSENTIAL_PER_SECOND * self.cost.batch(Tier::Finals, 1, WAVE_UTTERANCE)
+            / self.decoders.max(1) as f64;
         if self.behind {
             return Err("a final has waited over 400 ms for a decoder".into());
         }
@@ -126,7 +131,7 @@ impl Demand {
                 WAVE_BUDGET * 1e3
             ));
         }
-        let per_channel = (self.load + PRIOR * K) / (self.weight + self.gone + K);
+        let per_channel = (self.load + prior * K) / (self.weight + self.gone + K);
         let after = per_channel * (self.channels + channels) as f64;
         if after > limit {
             return Err(format!(

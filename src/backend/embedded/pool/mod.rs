@@ -267,6 +267,11 @@ impl Pool {
         lock(&self.ladder).finals_model = has;
     }
 
+    /// Whether the ladder may shed the finals' model.
+    fn sheds_finals_model(&self) -> bool {
+        lock(&self.ladder).takes(Shed::FinalsModel)
+    }
+
     /// Decoder slots.
     pub fn decoders(&self) -> usize {
         self.busy.len()
@@ -569,7 +574,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
 fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
     loop {
         let step = lock(&pool.ladder).step;
-        let (wanted, finals, late) = {
+        let (wanted, finals, wave, late) = {
             let channels = lock(&pool.channels);
             let shedding = pool.shedding.load(Ordering::Relaxed) || step >= Shed::Speculative;
             let scale = match step >= Shed::Context {
@@ -579,11 +584,13 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
             let now = Instant::now();
             let mut wanted: Vec<(DecodeKind, Instant, Arc<Channel>)> = Vec::new();
             let mut finals = 0;
+            let mut wave = 0;
             let mut late = Duration::ZERO;
             for c in channels.iter() {
                 let mut state = c.lock();
                 state.segmenter.scale_context(scale);
                 let Some(w) = state.want() else { continue };
+                wave += usize::from(w.kind.is_essential());
                 match w.kind {
                     DecodeKind::Final => {
                         finals += 1;
@@ -597,19 +604,27 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 }
                 wanted.push((w.kind, w.since, c.clone()));
             }
-            (wanted, finals, late)
+            (wanted, finals, wave, late)
         };
-        // The ladder climbs on how late the last final queued will be when it starts,
-        // priced by the cost model: a wave sheds at once, not once its first finals are
-        // late. The model is chosen on the step this very wave calls for.
+        // The ladder climbs on how late the last final of the wave (finals, and the
+        // speculative decodes that will be finals at their endpoint) will be when it
+        // starts, priced by the cost model, so a wave sheds at once rather than once its
+        // first finals are late: with the finals' model if that is on time, else with the
+        // partials' (the step that sheds the finals' model, and beyond it only if even
+        // those are late). The model is chosen on the step this very wave calls for.
         let cost = pool.cost();
-        let tier = match step >= Shed::FinalsModel {
-            true => Tier::Partials,
-            false => Tier::Finals,
+        let (decoders, max_batch) = (pool.decoders(), pool.max_batch());
+        let queued = |tier| {
+            let wait = cost.queue_wait(tier, wave, decoders, TYPICAL_UTTERANCE, max_batch);
+            late + Duration::from_secs_f64(wait)
         };
-        let decoders = pool.decoders();
-        let queued = cost.queue_wait(tier, finals, decoders, TYPICAL_UTTERANCE, pool.max_batch());
-        let step = pool.climb(late + Duration::from_secs_f64(queued));
+        let finals_on_time = queued(Tier::Finals);
+        let projected =
+            match finals_on_time < Shed::FinalsModel.late_at() || !pool.sheds_finals_model() {
+                true => finals_on_time,
+                false => queued(Tier::Partials).max(Shed::FinalsModel.late_at()),
+            };
+        let step = pool.climb(projected);
         let tier_of = |kind: DecodeKind| match step >= Shed::FinalsModel {
             true => Tier::Partials,
             false => Tier::of(kind),
@@ -624,7 +639,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
             .map(|(_, _, c)| c)
             .collect();
         let idle = pool.idle_decoders().max(1);
-        let take = cost.batch_size(tier, alike.len(), idle, TYPICAL_UTTERANCE, pool.max_batch());
+        let take = cost.batch_size(tier, alike.len(), idle, TYPICAL_UTTERANCE, max_batch);
         let mut items = Vec::with_capacity(take);
         for channel in alike.into_iter().take(take) {
             let mut state = channel.lock();
