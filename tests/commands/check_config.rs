@@ -415,3 +415,64 @@ fn a_serve_error_is_printed_once() {
     assert!(!out.status.success(), "{stdout}\n{stderr}");
     assert_eq!(stderr.matches("cannot listen on").count(), 1, "{stderr}");
 }
+
+/// A model directory that can never load — a junk `model.bin`, a model of another kind, no
+/// tokenizer — is refused by `check-config` and by `serve` before anything starts (a local
+/// file that is not a model is no download to retry), naming what is wrong with it.
+#[test]
+fn a_model_directory_that_can_never_load_is_refused_before_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[u8], bool, &str); 3] = [
+        (
+            "junk",
+            b"not a model at all",
+            true,
+            "not a CTranslate2 model file",
+        ),
+        (
+            "other",
+            // Binary version 6, then the spec's name ("TransformerSpec", NUL-ended).
+            &[
+                6, 0, 0, 0, 16, 0, b'T', b'r', b'a', b'n', b's', b'f', b'o', b'r', b'm', b'e',
+                b'r', b'S', b'p', b'e', b'c', 0,
+            ],
+            true,
+            "not a Whisper one",
+        ),
+        (
+            "untokenized",
+            &[
+                6, 0, 0, 0, 12, 0, b'W', b'h', b'i', b's', b'p', b'e', b'r', b'S', b'p', b'e',
+                b'c', 0,
+            ],
+            false,
+            "tokenizer.json",
+        ),
+    ];
+    for (name, model, tokenizer, says) in cases {
+        let model_dir = dir.path().join(name);
+        std::fs::create_dir(&model_dir).unwrap();
+        std::fs::write(model_dir.join("model.bin"), model).unwrap();
+        if tokenizer {
+            std::fs::write(model_dir.join("tokenizer.json"), "{}").unwrap();
+        }
+        let config = write(
+            dir.path(),
+            &format!("{name}.toml"),
+            &format!("[whisper]\nmodel = {:?}\n", model_dir.display().to_string()),
+        );
+        for command in ["check-config", "serve"] {
+            let out = hark(
+                &[command, "--config", &config, "--listen", "127.0.0.1:0"],
+                &[],
+            );
+            let (stdout, stderr) = text(&out);
+            let said = format!("{stdout}{stderr}");
+            assert!(!out.status.success(), "{command} {name}: {said}");
+            assert!(
+                said.contains("whisper.model") && said.contains(says),
+                "{command} {name}: {said}"
+            );
+        }
+    }
+}

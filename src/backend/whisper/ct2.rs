@@ -48,6 +48,28 @@ impl ModelFile {
         Self::read(std::io::BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))
     }
 
+    /// The spec's name from the file's header, read without the variables: what
+    /// `check-config` reads to tell a model file from anything else at that path.
+    pub fn spec_of(path: &Path) -> Result<String, String> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut r = Reader {
+            input: std::io::BufReader::new(file).take(4096),
+            at: 0,
+        };
+        let header = (|| {
+            let version = r.u32()?;
+            if !(2..=MAX_VERSION).contains(&version) {
+                return Err(format!(
+                    "not a CTranslate2 model file (binary version {version}; 2 to {MAX_VERSION} \
+                     are read)"
+                ));
+            }
+            r.string()
+        })();
+        header.map_err(|e| format!("{}: {e}", path.display()))
+    }
+
     pub fn parse(bytes: &[u8]) -> Result<Self, String> {
         Self::read(bytes)
     }

@@ -244,8 +244,30 @@ fn model_problems(
         None if !wheels.is_empty() => out.push(format!(
             "{wheels_key} is only for the pinned models; a model directory needs none"
         )),
-        None => {}
+        None => {
+            if let Err(e) = model_dir_problem(Path::new(model)) {
+                out.push(format!("{key} = {model:?}: {e}"));
+            }
+        }
     }
+}
+
+/// What makes a model directory one hark cannot load, found without loading it: a
+/// `model.bin` whose header is not a CTranslate2 Whisper model's, or no readable
+/// `tokenizer.json`. A download is worth retrying; a local file that is not a model is not.
+fn model_dir_problem(dir: &Path) -> Result<(), String> {
+    let spec = ct2::ModelFile::spec_of(&dir.join("model.bin"))?;
+    if !spec.to_ascii_lowercase().contains("whisper") {
+        return Err(format!(
+            "model.bin holds a CTranslate2 {spec:?} model, not a Whisper one"
+        ));
+    }
+    let tokenizer = dir.join("tokenizer.json");
+    let text = std::fs::read_to_string(&tokenizer)
+        .map_err(|e| format!("cannot read {}: {e}", tokenizer.display()))?;
+    serde_json::from_str::<serde_json::Value>(&text)
+        .map_err(|e| format!("{} is not JSON: {e}", tokenizer.display()))?;
+    Ok(())
 }
 
 /// Whether `model` names a pinned model rather than a directory.
