@@ -79,6 +79,10 @@ pub struct Args {
     /// Squad members, each on its own profile: prints `call.squad.members[]` entries.
     #[arg(long, value_name = "NAME=PROFILE", value_delimiter = ',', value_parser = parse_member)]
     pub squad: Vec<SquadMember>,
+    /// The config file the server reads (as `hark serve --config`): --squad's profiles are
+    /// checked against it.
+    #[arg(long, env = "HARK_CONFIG", value_name = "PATH")]
+    pub config: Option<std::path::PathBuf>,
     /// Replace this assistant's transcriber through the platform's API.
     #[arg(long, value_name = "ASSISTANT_ID")]
     pub apply: Option<String>,
@@ -440,7 +444,7 @@ fn check_length(flag: &str, serve_key: &str, value: &str) -> anyhow::Result<()> 
     let n = value.chars().count();
     if n < MIN_SECRET_CHARS {
         bail!(
-            "{flag} is {n} characters: hark serve refuses a {serve_key} under \
+            "{flag} is {n} characters: hark serve refuses {serve_key} values under \
              {MIN_SECRET_CHARS} characters; make one with `openssl rand -hex 32` and give \
              the same one to both"
         );
@@ -573,6 +577,41 @@ pub struct ApiTarget {
 }
 
 impl Args {
+    /// --squad's profiles against the server's config, when one is given: a member pointed
+    /// at a profile the server does not have would have every call refused (404).
+    fn check_profiles(&self, warnings: &mut Vec<String>) -> anyhow::Result<()> {
+        let Some(path) = &self.config else {
+            warnings.push(
+                "--squad's profiles were not checked: pass --config (the file hark serve \
+                 reads) to check them"
+                    .into(),
+            );
+            return Ok(());
+        };
+        let config = hark::config::Config::load(Some(path))?;
+        let unknown: Vec<&str> = self
+            .squad
+            .iter()
+            .map(|m| m.profile.as_str())
+            .filter(|p| config.profile(p).is_none())
+            .collect();
+        if !unknown.is_empty() {
+            let mut known: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
+            known.insert(0, hark::config::DEFAULT_PROFILE);
+            bail!(
+                "{} has no profile {} (it has: {})",
+                path.display(),
+                unknown
+                    .iter()
+                    .map(|p| format!("{p:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                known.join(", ")
+            );
+        }
+        Ok(())
+    }
+
     /// Checks every argument, so nothing is printed or sent from a half-valid command line.
     /// Returns the plan and the warnings to show.
     pub fn plan(&self) -> anyhow::Result<(Plan, Vec<String>)> {
@@ -590,6 +629,7 @@ impl Args {
         warnings.extend(credential_warnings(&credential));
         let fallback = self.fallback(&url, squad, &mut warnings)?;
         if squad {
+            self.check_profiles(&mut warnings)?;
             return Ok((
                 Plan::Print(squad_members(&url, &self.squad, &credential, &fallback)?),
                 warnings,

@@ -343,6 +343,22 @@ impl Config {
         refuse_problems(&self.problems(backends))
     }
 
+    /// What the config allows but a user most likely did not mean: said by `check-config`
+    /// and logged by `serve`, which still start.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let open = self.auth.secret.is_none() && self.auth.bearer_tokens.is_empty();
+        if open && !self.listen.ip().is_loopback() {
+            out.push(format!(
+                "listen = \"{}\" takes calls from other machines without a credential: \
+                 anyone who reaches the port can send audio to the recognizer (set \
+                 auth.secret or HARK_SECRET, the platform's server.secret)",
+                self.listen
+            ));
+        }
+        out
+    }
+
     /// Every setting that would make the server misbehave, each naming its culprit, so an
     /// operator fixes them all in one go (`hark check-config`). `backends` are the names
     /// profiles may use.
@@ -437,6 +453,13 @@ impl Config {
                 out.push(e);
             }
         }
+        if self.moonshine.shed == crate::backend::embedded::pool::Shed::FinalsModel {
+            out.push(
+                "moonshine.shed = \"finals_model\": Moonshine has one model, no finals' model \
+                 to shed (\"context\" or \"speculative\")"
+                    .into(),
+            );
+        }
         if self.moonshine.pool_size == 0 {
             out.push("moonshine.pool_size must be at least 1".into());
         }
@@ -521,11 +544,16 @@ impl Config {
         }
         let mut unset = Vec::new();
         unset_keys(&serde_json::to_value(&masked)?, "", &mut unset);
-        let mut out = String::new();
+        let mut out = toml::to_string_pretty(&masked)?;
+        // Optional keys without a value cannot be written in TOML: named after the rest,
+        // so the effective values come first.
         if !unset.is_empty() {
-            out.push_str(&format!("# not set: {}\n", unset.join(", ")));
+            out.push_str(&format!(
+                "\n# {} optional keys not set (samples/hark.toml shows each): {}\n",
+                unset.len(),
+                unset.join(", ")
+            ));
         }
-        out.push_str(&toml::to_string_pretty(&masked)?);
         Ok(out)
     }
 
@@ -959,6 +987,24 @@ mod tests {
                 assert!(!shown.contains(rust), "{text}: {shown}");
             }
         }
+    }
+
+    #[test]
+    fn every_wrong_key_of_a_file_is_named_at_once() {
+        let text = "max_lag_ms = \"soon\"\n[whisper]\ndecoders = \"two\"\nshed = \"partial\"\n\
+                    [profiles.p]\nchannels = [\"caller\"]\n[backends.x]\ntype = \"deepgram\"\n\
+                    modle = \"nova-3\"\n";
+        let shown = Config::from_toml(text).unwrap_err();
+        for said in [
+            "line 1, max_lag_ms: expected a whole number",
+            "line 3, whisper.decoders: expected a whole number",
+            "line 4, whisper.shed: \"partial\" is not one of",
+            "profiles.p.channels[0]: \"caller\" is not one of",
+            "backends.x.modle: unknown key",
+        ] {
+            assert!(shown.contains(said), "{said}\n{shown}");
+        }
+        assert_eq!(shown.lines().count(), 5, "{shown}");
     }
 
     #[test]

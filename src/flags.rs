@@ -22,7 +22,12 @@ pub struct CommonArgs {
     /// Fetch the pinned engine wheel from here: a URL or a local file (offline installs).
     #[arg(long, env = "HARK_MOONSHINE_WHEEL")]
     pub moonshine_wheel: Option<String>,
-    /// Recognizer handles shared by all calls (~150 MB each; 1 suits 2 cores).
+    /// Whisper's decoder threads, each decoding on one core [default: 2: one per core of
+    /// the 2-core machine it is measured on].
+    #[arg(long, env = "HARK_DECODERS")]
+    pub decoders: Option<usize>,
+    /// Moonshine's recognizer handles, each running 2 onnxruntime threads (~150 MB each; 1
+    /// suits 2 cores). Whisper's decoders are --decoders.
     #[arg(long, env = "HARK_POOL_SIZE")]
     pub pool_size: Option<usize>,
     /// The Whisper model: tiny.en or base (fetched on first use), or a CTranslate2 Whisper
@@ -152,6 +157,9 @@ impl CommonArgs {
         }
         if let Some(v) = &self.moonshine_wheel {
             c.moonshine.wheel = Some(v.clone());
+        }
+        if let Some(v) = self.decoders {
+            c.whisper.decoders = v;
         }
         if let Some(v) = self.pool_size {
             c.moonshine.pool_size = v;

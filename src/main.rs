@@ -3,7 +3,7 @@
 
 mod assistant_config;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -61,7 +61,7 @@ struct FetchArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// Also fetch the end-of-turn model when the config does not turn it on, so that a
-    /// config mounted later may.
+    /// config mounted later may turn it on without a download.
     #[arg(long)]
     turn_model: bool,
 }
@@ -70,8 +70,9 @@ struct FetchArgs {
 #[derive(Args)]
 #[command(after_help = "\
 Without a URL, the URL is the one `hark serve` would answer on, read from the same \
-config file and variables (HARK_CONFIG, HARK_LISTEN, HARK_TLS_CERT): \
-http://127.0.0.1:PORT/healthz, or https:// when TLS is configured. An https:// check of a \
+config file and variables (--config or HARK_CONFIG, HARK_LISTEN, HARK_TLS_CERT; the key \
+is not needed): http://127.0.0.1:PORT/healthz, or https:// when TLS is configured. If \
+that plain http:// check meets a TLS server, it is asked again over https://. An https:// check of a \
 loopback address this way (the image's HEALTHCHECK) does not verify the server's own \
 certificate: no certificate names 127.0.0.1, and the probe only asks whether the process \
 answers. Give --ca-file to verify it anyway.
@@ -84,6 +85,9 @@ names a loopback address (127.0.0.0/8, ::1, localhost).
 struct HealthcheckArgs {
     /// The URL to GET [default: the local server's /healthz, see below].
     url: Option<String>,
+    /// The config file `hark serve` reads, for the URL it answers on (as HARK_CONFIG).
+    #[arg(long, env = "HARK_CONFIG", value_name = "PATH")]
+    config: Option<PathBuf>,
     /// Verify an https:// server against the CA certificates in this PEM file only.
     #[arg(long, value_name = "PATH", conflicts_with = "insecure")]
     ca_file: Option<PathBuf>,
@@ -247,6 +251,9 @@ fn warn_unknown_env(config: &hark::config::Config) {
     for warning in unknown_env_vars(config) {
         tracing::warn!("{warning}");
     }
+    for warning in config.warnings() {
+        tracing::warn!("{warning}");
+    }
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -275,7 +282,10 @@ fn problems(config: &hark::config::Config) -> Vec<String> {
 fn check_config(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.load()?;
     print!("{}", config.to_masked_toml()?);
-    for warning in unknown_env_vars(&config) {
+    for warning in unknown_env_vars(&config)
+        .into_iter()
+        .chain(config.warnings())
+    {
         eprintln!("warning: {warning}");
     }
     // Keys live only in the environment: say whether each is there, never what it is.
@@ -402,7 +412,7 @@ fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
     use ureq::tls::{Certificate, RootCerts, TlsConfig};
     let (url, derived) = match &args.url {
         Some(url) => (url.clone(), false),
-        None => (local_healthz_url()?, true),
+        None => (local_healthz_url(args.config.as_deref())?, true),
     };
     let host = url_host(&url);
     let loopback = host.as_deref().is_some_and(is_loopback);
@@ -436,7 +446,28 @@ fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
         .tls_config(tls.build())
         .build()
         .into();
-    let response = agent.get(&url).call().map_err(|e| {
+    let mut answer = agent.get(&url).call();
+    // The environment did not say TLS, but the server speaks it: ask it that way.
+    if derived
+        && let (Err(e), Some(rest)) = (&answer, url.strip_prefix("http://"))
+        && (e.to_string().contains("HTTP version") || e.to_string().contains("parse"))
+    {
+        let https = format!("https://{rest}");
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
+            .http_status_as_error(false)
+            .tls_config(TlsConfig::builder().disable_verification(true).build())
+            .build()
+            .into();
+        if let Ok(response) = agent.get(&https).call() {
+            eprintln!(
+                "note: {url} answers over TLS (set HARK_TLS_CERT or --config as `hark serve` \
+                 has them, so the check asks https:// first)"
+            );
+            answer = Ok(response);
+        }
+    }
+    let response = answer.map_err(|e| {
         let hint = if url.starts_with("https://") && e.to_string().contains("certificate") {
             if loopback {
                 " (pass --ca-file with the CA that issued it, or --insecure on loopback)"
@@ -458,10 +489,18 @@ fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
 /// The `/healthz` of the server this environment configures: `listen` (127.0.0.1 for an
 /// unspecified address) from the same file, variables and defaults `serve` reads, and
 /// https:// when `tls.cert` is set.
-fn local_healthz_url() -> anyhow::Result<String> {
+fn local_healthz_url(config: Option<&Path>) -> anyhow::Result<String> {
     use clap::{Args as _, FromArgMatches as _};
+    let mut argv = vec![std::ffi::OsString::from("hark healthcheck")];
+    if let Some(path) = config {
+        argv.push("--config".into());
+        argv.push(path.into());
+    }
+    // Only the address and whether TLS is on matter here: a certificate set without its key
+    // (the key is the server's, not the probe's) is not this command's error.
     let matches = ServeArgs::augment_args(clap::Command::new("hark healthcheck"))
-        .try_get_matches_from(["hark healthcheck"])?;
+        .ignore_errors(true)
+        .try_get_matches_from(argv)?;
     let config = ServeArgs::from_arg_matches(&matches)?.load()?;
     let mut addr = config.listen;
     if addr.ip().is_unspecified() {

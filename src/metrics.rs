@@ -35,6 +35,7 @@ pub const CATCH_UP_SKIPPED: &str = "hark_catch_up_skipped_seconds";
 pub const DECODER_LOAD: &str = "hark_decoder_load";
 pub const SHED_STEP: &str = "hark_shed_step";
 pub const SHED_SECONDS: &str = "hark_shed_seconds_total";
+pub const SHED_DECODES: &str = "hark_shed_decodes_total";
 pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
 pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
 pub const FINAL_RECOVERIES: &str = "hark_final_recoveries_total";
@@ -178,7 +179,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         DECODER_LOAD,
         Kind::Gauge,
         &[],
-        "Share of the embedded recognizer's decoder time that finals and speculative decodes took lately (1 = all); admission refuses calls that would take it over moonshine.max_load.",
+        "Share of the embedded recognizer's decoder time that finals and speculative decodes took lately (1 = all); admission refuses calls that would take it over the engine's max_load (whisper.max_load, moonshine.max_load).",
     ),
     (
         SHED_STEP,
@@ -191,6 +192,12 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         Kind::Counter,
         &["step"],
         "Seconds the embedded recognizer spent shedding, by the highest step shed (partials, context, finals_model, speculative).",
+    ),
+    (
+        SHED_DECODES,
+        Kind::Counter,
+        &["what", "why"],
+        "Speculative decodes left out, and finals decoded with less left context than their span, by why: late (the shedding ladder), load (the essential load averaged over 10 s), queued (finals waiting behind it).",
     ),
     (
         REPLAY_SECONDS,

@@ -31,13 +31,68 @@ impl fmt::Display for KeyPath<'_> {
     }
 }
 
-/// Parses a config file's text, or says what is wrong in it and where.
+/// Parses a config file's text, or says everything that is wrong in it and where, one
+/// problem a line: each key found wrong is taken out and the rest read again, so the
+/// second wrong type is named in the same run as the first.
 pub(super) fn parse(text: &str) -> Result<Config, String> {
-    let table: toml::Table = toml::from_str(text).map_err(|e| syntax(text, &e))?;
-    let e = match serde_path_to_error::deserialize::<_, Config>(table.clone()) {
-        Ok(config) => return Ok(config),
-        Err(e) => e,
+    let mut table: toml::Table = toml::from_str(text).map_err(|e| syntax(text, &e))?;
+    let mut problems: Vec<String> = Vec::new();
+    // Each round removes a key or a section, so this ends; the bound is for a file of
+    // thousands of wrong keys.
+    for _ in 0..100 {
+        let e = match serde_path_to_error::deserialize::<_, Config>(table.clone()) {
+            Ok(config) if problems.is_empty() => return Ok(config),
+            Ok(_) => break,
+            Err(e) => e,
+        };
+        let (problem, path) = describe(text, &table, &e);
+        if !problems.contains(&problem) {
+            problems.push(problem);
+        }
+        if !remove(&mut table, &path) {
+            break;
+        }
+    }
+    Err(problems.join("\n"))
+}
+
+/// Takes the key at `path` (or, where there is none, the nearest table above it that there
+/// is) out of `table`; false when nothing could be taken.
+fn remove(table: &mut toml::Table, path: &[Step]) -> bool {
+    let mut path = path.to_vec();
+    while !path.is_empty() {
+        if remove_at(table, &path) {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+fn remove_at(table: &mut toml::Table, path: &[Step]) -> bool {
+    let Some((Step::Key(last), parents)) = path.split_last() else {
+        return false;
     };
+    let mut at = table;
+    for step in parents {
+        let next = match step {
+            Step::Key(k) => at.get_mut(k.as_str()),
+            Step::Index(_) => return false,
+        };
+        match next.and_then(toml::Value::as_table_mut) {
+            Some(t) => at = t,
+            None => return false,
+        }
+    }
+    at.remove(last.as_str()).is_some()
+}
+
+/// One deserialisation error as its user reads it, and the key's full path.
+fn describe(
+    text: &str,
+    table: &toml::Table,
+    e: &serde_path_to_error::Error<toml::de::Error>,
+) -> (String, Vec<Step>) {
     let mut path = steps(e.path());
     let mut message = e.inner().message().to_string();
     // serde reads a backend section's `type` first and holds the rest meanwhile, so an
@@ -73,7 +128,7 @@ pub(super) fn parse(text: &str) -> Result<Config, String> {
         path.push(Step::Key(key));
     }
     let place = line_of(text, &path).map_or_else(String::new, |line| format!("line {line}, "));
-    Err(format!("{place}{}: {what}", KeyPath(&path)))
+    (format!("{place}{}: {what}", KeyPath(&path)), path)
 }
 
 fn steps(path: &serde_path_to_error::Path) -> Vec<Step> {

@@ -465,6 +465,12 @@ impl Session {
         // Nothing more is listened for: a failure here changes no outcome.
         let _ = self.finish();
         let (code, reason): (u16, String) = match &outcome {
+            // A socket closed before its start frame (a health probe, a client that changed
+            // its mind) was never a call: no "call started" came before it either.
+            Outcome::ClientClosed if self.supervisors.is_empty() => {
+                tracing::debug!("connection closed before its start frame");
+                (CLOSE_NORMAL, String::new())
+            }
             Outcome::ClientClosed => {
                 info!("call ended by client");
                 (CLOSE_NORMAL, String::new())

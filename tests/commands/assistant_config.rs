@@ -24,6 +24,7 @@ fn hark(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.arg("assistant-config").args(args);
     for var in [
         "VAPI_API_KEY",
+        "HARK_CONFIG",
         "HTTP_PROXY",
         "http_proxy",
         "HTTPS_PROXY",
@@ -113,6 +114,14 @@ fn prints_bearer_transcriber() {
 
 #[test]
 fn prints_squad_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hark.toml");
+    std::fs::write(
+        &config,
+        "[profiles.sales]\n[profiles.support-es]\noptions = { endpoint_ms = 300 }\n",
+    )
+    .unwrap();
+    let config = config.to_string_lossy().into_owned();
     let got = printed_json(&[
         "--url",
         BASE,
@@ -121,7 +130,39 @@ fn prints_squad_members() {
         "--squad",
         "sales=sales,support=support-es",
         "--no-fallback",
+        "--config",
+        &config,
     ]);
+    // A member on a profile the server does not have is refused, naming the ones it has.
+    let out = hark(
+        &[
+            "--url",
+            BASE,
+            "--bearer",
+            TOKEN,
+            "--squad",
+            "sales=nosuch",
+            "--config",
+            &config,
+        ],
+        &[],
+    );
+    assert_fails_with(
+        &out,
+        &["no profile \"nosuch\"", "default, sales, support-es"],
+    );
+    assert!(out.stdout.is_empty());
+    // Without the config, the entries are written with a warning that nothing checked them.
+    let out = hark(
+        &["--url", BASE, "--bearer", TOKEN, "--squad", "sales=nosuch"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("were not checked"),
+        "{}",
+        stderr(&out)
+    );
     let member = |name: &str, profile: &str| {
         json!({"name": name, "assistantOverrides": {"transcriber": {
             "provider": "custom-transcriber",

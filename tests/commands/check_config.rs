@@ -31,6 +31,7 @@ max_lag_ms = 10
 max_sessions = 0
 [moonshine]
 pool_size = 0
+shed = "finals_model"
 [backends.dg]
 type = "deepgram"
 api_key_env = "HARK_TEST_DG_KEY"
@@ -61,6 +62,7 @@ fn check_config_lists_every_problem_and_fails_without_printing_secrets() {
         "max_lag_ms must be at least 500",
         "max_sessions must be at least 1",
         "moonshine.pool_size must be at least 1",
+        "no finals' model",
         "uses backend \"nope\"",
         "transcribes no channel",
         "language \"en US\"",
@@ -68,7 +70,7 @@ fn check_config_lists_every_problem_and_fails_without_printing_secrets() {
     ] {
         assert!(stderr.contains(problem), "{problem}: {stderr}");
     }
-    assert!(stderr.contains("7 problem(s)"), "{stderr}");
+    assert!(stderr.contains("8 problem(s)"), "{stderr}");
     // The key that is set is not a problem, and neither it nor the secret is printed.
     assert!(!stderr.contains("HARK_TEST_DG_KEY"), "{stderr}");
     for secret in ["env-secret-value-1", "dg-key-value-2"] {
@@ -91,10 +93,19 @@ fn check_config_passes_a_good_config_with_flags_and_env_applied() {
         "max_lag_ms = 3000\n[auth]\nbearer_tokens = [\"file-token-value\"]\n",
     );
     let out = hark(
-        &["check-config", "--config", &config, "--max-sessions", "7"],
+        &[
+            "check-config",
+            "--config",
+            &config,
+            "--max-sessions",
+            "7",
+            "--decoders",
+            "3",
+        ],
         &[
             ("HARK_SECRET", "env-secret-value-3"),
             ("HARK_LISTEN", "0.0.0.0:9999"),
+            ("HARK_POOL_SIZE", "2"),
         ],
     );
     let (stdout, stderr) = text(&out);
@@ -106,6 +117,9 @@ fn check_config_passes_a_good_config_with_flags_and_env_applied() {
         "listen = \"0.0.0.0:9999\"\n",
         "secret = \"***\"\n",
         "max_load = 0.8\n",
+        // Whisper's decoders and Moonshine's handles, each from its own flag.
+        "decoders = 3\n",
+        "pool_size = 2\n",
     ] {
         assert!(stdout.contains(line), "{line}: {stdout}");
     }
@@ -125,8 +139,14 @@ fn serve_refuses_a_bad_config_listing_all_its_problems() {
     );
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}\n{stderr}");
-    assert!(stderr.contains("8 problem(s)"), "{stderr}");
-    for problem in ["max_lag_ms", "pool_size", "\"nope\"", "HARK_TEST_DG_KEY"] {
+    assert!(stderr.contains("9 problem(s)"), "{stderr}");
+    for problem in [
+        "max_lag_ms",
+        "pool_size",
+        "\"nope\"",
+        "HARK_TEST_DG_KEY",
+        "moonshine.shed = \"finals_model\"",
+    ] {
         assert!(stderr.contains(problem), "{problem}: {stderr}");
     }
 }
@@ -475,4 +495,24 @@ fn a_model_directory_that_can_never_load_is_refused_before_serving() {
             );
         }
     }
+}
+
+/// Serving every interface with no credential passes (a private network may want it) but
+/// is said, as `assistant-config` says it; on loopback, or with a secret, it is not.
+#[test]
+fn serving_other_machines_without_a_credential_is_warned_of() {
+    let warned = |args: &[&str], env: &[(&str, &str)]| {
+        let mut all = vec!["check-config"];
+        all.extend_from_slice(args);
+        let out = hark(&all, env);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        stderr.contains("without a credential")
+    };
+    assert!(warned(&["--listen", "0.0.0.0:8080"], &[]));
+    assert!(!warned(&["--listen", "127.0.0.1:8080"], &[]));
+    assert!(!warned(
+        &["--listen", "0.0.0.0:8080"],
+        &[("HARK_SECRET", "a-secret-of-enough-chars")]
+    ));
 }

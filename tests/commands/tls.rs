@@ -175,9 +175,28 @@ fn healthcheck_passes_against_a_private_ca_certificate_and_fails_against_another
         &env,
     );
     assert!(!out.status.success(), "{}", text(&out));
-    // Without HARK_TLS_CERT it speaks http:// to the TLS port, and fails.
+    // Without HARK_TLS_CERT it asks http:// first, meets TLS, and asks again over https://.
     let out = hark(&["healthcheck"], &env[..1]);
-    assert!(!out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("answers over TLS"), "{}", text(&out));
+    // The certificate without its key (the server's, not the probe's) is enough to know.
+    let out = hark(&["healthcheck"], &env[..2]);
+    assert!(out.status.success(), "{}", text(&out));
+    // And the config file as `serve` reads it, by flag as by HARK_CONFIG.
+    let config = write(
+        dir.path(),
+        "hark.toml",
+        &format!(
+            "listen = \"127.0.0.1:{}\"\n[tls]\ncert = {:?}\nkey = {:?}\n",
+            addr.port(),
+            cert.to_string_lossy(),
+            key.to_string_lossy()
+        ),
+    );
+    let config = config.to_string_lossy().into_owned();
+    let out = hark(&["healthcheck", "--config", &config], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("answers over TLS"), "{}", text(&out));
 
     let _ = served.0.kill();
     let _ = served.0.wait();

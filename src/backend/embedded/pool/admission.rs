@@ -176,7 +176,8 @@ mod tests {
         }
     }
 
-    /// Calls an idle pool takes at once, all promising a final.
+    /// Calls an idle pool takes at once, all promising a final, as far as the wave goes
+    /// (the average's limit out of the way).
     fn burst(d: Demand) -> usize {
         (0..200)
             .take_while(|&n| {
@@ -185,7 +186,7 @@ mod tests {
                     channels: 2 * n,
                     ..d
                 }
-                .admits(2, 1.0)
+                .admits(2, 100.0)
                 .is_ok()
             })
             .count()
@@ -265,7 +266,7 @@ mod tests {
         let settled = Demand {
             promised: young.promised * promise(PROMISE_DECAY * 10),
             weight: young.channels as f64,
-            load: 0.2,
+            load: 0.1,
             ..young
         };
         assert!(settled.admits(2, 1.0).is_ok());
@@ -276,6 +277,18 @@ mod tests {
         };
         assert!(busy.admits(2, 1.0).is_ok());
         assert!(busy.admits(2, 0.2).unwrap_err().contains("max_load"));
+        // Before any history, a channel is priced at a conversation's finals by the cost
+        // model: more channels than that carries are refused on the average alone.
+        let fresh = idle(Shed::Speculative, 16);
+        let per_channel =
+            ESSENTIAL_PER_SECOND * cost().batch(Tier::Finals, 1, WAVE_UTTERANCE) / 2.0;
+        let most = (1.0 / per_channel) as usize;
+        let at = |channels| Demand { channels, ..fresh }.admits(2, 1.0);
+        assert!(at(most - 4).is_ok());
+        assert!(
+            at(most).unwrap_err().contains("max_load"),
+            "{most} channels"
+        );
         // And so do late finals, or a ladder with nothing left to shed.
         assert!(
             Demand {

@@ -8,6 +8,7 @@ use tracing::warn;
 
 use super::super::MODEL_RATE;
 use super::super::segmenter::{Emit, Recovery, Segmenter, Want};
+use super::ladder::Why;
 use super::{Job, LOAD_WINDOW, MAX_STEP_SAMPLES, lock};
 use crate::audio::AudioSource;
 use crate::backend::EventSink;
@@ -37,6 +38,9 @@ pub(super) struct ChannelState {
     pub(super) segmenter: Segmenter,
     /// A decoder is working on this channel.
     pub(super) decoding: bool,
+    /// The speculative decode last left out (its utterance, by its start), so each is
+    /// counted once however many claims pass it by.
+    shed_speculative: Option<Instant>,
     /// The audio has ended and the segmenter was told.
     finished: bool,
     /// The last position reported settled, and how often to report it (see `report`).
@@ -80,6 +84,7 @@ impl Channel {
                 resampler,
                 segmenter,
                 decoding: false,
+                shed_speculative: None,
                 finished: false,
                 settled: 0,
                 settle_every: u64::from(sample_rate),
@@ -192,6 +197,18 @@ impl ChannelState {
                 self.settled = settled;
                 events.settled(settled);
             }
+        }
+    }
+
+    /// Its wanted speculative decode is left out (`why`): counted once per utterance.
+    pub(super) fn shed_speculative(&mut self, why: Option<Why>) {
+        let (Some(why), Some(want)) = (why, self.want()) else {
+            return;
+        };
+        if self.shed_speculative != Some(want.since) {
+            self.shed_speculative = Some(want.since);
+            metrics::counter!(m::SHED_DECODES, "what" => "speculative", "why" => why.as_str())
+                .increment(1);
         }
     }
 

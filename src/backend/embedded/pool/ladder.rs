@@ -78,6 +78,68 @@ pub(super) struct Ladder {
     counted: Instant,
 }
 
+/// Why a decode was left out or cut short: counted in `hark_shed_decodes_total{why}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Why {
+    /// The ladder: finals are (or will be) late.
+    Late,
+    /// The essential load averaged over the last seconds is high.
+    Load,
+    /// Finals queue behind the one being claimed.
+    Queued,
+}
+
+impl Why {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::Late => "late",
+            Self::Load => "load",
+            Self::Queued => "queued",
+        }
+    }
+}
+
+/// What a claim leaves out, and why: one decision from the ladder's step, the load average
+/// (its speculative shed and its share of the context span) and the finals queued.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Shedding {
+    pub partials: bool,
+    pub speculative: Option<Why>,
+    /// The share of the context span finals may read (1: all), and why it is less.
+    pub context: (f64, Option<Why>),
+}
+
+impl Shedding {
+    pub(super) fn decide(step: Shed, load_sheds_speculative: bool, load_context: f64) -> Self {
+        let speculative = match (step >= Shed::Speculative, load_sheds_speculative) {
+            (true, _) => Some(Why::Late),
+            (false, true) => Some(Why::Load),
+            _ => None,
+        };
+        let context = match (step >= Shed::Context, load_context < 1.0) {
+            (true, _) => (0.0, Some(Why::Late)),
+            (false, true) => (load_context, Some(Why::Load)),
+            _ => (1.0, None),
+        };
+        Self {
+            partials: step >= Shed::Partials,
+            speculative,
+            context,
+        }
+    }
+
+    /// The same for a final or speculative decode with `finals` finals waiting: with more
+    /// than one, the decoders are behind now, whatever the load average says, and it is
+    /// decoded without context until they catch up.
+    pub(super) fn context_for(&self, finals: usize) -> (f64, Option<Why>) {
+        match (self.context, finals > 1) {
+            ((_, Some(Why::Late)), _) => (0.0, Some(Why::Late)),
+            (_, true) => (0.0, Some(Why::Queued)),
+            (context, false) => context,
+        }
+    }
+}
+
 /// How long finals must be on time before the ladder comes down a step.
 const CALM: Duration = Duration::from_secs(2);
 
@@ -151,6 +213,30 @@ impl Ladder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_decision_says_what_is_shed_and_why() {
+        let calm = Shedding::decide(Shed::Nothing, false, 1.0);
+        assert_eq!(
+            calm,
+            Shedding {
+                partials: false,
+                speculative: None,
+                context: (1.0, None)
+            }
+        );
+        assert_eq!(calm.context_for(1), (1.0, None));
+        assert_eq!(calm.context_for(3), (0.0, Some(Why::Queued)));
+        // The load average alone: speculative decodes and part of the context.
+        let loaded = Shedding::decide(Shed::Partials, true, 0.5);
+        assert!(loaded.partials);
+        assert_eq!(loaded.speculative, Some(Why::Load));
+        assert_eq!(loaded.context, (0.5, Some(Why::Load)));
+        // The ladder wins where both say so.
+        let late = Shedding::decide(Shed::Speculative, true, 0.5);
+        assert_eq!(late.speculative, Some(Why::Late));
+        assert_eq!(late.context_for(3), (0.0, Some(Why::Late)));
+    }
 
     #[test]
     fn the_ladder_sheds_partials_then_context_then_the_finals_model_then_speculative_and_comes_back_down()

@@ -35,8 +35,8 @@ mod ladder;
 
 use self::admission::{Demand, held_bookings, promise};
 use self::channel::{Channel, ChannelState};
-use self::ladder::Ladder;
 pub use self::ladder::Shed;
+use self::ladder::{Ladder, Shedding};
 use super::cost::CostModel;
 use super::segmenter::{DecodeKind, SegmenterConfig, Want};
 use super::{Engine, Tier, Utterance};
@@ -574,13 +574,13 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
 fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
     loop {
         let step = lock(&pool.ladder).step;
+        let shed = Shedding::decide(
+            step,
+            pool.shedding.load(Ordering::Relaxed),
+            f64::from_bits(pool.context_scale.load(Ordering::Relaxed)),
+        );
         let (wanted, finals, wave, late) = {
             let channels = lock(&pool.channels);
-            let shedding = pool.shedding.load(Ordering::Relaxed) || step >= Shed::Speculative;
-            let scale = match step >= Shed::Context {
-                true => 0.0,
-                false => f64::from_bits(pool.context_scale.load(Ordering::Relaxed)),
-            };
             let now = Instant::now();
             let mut wanted: Vec<(DecodeKind, Instant, Arc<Channel>)> = Vec::new();
             let mut finals = 0;
@@ -588,7 +588,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
             let mut late = Duration::ZERO;
             for c in channels.iter() {
                 let mut state = c.lock();
-                state.segmenter.scale_context(scale);
+                state.segmenter.scale_context(shed.context.0);
                 let Some(w) = state.want() else { continue };
                 wave += usize::from(w.kind.is_essential());
                 match w.kind {
@@ -596,8 +596,11 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                         finals += 1;
                         late = late.max(now.saturating_duration_since(w.since));
                     }
-                    DecodeKind::Speculative if shedding => continue,
-                    DecodeKind::FirstPartial | DecodeKind::Partial if step >= Shed::Partials => {
+                    DecodeKind::Speculative if shed.speculative.is_some() => {
+                        state.shed_speculative(shed.speculative);
+                        continue;
+                    }
+                    DecodeKind::FirstPartial | DecodeKind::Partial if shed.partials => {
                         continue;
                     }
                     _ => {}
@@ -643,13 +646,16 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         let mut items = Vec::with_capacity(take);
         for channel in alike.into_iter().take(take) {
             let mut state = channel.lock();
-            // Finals queueing behind this one: the decoders are behind now, whatever the
-            // load average says. Decode without context until they catch up.
-            if finals > 1 {
-                state.segmenter.scale_context(0.0);
-            }
+            let (context, why) = shed.context_for(finals);
+            state.segmenter.scale_context(context);
             // Another decoder may have claimed it since.
             let Some(want) = state.want() else { continue };
+            if let Some(why) = why
+                && want.kind.is_essential()
+            {
+                metrics::counter!(m::SHED_DECODES, "what" => "context", "why" => why.as_str())
+                    .increment(1);
+            }
             state.decoding = true;
             if inputs.len() <= items.len() {
                 inputs.push(Input::default());
