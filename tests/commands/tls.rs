@@ -258,3 +258,45 @@ fn check_config_refuses_a_tls_pair_that_serve_refuses() {
         }
     }
 }
+
+/// A self-signed certificate that says it is a CA (what `openssl req -x509` makes) given as
+/// `--ca-file` is the server's own certificate: WebPKI refuses it as an end entity, so the
+/// check takes it as pinned and passes when the server presents exactly it, and not when it
+/// presents another.
+#[test]
+fn healthcheck_takes_a_self_signed_certificate_as_ca_file_as_pinned() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let self_signed = |name: &str| {
+        let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let key = KeyPair::generate().expect("key");
+        let cert = params.self_signed(&key).expect("self-signed");
+        (cert.pem(), key.serialize_pem())
+    };
+    let (cert_pem, key_pem) = self_signed("hark");
+    let cert = write(dir.path(), "cert.pem", &cert_pem);
+    let key = write(dir.path(), "key.pem", &key_pem);
+    let other = write(dir.path(), "other.pem", &self_signed("someone else").0);
+    let (_served, addr) = serve_tls(&cert, &key);
+    let url = format!("https://{addr}/healthz");
+    let ca_arg = cert.to_string_lossy().into_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = hark(&["healthcheck", &url, "--ca-file", &ca_arg], &[]);
+        if out.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pinned certificate never passed: {}",
+            text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = hark(
+        &["healthcheck", &url, "--ca-file", &other.to_string_lossy()],
+        &[],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+}
