@@ -96,7 +96,7 @@ pub struct WhisperConfig {
     pub narrowband_endpoint_ms: u64,
     /// Admission: as `moonshine.max_load`. 1.0 by default: with the shedding ladder behind
     /// it, dense calls admitted up to it kept their finals on time where 0.8 left about a
-    /// fifth of the cores' calls refused (BENCHMARKS.md, "Load shapes", nineteenth session).
+    /// fifth of the cores' calls refused (BENCHMARKS.md, "Load shapes", the run at 68fee71).
     pub max_load: f64,
     /// The last step the decoders may shed while finals are late: as `moonshine.shed`,
     /// with `"finals_model"` (finals decoded by `model` instead of `final_model`) between
