@@ -442,26 +442,23 @@ fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
     } else if args.insecure || (derived && loopback) {
         tls = tls.disable_verification(true);
     }
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
-        .http_status_as_error(false)
-        .tls_config(tls.build())
-        .build()
-        .into();
-    let mut answer = agent.get(&url).call();
+    let agent = |tls: TlsConfig| -> ureq::Agent {
+        ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
+            .http_status_as_error(false)
+            .tls_config(tls)
+            .build()
+            .into()
+    };
+    let mut answer = agent(tls.build()).get(&url).call();
     // The environment did not say TLS, but the server speaks it: ask it that way.
     if derived
         && let (Err(e), Some(rest)) = (&answer, url.strip_prefix("http://"))
         && (e.to_string().contains("HTTP version") || e.to_string().contains("parse"))
     {
         let https = format!("https://{rest}");
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
-            .http_status_as_error(false)
-            .tls_config(TlsConfig::builder().disable_verification(true).build())
-            .build()
-            .into();
-        if let Ok(response) = agent.get(&https).call() {
+        let unverified = TlsConfig::builder().disable_verification(true).build();
+        if let Ok(response) = agent(unverified).get(&https).call() {
             eprintln!(
                 "note: {url} answers over TLS (set HARK_TLS_CERT or --config as `hark serve` \
                  has them, so the check asks https:// first)"

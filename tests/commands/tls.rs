@@ -100,6 +100,24 @@ fn serve_tls(cert: &Path, key: &Path) -> (Served, SocketAddr) {
     (Served(child), addr)
 }
 
+/// `hark healthcheck URL --ca-file CA` passes once `served` listens (within a minute).
+fn passes_once_served(served: &mut Served, url: &str, ca: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = hark(&["healthcheck", url, "--ca-file", ca], &[]);
+        if out.status.success() {
+            return;
+        }
+        assert!(
+            served.0.try_wait().expect("status").is_none(),
+            "hark serve exited: {}",
+            text(&out)
+        );
+        assert!(Instant::now() < deadline, "never healthy: {}", text(&out));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn healthcheck_passes_against_a_private_ca_certificate_and_fails_against_another_ca() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -114,20 +132,7 @@ fn healthcheck_passes_against_a_private_ca_certificate_and_fails_against_another
     let ca_arg = ca_file.to_string_lossy().into_owned();
 
     // Verified against the private CA: passes once the server listens.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = hark(&["healthcheck", &url, "--ca-file", &ca_arg], &[]);
-        if out.status.success() {
-            break;
-        }
-        assert!(
-            served.0.try_wait().expect("status").is_none(),
-            "hark serve exited: {}",
-            text(&out)
-        );
-        assert!(Instant::now() < deadline, "never healthy: {}", text(&out));
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    passes_once_served(&mut served, &url, &ca_arg);
 
     // Another CA, or the public roots: the certificate is not trusted, and the error says
     // what to pass.
@@ -278,22 +283,9 @@ fn healthcheck_takes_a_self_signed_certificate_as_ca_file_as_pinned() {
     let cert = write(dir.path(), "cert.pem", &cert_pem);
     let key = write(dir.path(), "key.pem", &key_pem);
     let other = write(dir.path(), "other.pem", &self_signed("someone else").0);
-    let (_served, addr) = serve_tls(&cert, &key);
+    let (mut served, addr) = serve_tls(&cert, &key);
     let url = format!("https://{addr}/healthz");
-    let ca_arg = cert.to_string_lossy().into_owned();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = hark(&["healthcheck", &url, "--ca-file", &ca_arg], &[]);
-        if out.status.success() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the pinned certificate never passed: {}",
-            text(&out)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    passes_once_served(&mut served, &url, &cert.to_string_lossy());
     let out = hark(
         &["healthcheck", &url, "--ca-file", &other.to_string_lossy()],
         &[],
