@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::super::Tier;
-use super::super::cost::CostModel;
+use super::super::cost::{CostModel, TYPICAL_UTTERANCE};
 use super::ladder::Shed;
 
 /// A newly admitted call promises one final in its first seconds (callers answer "Hello?"
@@ -17,9 +17,6 @@ pub(super) const PROMISE_DECAY: Duration = Duration::from_secs(3);
 /// final is the one that counts; the estimate's own margins (a decode found running, 3.5
 /// tokens a second) are the slack (BENCHMARKS.md, "Load shapes").
 pub(super) const WAVE_BUDGET: f64 = 0.6;
-/// How long a newcomer's first utterance is taken to be, in seconds: its length is unknown
-/// at the upgrade; a caller's "Hello?" is short, the dev clips' median is about 3 s.
-pub(super) const WAVE_UTTERANCE: f64 = 3.0;
 /// Finals and speculative decodes a channel of a conversation asks for per second, before
 /// its own show in the measured load: an utterance every 4–5 s, and a speculative decode at
 /// some pauses that do not end it.
@@ -99,7 +96,7 @@ impl Demand {
         const K: f64 = 4.0;
         // A channel's share of the decoders before it has history: its finals by the
         // finals' model, on the decoders there are.
-        let prior = ESSENTIAL_PER_SECOND * self.cost.batch(Tier::Finals, 1, WAVE_UTTERANCE)
+        let prior = ESSENTIAL_PER_SECOND * self.cost.batch(Tier::Finals, 1, TYPICAL_UTTERANCE)
             / self.decoders.max(1) as f64;
         if self.behind {
             return Err("a final has waited over 400 ms for a decoder".into());
@@ -117,7 +114,7 @@ impl Demand {
         let tier = self.wave_tier();
         let wave = self
             .cost
-            .wave(tier, finals, WAVE_UTTERANCE, free, self.max_batch);
+            .wave(tier, finals, TYPICAL_UTTERANCE, free, self.max_batch);
         if wave > WAVE_BUDGET {
             return Err(format!(
                 "a wave of {finals} finals at once would take {:.0} ms to decode on {free:.1} \
@@ -217,8 +214,8 @@ mod tests {
         // The admitted wave is one the cost model clears in time, and one more is not.
         let c = cost();
         let free = 2.0;
-        assert!(c.wave(Tier::Partials, batched, WAVE_UTTERANCE, free, 16) <= WAVE_BUDGET);
-        assert!(c.wave(Tier::Partials, batched + 1, WAVE_UTTERANCE, free, 16) > WAVE_BUDGET);
+        assert!(c.wave(Tier::Partials, batched, TYPICAL_UTTERANCE, free, 16) <= WAVE_BUDGET);
+        assert!(c.wave(Tier::Partials, batched + 1, TYPICAL_UTTERANCE, free, 16) > WAVE_BUDGET);
     }
 
     #[test]
@@ -226,8 +223,8 @@ mod tests {
         let fast = burst(idle(Shed::Speculative, 16));
         let mut slow = cost();
         for _ in 0..20 {
-            let lengths = [WAVE_UTTERANCE];
-            let took = slow.batch(Tier::Partials, 1, WAVE_UTTERANCE) * 2.0;
+            let lengths = [TYPICAL_UTTERANCE];
+            let took = slow.batch(Tier::Partials, 1, TYPICAL_UTTERANCE) * 2.0;
             slow.observe(Tier::Partials, &lengths, Duration::from_secs_f64(took));
         }
         let slower = burst(Demand {
@@ -281,7 +278,7 @@ mod tests {
         // model: more channels than that carries are refused on the average alone.
         let fresh = idle(Shed::Speculative, 16);
         let per_channel =
-            ESSENTIAL_PER_SECOND * cost().batch(Tier::Finals, 1, WAVE_UTTERANCE) / 2.0;
+            ESSENTIAL_PER_SECOND * cost().batch(Tier::Finals, 1, TYPICAL_UTTERANCE) / 2.0;
         let most = (1.0 / per_channel) as usize;
         let at = |channels| Demand { channels, ..fresh }.admits(2, 1.0);
         assert!(at(most - 4).is_ok());

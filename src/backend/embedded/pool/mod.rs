@@ -37,7 +37,7 @@ use self::admission::{Demand, held_bookings, promise};
 use self::channel::{Channel, ChannelState};
 pub use self::ladder::Shed;
 use self::ladder::{Ladder, Shedding};
-use super::cost::CostModel;
+use super::cost::{CostModel, TYPICAL_UTTERANCE};
 use super::segmenter::{DecodeKind, SegmenterConfig, Want};
 use super::{Engine, Tier, Utterance};
 use crate::audio::AudioSource;
@@ -54,9 +54,6 @@ const SHED_SPECULATIVE_LOAD: f64 = 0.9;
 /// makes finals more accurate but their decodes longer, and is the first work to shed.
 const SHED_CONTEXT_FROM: f64 = 0.4;
 const SHED_CONTEXT_AT: f64 = 0.6;
-/// How long an utterance is taken to be where its length is not known yet (queued decodes
-/// before their audio is copied out): the dev clips' median is about 3 s.
-const TYPICAL_UTTERANCE: f64 = 3.0;
 /// A final waiting this long for a decoder means the recognizer is behind now.
 const FINAL_BACKLOG: Duration = Duration::from_millis(400);
 
