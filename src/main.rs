@@ -105,6 +105,10 @@ struct HealthcheckArgs {
 struct TranscribeArgs {
     #[command(flatten)]
     common: CommonArgs,
+    /// Decode as this profile's calls are: its embedded engine (the first in its chain),
+    /// its options and, of a stereo file, its channels.
+    #[arg(long, default_value = hark::config::DEFAULT_PROFILE)]
+    profile: String,
     /// WAV files (8/16/24/32-bit PCM or 32-bit float, 8–48 kHz, mono or stereo).
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -320,16 +324,20 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
     let config = args.common.load()?;
     init_logging(config.log_format);
     warn_unknown_env(&config);
+    config.validate(&hark::registry::names(&config))?;
+    let backend = hark::registry::profile_engine(&config, &args.profile)?;
+    let profile = config
+        .profile(&args.profile)
+        .ok_or_else(|| anyhow::anyhow!("no profile {:?}", args.profile))?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let backend = hark::registry::default_engine(&config);
         let waiter = backend.clone();
         tokio::task::spawn_blocking(move || waiter.wait_ready(Duration::from_secs(600)))
             .await?
             .map_err(anyhow::Error::msg)?;
         let mut failed = false;
         for file in &args.files {
-            match transcribe::file(backend.clone(), file).await {
+            match transcribe::file(backend.clone(), file, &profile).await {
                 Ok(channels) => {
                     for (label, text) in channels {
                         match label {

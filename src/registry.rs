@@ -72,16 +72,41 @@ pub fn network(
     })
 }
 
-/// The embedded engine the default profile runs (or Moonshine when it runs a network
-/// backend), started loading: what `hark transcribe` decodes files with.
-pub fn default_engine(config: &Config) -> Arc<crate::backend::embedded::Embedded> {
-    let backend = config
-        .profile(crate::config::DEFAULT_PROFILE)
-        .map(|p| p.backend)
-        .unwrap_or_default();
-    match backend.as_str() {
-        whisper::NAME => whisper::spawn(&config.whisper),
-        _ => moonshine::spawn(&config.moonshine, config.wants_turn_model()),
+/// The embedded engine a profile runs (the first of its chain, so a profile that relays to
+/// a network backend with Whisper as its fallback decodes files with Whisper), started
+/// loading: what `hark transcribe` decodes files with. A profile whose chain names no
+/// embedded engine is refused with what it runs.
+pub fn profile_engine(
+    config: &Config,
+    profile: &str,
+) -> anyhow::Result<Arc<crate::backend::embedded::Embedded>> {
+    let Some(p) = config.profile(profile) else {
+        let mut known: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
+        if !known.contains(&crate::config::DEFAULT_PROFILE) {
+            known.insert(0, crate::config::DEFAULT_PROFILE);
+        }
+        anyhow::bail!(
+            "no profile {profile:?} in the config; its profiles: {}",
+            known.join(", ")
+        );
+    };
+    match p
+        .chain()
+        .find(|b| [whisper::NAME, moonshine::NAME].contains(b))
+    {
+        Some(whisper::NAME) => Ok(whisper::spawn(&config.whisper)),
+        Some(_) => Ok(moonshine::spawn(
+            &config.moonshine,
+            config.wants_turn_model(),
+        )),
+        None => anyhow::bail!(
+            "profile {profile:?} runs {} only: `hark transcribe` decodes with an embedded \
+             engine ({} or {}); to hear a network backend, serve the profile and run \
+             `hark bench --url ws://HOST/api/custom-transcriber/{profile}` against it",
+            p.chain().collect::<Vec<_>>().join(", "),
+            whisper::NAME,
+            moonshine::NAME
+        ),
     }
 }
 

@@ -10,28 +10,35 @@ use tokio::sync::mpsc;
 
 use crate::audio::channel_pipe;
 use crate::backend::{Backend, ChannelSpec, EventKind, EventSink, Options};
+use crate::config::Profile;
 use crate::protocol::{Channel, MAX_SAMPLE_RATE, MIN_SAMPLE_RATE};
 
 /// Samples pushed at a time; the ring holds a few of these.
 const CHUNK: usize = 4_000;
 
-/// Transcribes one file; returns the text per channel, labelled when the file is stereo.
+/// Transcribes one file as a profile's call would be: with its options, and of a stereo
+/// file only the channels it transcribes (a mono file is the customer's channel). Returns
+/// the text per channel, labelled when the file is stereo.
 pub async fn file(
     backend: Arc<dyn Backend>,
     path: &Path,
+    profile: &Profile,
 ) -> anyhow::Result<Vec<(Option<&'static str>, String)>> {
     let (rate, planes) = read_wav(path)?;
-    let channels = planes.len();
-    let texts = transcribe_planes(backend, rate, planes).await?;
-    Ok(texts
+    let stereo = planes.len() > 1;
+    let wanted: Vec<(Channel, Vec<i16>)> = planes
         .into_iter()
         .enumerate()
-        .map(|(i, text)| {
-            let label = (channels > 1)
-                .then(|| Channel::from_index(i).map(Channel::as_str))
-                .flatten();
-            (label, text)
-        })
+        .filter_map(|(i, plane)| Channel::from_index(i).map(|c| (c, plane)))
+        .filter(|(c, _)| !stereo || profile.channels.contains(c))
+        .collect();
+    let channels: Vec<Channel> = wanted.iter().map(|(c, _)| *c).collect();
+    let options = Arc::new(profile.options.clone());
+    let texts = transcribe_channels(backend, rate, wanted, options).await?;
+    Ok(channels
+        .into_iter()
+        .zip(texts)
+        .map(|(c, text)| (stereo.then_some(c.as_str()), text))
         .collect())
 }
 
@@ -91,23 +98,24 @@ fn scale_int(v: i32, bits: u16) -> i16 {
     }
 }
 
-/// Runs each plane (one channel's samples) through the backend; returns the finals joined.
-pub async fn transcribe_planes(
+/// Runs each channel's samples through the backend; returns the finals joined, in the
+/// order given.
+async fn transcribe_channels(
     backend: Arc<dyn Backend>,
     sample_rate: u32,
-    planes: Vec<Vec<i16>>,
+    planes: Vec<(Channel, Vec<i16>)>,
+    options: Arc<Options>,
 ) -> anyhow::Result<Vec<String>> {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let channels = planes.len();
+    let order: Vec<Channel> = planes.iter().map(|(c, _)| *c).collect();
     let mut feeders = Vec::new();
-    for (index, plane) in planes.into_iter().enumerate() {
-        let channel = Channel::from_index(index).context("more than two channels")?;
+    for (channel, plane) in planes {
         let (mut sink, source) = channel_pipe(sample_rate, CHUNK * 8);
         let spec = ChannelSpec {
             session_id: 0,
             channel,
             sample_rate,
-            options: Arc::new(Options::default()),
+            options: options.clone(),
         };
         backend
             .start(spec, source, EventSink::new(tx.clone(), channel, 0))
@@ -122,12 +130,15 @@ pub async fn transcribe_planes(
         }));
     }
     drop(tx);
-    let mut texts = vec![Vec::new(); channels];
-    let mut open = channels;
+    let mut texts = vec![Vec::new(); order.len()];
+    let mut open = order.len();
     while open > 0 {
         let Some(event) = rx.recv().await else { break };
+        let Some(slot) = order.iter().position(|c| *c == event.channel) else {
+            continue;
+        };
         match event.kind {
-            EventKind::Final(text) => texts[event.channel.index()].push(text),
+            EventKind::Final(text) => texts[slot].push(text),
             EventKind::Partial(_) | EventKind::Settled(_) => {}
             EventKind::Done => open -= 1,
             EventKind::Failed { message, .. } => bail!("recognizer failed: {message}"),

@@ -12,3 +12,4 @@ mod logs;
 mod prerequisites;
 mod scale_out;
 mod tls;
+mod transcribe;
