@@ -57,6 +57,21 @@ pub struct Figures {
     pub step_per_row: f64,
 }
 
+/// As the start-up log shows them: ms, and what a 3 s utterance costs alone.
+impl std::fmt::Display for Figures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "encode {:.1} ms + {:.1} ms/s, step {:.2} ms + {:.2} ms/row ({:.0} ms for {TYPICAL_UTTERANCE} s alone)",
+            self.encode * 1e3,
+            self.encode_per_second * 1e3,
+            self.step * 1e3,
+            self.step_per_row * 1e3,
+            self.batch(1, TYPICAL_UTTERANCE) * 1e3
+        )
+    }
+}
+
 impl Figures {
     /// Seconds one decoder takes for a batch of `batch` utterances of `seconds` each.
     pub fn batch(&self, batch: usize, seconds: f64) -> f64 {

@@ -439,8 +439,8 @@ fn start_pool(
     pool.set_engine(cost, loaded.max_batch);
     info!(
         backend = name,
-        partials = ?cost.figures(Tier::Partials),
-        finals = ?cost.figures(Tier::Finals),
+        partials = %cost.figures(Tier::Partials),
+        finals = %cost.figures(Tier::Finals),
         max_batch = loaded.max_batch,
         calibrate_ms = calibrating.elapsed().as_millis() as u64,
         "decode cost calibrated"
