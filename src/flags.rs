@@ -47,7 +47,7 @@ pub struct CommonArgs {
     /// Silence that ends an utterance and brings its final [default: 200].
     #[arg(long, env = "HARK_ENDPOINT_MS")]
     pub endpoint_ms: Option<u64>,
-    /// The same for calls below 16 kHz [default: 300].
+    /// The same for calls below 16 kHz [default: Whisper 200, Moonshine 300].
     #[arg(long, env = "HARK_NARROWBAND_ENDPOINT_MS")]
     pub narrowband_endpoint_ms: Option<u64>,
     /// Log format.

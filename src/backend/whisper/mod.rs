@@ -92,7 +92,9 @@ pub struct WhisperConfig {
     pub partial_interval_ms: u64,
     /// Silence that ends an utterance (as `moonshine.endpoint_ms`).
     pub endpoint_ms: u64,
-    /// The same below 16 kHz.
+    /// The same below 16 kHz. As `endpoint_ms` by default: Moonshine's 300 ms (its
+    /// phone-band words needed the context) bought Whisper no accuracy on the study set at
+    /// 8 kHz and cost phone calls 100 ms of time to final (BENCHMARKS.md, "Phone band").
     pub narrowband_endpoint_ms: u64,
     /// Admission: as `moonshine.max_load`. 1.0 by default: with the shedding ladder behind
     /// it, dense calls admitted up to it kept their finals on time where 0.8 left about a
@@ -127,7 +129,7 @@ impl Default for WhisperConfig {
             max_batch: 16,
             partial_interval_ms: 500,
             endpoint_ms: 200,
-            narrowband_endpoint_ms: 300,
+            narrowband_endpoint_ms: 200,
             max_load: 1.0,
             shed: Shed::Speculative,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
