@@ -12,6 +12,7 @@
 //!
 //! With `ENCODE=1`, times the encoder alone on each file's first 2-13 s, its layers' products
 //! in `f32` and in int8, and prints how far the int8 encoding is from the `f32` one.
+use hark::backend::whisper::language::Spoken;
 use hark::backend::whisper::mel::Mel;
 use hark::backend::whisper::model::{EncoderProducts, Scratch, Weights};
 use hark::backend::whisper::{Decoder, Model, Request, WhisperConfig, ensure_model};
@@ -35,6 +36,7 @@ fn main() {
                     audio: &audio,
                     prompt: "",
                     draft: "",
+                    language: Spoken::Known("en"),
                 })
                 .collect();
             let mut t = [0.0; 2];
@@ -101,6 +103,7 @@ fn time_batches(d: &mut Decoder, model: &Model, clips: &[Vec<f32>]) {
                     audio: c,
                     prompt: "",
                     draft: "",
+                    language: Spoken::Known("en"),
                 }],
             );
             (ms, t.remove(0))
@@ -115,6 +118,7 @@ fn time_batches(d: &mut Decoder, model: &Model, clips: &[Vec<f32>]) {
                 audio: &clips[i],
                 prompt: "",
                 draft: "",
+                language: Spoken::Known("en"),
             })
             .collect();
         let (ms, texts) = best(d, &batch);

@@ -356,6 +356,43 @@ impl Config {
                 self.listen
             ));
         }
+        for (name, p) in &self.profiles {
+            if p.options.turn_model == Some(true) && !p.chain().any(|b| b == moonshine::NAME) {
+                out.push(format!(
+                    "profile {name:?} sets turn_model, which only Moonshine reads: its backends \
+                     ({}) end finals as decoded",
+                    p.chain().collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        out
+    }
+
+    /// Why a profile's embedded engines cannot transcribe `language`: each of its chain
+    /// must, or a fallback would carry the call on in another language.
+    fn language_problems(&self, profile: &Profile, language: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if profile.chain().any(|b| b == moonshine::NAME)
+            && let Err(e) = (crate::backend::embedded::english_only(moonshine::NAME))(language)
+        {
+            out.push(e);
+        }
+        if profile.chain().any(|b| b == whisper::NAME) {
+            match whisper::language::Spoken::parse(language) {
+                Err(e) => out.push(e),
+                Ok(spoken) if self.whisper.speaks(spoken) == Some(false) => out.push(format!(
+                    "language = {language:?} needs a multilingual Whisper model, and \
+                     whisper.model = {:?}{} is English only (base, the default finals' \
+                     model, speaks 99 languages)",
+                    self.whisper.model,
+                    match self.whisper.finals_model() {
+                        Some(f) => format!(" with final_model = {f:?}"),
+                        None => String::new(),
+                    }
+                )),
+                Ok(_) => {}
+            }
+        }
         out
     }
 
@@ -495,6 +532,16 @@ impl Config {
             }
             for e in p.options.problems() {
                 out.push(format!("profile {name:?}: {e}"));
+            }
+            // A tag that is not one is said once, above.
+            if let Some(language) = &p.options.language
+                && crate::backend::options::check_language(language).is_ok()
+            {
+                out.extend(
+                    self.language_problems(p, language)
+                        .into_iter()
+                        .map(|e| format!("profile {name:?}: {e}")),
+                );
             }
         }
         for (name, backend) in &self.backends {

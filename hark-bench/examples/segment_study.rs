@@ -23,6 +23,7 @@
 //!                       (default: the server's, base for tiny.en; FINAL_MODEL=tiny.en: tiny.en alone)
 //!   CONTEXT_AS=audio|text   how finals read the turn's earlier finals (default: the engine's
 //!                       own, `[whisper] context_as`); text is a prompt Moonshine ignores
+//!   LANGUAGE=es|auto    the language the decodes are told (Whisper; default English)
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
 //!                       default: FADE_DB; inf never)
 //! ```
@@ -33,9 +34,19 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use hark::backend::embedded::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
-use hark::backend::embedded::{ContextKind, Engine, Tier};
+use hark::backend::embedded::{ContextKind, Engine, Tier, Utterance};
 use hark::backend::{moonshine, whisper};
 use hark_bench::wer;
+
+/// One utterance to decode, in `language` (empty: English).
+fn utterance<'a>(audio: &'a [f32], prompt: &'a str, language: &'a str) -> Utterance<'a> {
+    Utterance {
+        audio,
+        prompt,
+        draft: "",
+        language,
+    }
+}
 
 /// This process's CPU time so far, in seconds.
 fn cpu_secs() -> f64 {
@@ -51,6 +62,7 @@ fn cpu_secs() -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let language = std::env::var("LANGUAGE").unwrap_or_default();
     let arg = |i: usize, d: f64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
     let mut config = SegmenterConfig::from_ms(arg(0, 200.0) as u64, 500);
     config.threshold = arg(1, 0.5) as f32;
@@ -141,7 +153,8 @@ fn main() {
         if std::env::var("WHOLE").is_ok() {
             let before = cpu_secs();
             let text = t
-                .transcribe_one(&clip, "", "", Tier::Finals)
+                .transcribe(&[utterance(&clip, "", &language)], Tier::Finals)
+                .remove(0)
                 .expect("decode");
             cpu += cpu_secs() - before;
             decoded_secs += clip.len() as f64 / 16e3;
@@ -173,7 +186,11 @@ fn main() {
                 let started = Instant::now();
                 let before = cpu_secs();
                 let text = t
-                    .transcribe_one(&input, &prompt, "", Tier::of(want.kind))
+                    .transcribe(
+                        &[utterance(&input, &prompt, &language)],
+                        Tier::of(want.kind),
+                    )
+                    .remove(0)
                     .expect("decode");
                 cpu += cpu_secs() - before;
                 decoded_secs += input.len() as f64 / 16e3;
@@ -215,7 +232,11 @@ fn main() {
             seg.decode_input(&want, &mut input);
             seg.prompt(&want, &mut prompt);
             let text = t
-                .transcribe_one(&input, &prompt, "", Tier::of(want.kind))
+                .transcribe(
+                    &[utterance(&input, &prompt, &language)],
+                    Tier::of(want.kind),
+                )
+                .remove(0)
                 .expect("decode");
             seg.decoded(want.ticket, text, Instant::now(), &mut out);
         }

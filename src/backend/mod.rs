@@ -122,6 +122,14 @@ pub trait Backend: Send + Sync + 'static {
         0
     }
 
+    /// Whether a call may ask for `language` (a BCP 47 tag or `auto`, from its profile or
+    /// its URL's `?language=`): checked at the upgrade, so a language the backend cannot
+    /// transcribe is refused with why (400) rather than transcribed as another. Network
+    /// backends pass the tag on for the provider to judge.
+    fn check_language(&self, _language: &str) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Begins recognising one channel. Must not block: it runs on the async runtime.
     /// Errors here mean the channel could not start at all.
     fn start(

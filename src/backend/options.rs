@@ -130,7 +130,7 @@ impl Options {
 const MAX_KEYTERMS: usize = 100;
 const MAX_KEYTERM_CHARS: usize = 50;
 
-fn check_language(value: &str) -> Result<(), String> {
+pub(crate) fn check_language(value: &str) -> Result<(), String> {
     let mut parts = value.split('-');
     let primary = parts.next().unwrap_or_default();
     let primary_ok =

@@ -448,6 +448,21 @@ fn upgrade(
             return reject(StatusCode::BAD_REQUEST, "bad-query", format!("{e}\n"));
         }
     };
+    // Every backend of the chain must speak it: a fallback that cannot would carry the
+    // call on in the wrong language (Whisper's English-only models translate, they do not
+    // refuse).
+    if let Some(language) = &options.language {
+        let refused = profile.chain().find_map(|name| {
+            let backend = state.backends.get(name)?;
+            backend
+                .check_language(language)
+                .err()
+                .map(|e| format!("backend {name}: {e}"))
+        });
+        if let Some(e) = refused {
+            return reject(StatusCode::BAD_REQUEST, "bad-query", format!("{e}\n"));
+        }
+    }
     // A call holds one of `max_sessions` from its upgrade on, so a call that opened is never
     // refused later: the platform retries a 503, but takes a call closed after it opened for
     // a failed transcriber. Until its start frame it also holds one of `max_pending_starts`,

@@ -58,6 +58,7 @@ fn backend(name: &'static str, shed: Shed) -> Arc<Embedded> {
                 context: ContextKind::Audio,
                 prompted: false,
                 describe: "two models".into(),
+                speaks: Box::new(|_| Ok(())),
                 judge: None,
                 finals_model: true,
                 max_batch: 1,

@@ -182,6 +182,7 @@ fn finals_come_from_the_finals_model_and_partials_from_the_other() {
                 audio: &audio,
                 prompt: "",
                 draft: "",
+                language: "",
             };
             let text = both.transcribe(&[one], tier).remove(0).expect("decode");
             assert_eq!(text, want.text, "{clip} {tier:?}");
@@ -211,11 +212,13 @@ fn a_batch_gives_the_words_of_its_utterances_decoded_one_by_one() {
             audio: a,
             prompt: "",
             draft: "",
+            language: "",
         });
         batch.push(Utterance {
             audio: a,
             prompt: "Dashwood, Kennedy",
             draft: d,
+            language: "",
         });
     }
     batch.insert(
@@ -224,6 +227,7 @@ fn a_batch_gives_the_words_of_its_utterances_decoded_one_by_one() {
             audio: &silence,
             prompt: "",
             draft: "",
+            language: "",
         },
     );
     let mut both = Decoder::new(model()).with_finals(base());

@@ -50,6 +50,9 @@ pub struct Utterance<'a> {
     /// another model of the engine's): an engine may check it rather than find it again, as
     /// long as the text it returns is its own.
     pub draft: &'a str,
+    /// The language spoken, as the call's options name it (a BCP 47 tag or `auto`, checked
+    /// by [`Loaded::speaks`] when the call started); empty: the engine's default, English.
+    pub language: &'a str,
 }
 
 /// A speech recognizer the embedded path runs: one instance per decoder thread, owned by
@@ -74,6 +77,7 @@ pub trait Engine: Send {
             audio,
             prompt,
             draft,
+            language: "",
         };
         self.transcribe(&[one], tier)
             .pop()
@@ -92,6 +96,7 @@ pub trait Engine: Send {
                 audio: &audio,
                 prompt: "",
                 draft: "",
+                language: "",
             };
             batch
         ];
@@ -147,6 +152,9 @@ pub struct Loaded {
     pub prompted: bool,
     /// For the start-up log: engine, model, compute type, threads.
     pub describe: String,
+    /// Whether the engine transcribes a language a call asks for (a BCP 47 tag or
+    /// `auto`): `Err` says why not and what it does transcribe.
+    pub speaks: Speaks,
     /// The end-of-turn model, when one was wanted and loaded.
     pub judge: Option<TurnModel>,
     /// The engine decodes [`Tier::Finals`] with a stronger, slower model than partials:
@@ -209,6 +217,36 @@ struct Running {
     judging: bool,
     context: ContextKind,
     prompted: bool,
+    speaks: Speaks,
+}
+
+/// [`Loaded::speaks`].
+pub type Speaks = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+/// Whether a BCP 47 tag names English (or none: English is the default).
+pub fn is_english(tag: &str) -> bool {
+    let primary = tag.trim().split(['-', '_']).next().unwrap_or_default();
+    primary.is_empty() || primary.eq_ignore_ascii_case("en")
+}
+
+/// [`Loaded::speaks`] for an engine that transcribes English alone.
+pub fn english_only(engine: &'static str) -> Speaks {
+    Box::new(move |tag| match is_english(tag) {
+        true => Ok(()),
+        false => Err(format!(
+            "{engine} transcribes English only, not {}: use a backend that speaks it \
+             (whisper with a multilingual model, or a network backend)",
+            crate::untrusted::quoted(tag)
+        )),
+    })
+}
+
+/// What [`start_pool`] hands the running backend.
+struct Started {
+    judging: bool,
+    context: ContextKind,
+    prompted: bool,
+    speaks: Speaks,
 }
 
 impl Embedded {
@@ -260,7 +298,12 @@ impl Embedded {
                     }))
                     .unwrap_or_else(|_| Err("the engine's loader panicked".into()));
                     match started {
-                        Ok((judging, context, prompted)) => {
+                        Ok(Started {
+                            judging,
+                            context,
+                            prompted,
+                            speaks,
+                        }) => {
                             *lock(&backend.load_error) = None;
                             let _ = backend.pool.set(Running {
                                 pool,
@@ -269,6 +312,7 @@ impl Embedded {
                                 judging,
                                 context,
                                 prompted,
+                                speaks,
                             });
                             return;
                         }
@@ -373,6 +417,14 @@ impl Backend for Embedded {
             .map_err(Refusal)
     }
 
+    fn check_language(&self, language: &str) -> Result<(), String> {
+        match self.pool.get() {
+            Some(running) => (running.speaks)(language),
+            // Not loaded: the call is refused as not ready anyway.
+            None => Ok(()),
+        }
+    }
+
     fn start(
         &self,
         spec: ChannelSpec,
@@ -385,6 +437,8 @@ impl Backend for Embedded {
                 None => format!("the {} recognizer is still loading", self.name),
             }));
         };
+        let language = spec.options.language.clone().unwrap_or_default();
+        (running.speaks)(&language).map_err(BackendError::new)?;
         let lead = segmenter::Lead::of(&running.pool.cost());
         let cuts = self.cuts(
             &spec,
@@ -407,6 +461,7 @@ impl Backend for Embedded {
                 .as_deref()
                 .unwrap_or_default()
                 .join(", "),
+            language,
             session,
         });
         if sent.is_err() {
@@ -420,11 +475,7 @@ impl Backend for Embedded {
 
 /// Loads the engine and starts its decoders (and judge) on `pool`: whether the judge runs,
 /// how the engine reads context and whether it reads a prompt.
-fn start_pool(
-    name: &'static str,
-    loader: &Loader,
-    pool: &Arc<Pool>,
-) -> Result<(bool, ContextKind, bool), String> {
+fn start_pool(name: &'static str, loader: &Loader, pool: &Arc<Pool>) -> Result<Started, String> {
     let started = Instant::now();
     let loaded = loader()?;
     if loaded.engines.is_empty() {
@@ -466,7 +517,12 @@ fn start_pool(
         load_ms = started.elapsed().as_millis() as u64,
         "embedded recognizer ready"
     );
-    Ok((judging, loaded.context, loaded.prompted))
+    Ok(Started {
+        judging,
+        context: loaded.context,
+        prompted: loaded.prompted,
+        speaks: loaded.speaks,
+    })
 }
 
 /// Puts the calling thread in the `SCHED_IDLE` class (nice `DECODE_NICE` if that is
@@ -609,6 +665,7 @@ mod tests {
                     context: ContextKind::Audio,
                     prompted: false,
                     describe: "echo".into(),
+                    speaks: Box::new(|_| Ok(())),
                     judge: None,
                     finals_model: false,
                     max_batch: 1,

@@ -103,6 +103,7 @@ pub fn load(config: &MoonshineConfig, turn_model: bool) -> Result<Loaded, String
             paths.model_dir.display()
         ),
         judge,
+        speaks: crate::backend::embedded::english_only(NAME),
         finals_model: false,
         max_batch: 1,
     })

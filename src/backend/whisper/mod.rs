@@ -10,6 +10,7 @@
 
 pub mod ct2;
 mod fetch;
+pub mod language;
 pub mod mel;
 pub mod model;
 pub mod qmatmul;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
+use self::language::Spoken;
 use self::model::{EncoderProducts, Scratch, Weights};
 use crate::backend::embedded::pool::Shed;
 use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier, Utterance};
@@ -205,6 +207,27 @@ impl WhisperConfig {
     }
 }
 
+impl WhisperConfig {
+    /// Whether the configured models transcribe `spoken`, where the config alone can say:
+    /// `Some(false)` when every model is a pinned English-only one (`tiny.en`); `None` when
+    /// a model directory decides (checked once it is loaded).
+    pub fn speaks(&self, spoken: Spoken) -> Option<bool> {
+        if spoken.is_english() {
+            return Some(true);
+        }
+        let models = std::iter::once(self.model.as_str()).chain(self.finals_model());
+        let mut unknown = false;
+        for model in models {
+            match pinned_model(model) {
+                true if !model.ends_with(".en") => return Some(true),
+                true => {}
+                false => unknown = true,
+            }
+        }
+        (!unknown).then_some(false)
+    }
+}
+
 /// The default `model`, and the finals' model it is paired with unless `final_model` says
 /// otherwise.
 pub const DEFAULT_MODEL: &str = "tiny.en";
@@ -332,27 +355,81 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, String> {
             config.context_as.as_str(),
             paths.dir.display()
         ),
+        speaks: speaks(&model, finals.as_ref()),
         judge: None,
         finals_model: finals.is_some(),
         max_batch: config.max_batch.max(1),
     })
 }
 
+/// [`Loaded::speaks`]: a language either model transcribes, or `auto` with a multilingual
+/// one.
+fn speaks(model: &Arc<Model>, finals: Option<&Arc<Model>>) -> crate::backend::embedded::Speaks {
+    let models: Vec<Arc<Model>> = [Some(model), finals]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    Box::new(move |tag| {
+        let spoken = Spoken::parse(tag)?;
+        match models.iter().any(|m| m.speaks(spoken)) {
+            true => Ok(()),
+            false => Err(format!(
+                "language {} needs a multilingual Whisper model: {} {} English only (set \
+                 whisper.final_model = \"base\", or a multilingual model directory)",
+                crate::untrusted::quoted(tag),
+                models
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                if models.len() > 1 {
+                    "transcribe"
+                } else {
+                    "transcribes"
+                },
+            )),
+        }
+    })
+}
+
 impl Engine for Decoder {
+    /// Utterances in another language than English may need the other model: the batch is
+    /// decoded in one batch per model, each utterance's answer in its place.
     fn transcribe(&mut self, batch: &[Utterance<'_>], tier: Tier) -> Vec<Result<String, String>> {
-        let model = self.model_for(tier);
-        let requests: Vec<Request<'_>> = batch
-            .iter()
-            .map(|u| Request {
+        let mut out: Vec<Result<String, String>> = vec![Ok(String::new()); batch.len()];
+        let mut groups: Vec<(Arc<Model>, Vec<usize>, Vec<Request<'_>>)> = Vec::new();
+        for (i, u) in batch.iter().enumerate() {
+            let chosen = Spoken::parse(u.language)
+                .and_then(|spoken| Ok((self.model_speaking(tier, spoken)?, spoken)));
+            let (model, spoken) = match chosen {
+                Ok(chosen) => chosen,
+                Err(e) => {
+                    out[i] = Err(e);
+                    continue;
+                }
+            };
+            let request = Request {
                 audio: u.audio,
                 prompt: u.prompt,
                 draft: u.draft,
-            })
-            .collect();
-        self.decode_batch(&model, &requests, None)
-            .into_iter()
-            .map(|d| Ok(d.text))
-            .collect()
+                language: spoken,
+            };
+            match groups.iter_mut().find(|(m, _, _)| Arc::ptr_eq(m, &model)) {
+                Some((_, at, requests)) => {
+                    at.push(i);
+                    requests.push(request);
+                }
+                None => groups.push((model, vec![i], vec![request])),
+            }
+        }
+        for (model, at, requests) in groups {
+            let decoded = self.decode_batch(&model, &requests, None);
+            for (i, d) in at.into_iter().zip(decoded) {
+                out[i] = Ok(d.text);
+            }
+        }
+        out
     }
 
     fn exercise(&mut self, tier: Tier, batch: usize, seconds: f32, steps: usize) {
@@ -367,6 +444,7 @@ impl Engine for Decoder {
                 audio: &audio,
                 prompt: "",
                 draft: "",
+                language: Spoken::Known("en"),
             })
             .collect();
         self.decode_batch(&model, &requests, Some(steps));
@@ -380,6 +458,11 @@ pub struct Model {
     eot: u32,
     /// `<|startoftranscript|>` [`<|en|>` `<|transcribe|>`] `<|notimestamps|>`.
     start: Vec<u32>,
+    sot: u32,
+    /// A multilingual model's language tokens (none for an English-only one), with
+    /// `<|transcribe|>`: a start names the language, or the model finds it.
+    languages: Vec<(&'static str, u32)>,
+    transcribe: Option<u32>,
     start_of_prev: Option<u32>,
     no_speech: Option<u32>,
     suppress: Vec<u32>,
@@ -415,11 +498,21 @@ impl Model {
         let need = |t: &str| id(t).ok_or_else(|| format!("the tokenizer has no {t}"));
         let eot = need("<|endoftext|>")?;
         let multilingual = weights.vocab >= 51_865;
-        let mut start = vec![need("<|startoftranscript|>")?];
-        if multilingual {
-            start.push(need("<|en|>")?);
-            start.push(need("<|transcribe|>")?);
-        }
+        let sot = need("<|startoftranscript|>")?;
+        let mut start = vec![sot];
+        let (languages, transcribe) = match multilingual {
+            true => {
+                start.push(need("<|en|>")?);
+                start.push(need("<|transcribe|>")?);
+                let languages = language::LANGUAGES
+                    .iter()
+                    .filter_map(|(code, _)| Some((*code, id(&format!("<|{code}|>"))?)))
+                    .filter(|(_, t)| (*t as usize) < weights.vocab)
+                    .collect();
+                (languages, id("<|transcribe|>"))
+            }
+            false => (Vec::new(), None),
+        };
         start.push(need("<|notimestamps|>")?);
         let mut suppress = config.suppress_ids;
         // Every special token but the end: timestamps, languages, tasks.
@@ -433,6 +526,9 @@ impl Model {
             no_speech: id("<|nospeech|>").or_else(|| id("<|nocaptions|>")),
             eot,
             start,
+            sot,
+            languages,
+            transcribe,
             suppress,
             suppress_begin,
             tokenizer,
@@ -440,6 +536,34 @@ impl Model {
             no_speech_limits: paths.no_speech,
             name: paths.name.clone(),
         }))
+    }
+}
+
+impl Model {
+    /// Whether it transcribes `spoken`: an English-only model speaks English alone.
+    pub fn speaks(&self, spoken: Spoken) -> bool {
+        match spoken {
+            Spoken::Known(code) => code == "en" || self.languages.iter().any(|(c, _)| *c == code),
+            Spoken::Auto => !self.languages.is_empty(),
+        }
+    }
+
+    /// The start of a decode in `code`: English's is the model's own.
+    fn start_in(&self, code: &str) -> Vec<u32> {
+        match (
+            self.languages.iter().find(|(c, _)| *c == code),
+            self.transcribe,
+        ) {
+            (Some(&(_, language)), Some(task)) if code != "en" => {
+                vec![
+                    self.sot,
+                    language,
+                    task,
+                    *self.start.last().unwrap_or(&self.sot),
+                ]
+            }
+            _ => self.start.clone(),
+        }
     }
 }
 
@@ -497,6 +621,7 @@ impl Decoder {
             audio,
             prompt,
             draft,
+            language: Spoken::Known("en"),
         };
         self.decode_batch(&model, &[request], None).remove(0)
     }
@@ -508,6 +633,7 @@ impl Decoder {
             audio,
             prompt,
             draft,
+            language: Spoken::Known("en"),
         };
         self.decode_batch(&model, &[request], None).remove(0)
     }
@@ -518,6 +644,22 @@ impl Decoder {
             Tier::Finals => self.finals.as_ref().unwrap_or(&self.model).clone(),
             Tier::Partials => self.model.clone(),
         }
+    }
+
+    /// The model `tier` decodes `spoken` with: the tier's own if it speaks it, else the
+    /// engine's other model if that one does (tiny.en's partials of a Spanish call come
+    /// from base, the finals' model).
+    fn model_speaking(&self, tier: Tier, spoken: Spoken) -> Result<Arc<Model>, String> {
+        let own = self.model_for(tier);
+        if own.speaks(spoken) {
+            return Ok(own);
+        }
+        [Some(&self.model), self.finals.as_ref()]
+            .into_iter()
+            .flatten()
+            .find(|m| m.speaks(spoken))
+            .cloned()
+            .ok_or_else(|| format!("the Whisper model {} transcribes English only", own.name))
     }
 
     /// Decodes `batch` with `m` as one batch: each utterance is encoded on its own (an
@@ -616,6 +758,26 @@ impl Decoder {
         searches.into_iter().map(|s| s.finish(m)).collect()
     }
 
+    /// The language a multilingual model hears in an utterance (Whisper's own detection):
+    /// the likeliest language token after `<|startoftranscript|>` alone. Leaves `state` as
+    /// it found it.
+    fn detect(&mut self, m: &Model, state: &mut model::DecoderState) -> &'static str {
+        let w = &m.weights;
+        let hidden = w.decode_batch(&[&[m.sot]], &mut [&mut *state], &mut self.scratch);
+        w.logits(&hidden[..w.dim], &mut self.step, &mut self.scratch);
+        state.truncate(0, w.dim);
+        let score = |t: u32| {
+            self.step
+                .get(t as usize)
+                .copied()
+                .unwrap_or(f32::NEG_INFINITY)
+        };
+        m.languages
+            .iter()
+            .max_by(|a, b| score(a.1).total_cmp(&score(b.1)))
+            .map_or("en", |(code, _)| *code)
+    }
+
     /// Encodes a request's audio and lays out its tokens: the prompt, the start, the draft.
     fn prepare(&mut self, m: &Model, r: &Request<'_>, forced: Option<usize>) -> Search {
         let w = &m.weights;
@@ -627,7 +789,11 @@ impl Decoder {
         self.padded.resize(len, 0.0);
         let frames = self.mel.compute(&self.padded, &mut self.features);
         let encoded = w.encode(&self.features, frames, &mut self.scratch);
-        let state = w.start(&encoded, frames / 2);
+        let mut state = w.start(&encoded, frames / 2);
+        let code = match r.language {
+            Spoken::Known(code) => code,
+            Spoken::Auto => self.detect(m, &mut state),
+        };
 
         let mut tokens: Vec<u32> = Vec::new();
         if let (Some(prev), false) = (m.start_of_prev, r.prompt.trim().is_empty())
@@ -638,7 +804,7 @@ impl Decoder {
             tokens.extend(&ids[ids.len().saturating_sub(MAX_PROMPT_TOKENS)..]);
         }
         let sot_at = tokens.len();
-        tokens.extend(&m.start);
+        tokens.extend(m.start_in(code));
         let first = tokens.len();
         let budget = BASE_TOKENS + (audio.len() as f32 / RATE as f32 * TOKENS_PER_SECOND) as usize;
         let budget = forced.unwrap_or(budget);
@@ -682,6 +848,8 @@ pub struct Request<'a> {
     pub audio: &'a [f32],
     pub prompt: &'a str,
     pub draft: &'a str,
+    /// A language the model speaks ([`Model::speaks`]); English for an English-only one.
+    pub language: Spoken,
 }
 
 /// Where one decode of a batch stands in its greedy search.

@@ -36,6 +36,8 @@ pub(super) struct ChannelState {
     pub(super) events: Option<EventSink>,
     resampler: Option<StreamResampler>,
     pub(super) segmenter: Segmenter,
+    /// The language the call asked for, passed to every decode (empty: the default).
+    pub(super) language: String,
     /// A decoder is working on this channel.
     pub(super) decoding: bool,
     /// The speculative decode last left out (its utterance, by its start), so each is
@@ -62,6 +64,7 @@ impl Channel {
             sample_rate,
             cuts,
             keyterms,
+            language,
             session,
         } = job;
         let mut segmenter = Segmenter::new(cuts);
@@ -83,6 +86,7 @@ impl Channel {
                 events: Some(events),
                 resampler,
                 segmenter,
+                language,
                 decoding: false,
                 shed_speculative: None,
                 finished: false,

@@ -70,6 +70,8 @@ pub struct Job {
     pub cuts: SegmenterConfig,
     /// The call's keyterms, for engines that take a prompt.
     pub keyterms: String,
+    /// The language the call asked for (empty: the engine's default).
+    pub language: String,
     /// The call it belongs to: admission counts a call's promise once.
     pub session: u64,
 }
@@ -477,6 +479,7 @@ struct Input {
     audio: Vec<f32>,
     prompt: String,
     draft: String,
+    language: String,
 }
 
 /// A batch a decoder claimed: the channels, what each wants, and which model decodes it.
@@ -504,6 +507,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
                 audio: &i.audio,
                 prompt: &i.prompt,
                 draft: &i.draft,
+                language: &i.language,
             })
             .collect();
         pool.set_busy(index, true);
@@ -661,6 +665,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
             state.segmenter.decode_input(&want, &mut input.audio);
             state.segmenter.prompt(&want, &mut input.prompt);
             state.segmenter.draft(&want, &mut input.draft);
+            input.language.clone_from(&state.language);
             drop(state);
             items.push((channel, want));
         }

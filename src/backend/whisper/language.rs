@@ -1,0 +1,176 @@
+//! The languages Whisper's multilingual models transcribe, by the codes its tokenizer
+//! spells as `<|es|>`, `<|de|>`, … (openai/whisper `tokenizer.py`, in its order).
+
+/// `auto`: the model picks the language of each utterance from its first decoder step.
+pub const AUTO: &str = "auto";
+
+/// Whisper's language codes and names, in the order of its language tokens.
+pub const LANGUAGES: &[(&str, &str)] = &[
+    ("en", "english"),
+    ("zh", "chinese"),
+    ("de", "german"),
+    ("es", "spanish"),
+    ("ru", "russian"),
+    ("ko", "korean"),
+    ("fr", "french"),
+    ("ja", "japanese"),
+    ("pt", "portuguese"),
+    ("tr", "turkish"),
+    ("pl", "polish"),
+    ("ca", "catalan"),
+    ("nl", "dutch"),
+    ("ar", "arabic"),
+    ("sv", "swedish"),
+    ("it", "italian"),
+    ("id", "indonesian"),
+    ("hi", "hindi"),
+    ("fi", "finnish"),
+    ("vi", "vietnamese"),
+    ("he", "hebrew"),
+    ("uk", "ukrainian"),
+    ("el", "greek"),
+    ("ms", "malay"),
+    ("cs", "czech"),
+    ("ro", "romanian"),
+    ("da", "danish"),
+    ("hu", "hungarian"),
+    ("ta", "tamil"),
+    ("no", "norwegian"),
+    ("th", "thai"),
+    ("ur", "urdu"),
+    ("hr", "croatian"),
+    ("bg", "bulgarian"),
+    ("lt", "lithuanian"),
+    ("la", "latin"),
+    ("mi", "maori"),
+    ("ml", "malayalam"),
+    ("cy", "welsh"),
+    ("sk", "slovak"),
+    ("te", "telugu"),
+    ("fa", "persian"),
+    ("lv", "latvian"),
+    ("bn", "bengali"),
+    ("sr", "serbian"),
+    ("az", "azerbaijani"),
+    ("sl", "slovenian"),
+    ("kn", "kannada"),
+    ("et", "estonian"),
+    ("mk", "macedonian"),
+    ("br", "breton"),
+    ("eu", "basque"),
+    ("is", "icelandic"),
+    ("hy", "armenian"),
+    ("ne", "nepali"),
+    ("mn", "mongolian"),
+    ("bs", "bosnian"),
+    ("kk", "kazakh"),
+    ("sq", "albanian"),
+    ("sw", "swahili"),
+    ("gl", "galician"),
+    ("mr", "marathi"),
+    ("pa", "punjabi"),
+    ("si", "sinhala"),
+    ("km", "khmer"),
+    ("sn", "shona"),
+    ("yo", "yoruba"),
+    ("so", "somali"),
+    ("af", "afrikaans"),
+    ("oc", "occitan"),
+    ("ka", "georgian"),
+    ("be", "belarusian"),
+    ("tg", "tajik"),
+    ("sd", "sindhi"),
+    ("gu", "gujarati"),
+    ("am", "amharic"),
+    ("yi", "yiddish"),
+    ("lo", "lao"),
+    ("uz", "uzbek"),
+    ("fo", "faroese"),
+    ("ht", "haitian creole"),
+    ("ps", "pashto"),
+    ("tk", "turkmen"),
+    ("nn", "nynorsk"),
+    ("mt", "maltese"),
+    ("sa", "sanskrit"),
+    ("lb", "luxembourgish"),
+    ("my", "myanmar"),
+    ("bo", "tibetan"),
+    ("tl", "tagalog"),
+    ("mg", "malagasy"),
+    ("as", "assamese"),
+    ("tt", "tatar"),
+    ("haw", "hawaiian"),
+    ("ln", "lingala"),
+    ("ha", "hausa"),
+    ("ba", "bashkir"),
+    ("jw", "javanese"),
+    ("su", "sundanese"),
+    ("yue", "cantonese"),
+];
+
+/// What a profile's or a call's `language` asks of Whisper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spoken {
+    /// One language, by its code in [`LANGUAGES`].
+    Known(&'static str),
+    /// Detected per utterance.
+    Auto,
+}
+
+impl Spoken {
+    /// Reads a BCP 47 tag (`es`, `es-MX`, `pt-BR`) or `auto`: Whisper knows languages, not
+    /// regions, so the primary subtag decides. An empty tag is English, as ever.
+    pub fn parse(tag: &str) -> Result<Self, String> {
+        let tag = tag.trim();
+        if tag.is_empty() {
+            return Ok(Self::Known("en"));
+        }
+        if tag.eq_ignore_ascii_case(AUTO) {
+            return Ok(Self::Auto);
+        }
+        let primary = tag
+            .split(['-', '_'])
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        LANGUAGES
+            .iter()
+            .find(|(code, _)| *code == primary)
+            .map(|(code, _)| Self::Known(code))
+            .ok_or_else(|| {
+                format!(
+                    "language {} is not one Whisper transcribes: use one of its 100 codes \
+                     ({}, …) or \"auto\"",
+                    crate::untrusted::quoted(tag),
+                    LANGUAGES[..12]
+                        .iter()
+                        .map(|(c, _)| *c)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+
+    pub fn is_english(self) -> bool {
+        self == Self::Known("en")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_read_by_their_language() {
+        assert_eq!(Spoken::parse("es-MX"), Ok(Spoken::Known("es")));
+        assert_eq!(Spoken::parse("PT_br"), Ok(Spoken::Known("pt")));
+        assert_eq!(Spoken::parse("yue"), Ok(Spoken::Known("yue")));
+        assert_eq!(Spoken::parse(""), Ok(Spoken::Known("en")));
+        assert_eq!(Spoken::parse("Auto"), Ok(Spoken::Auto));
+        for bad in ["xx-notalang", "klingon", "e"] {
+            let e = Spoken::parse(bad).unwrap_err();
+            assert!(e.contains("not one Whisper transcribes"), "{e}");
+        }
+        assert_eq!(LANGUAGES.len(), 100);
+    }
+}
