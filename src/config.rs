@@ -372,6 +372,11 @@ impl Config {
     /// must, or a fallback would carry the call on in another language.
     fn language_problems(&self, profile: &Profile, language: &str) -> Vec<String> {
         let mut out = Vec::new();
+        for relay in profile.chain().filter(|b| self.backends.contains_key(*b)) {
+            if let Err(e) = crate::backend::options::relay_language(relay, language) {
+                out.push(e);
+            }
+        }
         if profile.chain().any(|b| b == moonshine::NAME)
             && let Err(e) = (crate::backend::embedded::english_only(moonshine::NAME))(language)
         {
@@ -820,6 +825,63 @@ mod tests {
             let err = base.with_query(query).unwrap_err();
             assert!(err.contains(culprit), "{query}: {err}");
         }
+    }
+
+    /// A profile's language must be one every embedded engine of its chain speaks: a
+    /// fallback that cannot would carry the call on in English.
+    #[test]
+    fn a_language_the_chain_cannot_speak_is_refused() {
+        let problems = |text: &str| {
+            let config = Config::from_toml(text).expect("parses");
+            config.problems(&[whisper::NAME, moonshine::NAME])
+        };
+        let spanish = "[profiles.es]\nbackend = \"whisper\"\noptions = { language = \"es\" }\n";
+        assert_eq!(
+            problems(spanish),
+            Vec::<String>::new(),
+            "base speaks Spanish"
+        );
+        let auto = spanish.replace("\"es\"", "\"auto\"");
+        assert_eq!(problems(&auto), Vec::<String>::new());
+        let english_only = format!("[whisper]\nfinal_model = \"tiny.en\"\n{spanish}");
+        let p = problems(&english_only);
+        assert!(
+            p.len() == 1 && p[0].contains("needs a multilingual Whisper model"),
+            "{p:?}"
+        );
+        let moonshine_behind = spanish.replace(
+            "backend = \"whisper\"",
+            "backend = \"whisper\"\nfallback = [\"moonshine\"]",
+        );
+        let p = problems(&moonshine_behind);
+        assert!(
+            p.len() == 1 && p[0].contains("moonshine transcribes English only"),
+            "{p:?}"
+        );
+        let unknown = spanish.replace("\"es\"", "\"tlh\"");
+        let p = problems(&unknown);
+        assert!(
+            p.len() == 1 && p[0].contains("not one Whisper transcribes"),
+            "{p:?}"
+        );
+        let english = spanish.replace("\"es\"", "\"en-GB\"");
+        assert_eq!(
+            problems(&format!("[whisper]\nfinal_model = \"tiny.en\"\n{english}")),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn turn_model_on_a_profile_without_moonshine_is_warned_of() {
+        let config = Config::from_toml(
+            "[profiles.p]\nbackend = \"whisper\"\noptions = { turn_model = true }\n",
+        )
+        .expect("parses");
+        let w = config.warnings();
+        assert!(
+            w.len() == 1 && w[0].contains("only Moonshine reads"),
+            "{w:?}"
+        );
     }
 
     #[test]

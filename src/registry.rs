@@ -145,6 +145,22 @@ pub fn engines(config: &Config) -> Vec<String> {
             w.decoders,
             users(whisper::NAME)
         ));
+        for name in config.profiles_using(whisper::NAME) {
+            let language = config
+                .profile(name)
+                .and_then(|p| p.options.language)
+                .filter(|l| !crate::backend::embedded::is_english(l));
+            if let Some(language) = language {
+                out.push(format!(
+                    "profile {name}: whisper in {language} (a call's ?language= may say \
+                     another): partials and finals from the multilingual model{}",
+                    match w.finals_model() {
+                        Some(f) if w.model.ends_with(".en") => format!(" ({f})"),
+                        _ => String::new(),
+                    }
+                ));
+            }
+        }
     }
     out
 }

@@ -122,6 +122,10 @@ impl AssemblyAi {
 }
 
 impl Backend for AssemblyAi {
+    fn check_language(&self, language: &str) -> Result<(), String> {
+        crate::backend::options::relay_language("AssemblyAI", language)
+    }
+
     fn max_retries(&self) -> u32 {
         self.config.max_reconnects
     }

@@ -135,6 +135,10 @@ impl Deepgram {
 }
 
 impl Backend for Deepgram {
+    fn check_language(&self, language: &str) -> Result<(), String> {
+        crate::backend::options::relay_language("Deepgram", language)
+    }
+
     fn max_retries(&self) -> u32 {
         self.config.max_reconnects
     }

@@ -19,7 +19,9 @@ pub struct Options {
     /// Embedded recognizer: overrides `moonshine.turn_model` (customer channel only; the
     /// model is loaded only if `moonshine.turn_model` is on or some profile turns it on).
     pub turn_model: Option<bool>,
-    /// Network recognizers: the language spoken (BCP 47, e.g. `es`, `en-US`).
+    /// The language spoken (BCP 47, e.g. `es`, `en-US`), or `auto`: network recognizers
+    /// pass it on (`auto` is refused there); Whisper decodes in it with its multilingual
+    /// model (base), or detects it per utterance with `auto`; Moonshine speaks English only.
     pub language: Option<String>,
     /// Network recognizers: words and phrases to listen for (product names, jargon).
     pub keyterms: Option<Vec<String>>,
@@ -126,11 +128,30 @@ impl Options {
     }
 }
 
+/// The `language` that asks the engine to find it: the embedded Whisper's detection.
+pub const AUTO_LANGUAGE: &str = "auto";
+
+/// What a relay says of `auto`: providers detect languages under options of their own, and
+/// a tag they do not know fails the call at the provider, after it was admitted.
+pub fn relay_language(provider: &str, language: &str) -> Result<(), String> {
+    match language == AUTO_LANGUAGE {
+        true => Err(format!(
+            "language \"auto\" is the embedded Whisper's detection; {provider} needs the \
+             language named (a BCP 47 tag such as \"es\")"
+        )),
+        false => Ok(()),
+    }
+}
+
 /// Longest keyterm list and term accepted (AssemblyAI's limits, the stricter provider's).
 const MAX_KEYTERMS: usize = 100;
 const MAX_KEYTERM_CHARS: usize = 50;
 
+/// A BCP 47 tag (`es`, `en-US`), or `auto` (the embedded Whisper detects the language).
 pub(crate) fn check_language(value: &str) -> Result<(), String> {
+    if value == AUTO_LANGUAGE {
+        return Ok(());
+    }
     let mut parts = value.split('-');
     let primary = parts.next().unwrap_or_default();
     let primary_ok =
@@ -141,7 +162,7 @@ pub(crate) fn check_language(value: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "language {} is not a language tag like \"es\" or \"en-US\"",
+            "language {} is not a language tag like \"es\" or \"en-US\", nor \"auto\"",
             quoted(value)
         ))
     }

@@ -415,6 +415,10 @@ impl Cooling {
 }
 
 impl Backend for Riva {
+    fn check_language(&self, language: &str) -> Result<(), String> {
+        crate::backend::options::relay_language("Riva", language)
+    }
+
     fn is_ready(&self) -> bool {
         !self.cooling.is_cooling()
     }

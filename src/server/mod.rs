@@ -82,6 +82,7 @@ fn log_start(config: &Config, addr: SocketAddr, tls: bool) {
             %url,
             backends = %chain.join(" -> "),
             channels = %channels.join(","),
+            language = profile.options.language.as_deref().unwrap_or("en (default)"),
             "profile"
         );
     }

@@ -4,6 +4,7 @@
 //! One test binary per area, so the shared test kit (hark-testkit) and each area's
 //! helpers compile once.
 
+mod languages;
 mod moonshine_engine;
 mod overload;
 mod shedding;
