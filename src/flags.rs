@@ -19,7 +19,7 @@ pub struct CommonArgs {
     /// Where the embedded engines are kept once fetched [default: ~/.cache/hark].
     #[arg(long, env = "HARK_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Fetch the pinned engine wheel from here: a URL or a local file (offline installs).
+    /// Fetch Moonshine's pinned wheel from here: a URL or a local file (offline installs).
     #[arg(long, env = "HARK_MOONSHINE_WHEEL")]
     pub moonshine_wheel: Option<String>,
     /// Whisper's decoder threads, each decoding on one core [default: 2: one per core of

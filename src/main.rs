@@ -325,6 +325,10 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
     init_logging(config.log_format);
     warn_unknown_env(&config);
     config.validate(&hark::registry::names(&config))?;
+    // Unreadable files are said before the engine loads (seconds), not after.
+    for file in &args.files {
+        transcribe::read_wav(file).map_err(|e| anyhow::anyhow!("{}: {e:#}", file.display()))?;
+    }
     let backend = hark::registry::profile_engine(&config, &args.profile)?;
     let profile = config
         .profile(&args.profile)
@@ -388,7 +392,7 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
         let engine = moonshine::engine_paths(&config.moonshine).map_err(anyhow::Error::msg)?;
         let lib = moonshine::ffi::Library::load(&engine.lib)?;
         println!(
-            "engine\t{}\tlibmoonshine {}",
+            "moonshine\t{}\tlibmoonshine {}",
             engine.root.display(),
             lib.version()
         );
@@ -487,6 +491,7 @@ fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
         if status != 200 {
             anyhow::bail!("{url}: HTTP {status}");
         }
+        println!("{url}: ok (certificate pinned by --ca-file)");
         return Ok(());
     }
     let response = answer.map_err(|e| {
@@ -499,12 +504,21 @@ fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
         } else {
             ""
         };
+        let hint = match (hint, derived, e.to_string().contains("onnection refused")) {
+            ("", true, true) => {
+                " (no server there: the address comes from HARK_LISTEN / --config as `hark \
+                 serve` reads them, else 127.0.0.1:8080; give the URL if it listens elsewhere)"
+            }
+            (hint, _, _) => hint,
+        };
         anyhow::anyhow!("{url}: {e}{hint}")
     })?;
     let status = response.status();
     if status != ureq::http::StatusCode::OK {
         anyhow::bail!("{url}: HTTP {status}");
     }
+    // Said for a person at a terminal; a probe reads the exit status.
+    println!("{url}: ok");
     Ok(())
 }
 

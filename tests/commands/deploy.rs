@@ -304,7 +304,7 @@ fn bake_step_verifies_a_complete_cache_offline_and_fetches_into_an_empty_one() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let engine = stdout
         .lines()
-        .find_map(|l| l.strip_prefix("engine\t"))
+        .find_map(|l| l.strip_prefix("moonshine\t"))
         .unwrap_or_else(|| panic!("engine line: {}", text(&out)));
     assert!(
         engine.starts_with(&*cache.to_string_lossy()) && engine.contains("libmoonshine "),

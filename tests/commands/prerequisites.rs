@@ -28,6 +28,7 @@ fn a_machine_without_the_programs_is_told_what_to_install() {
         ("nginx", "nginx-light"),
         ("espeak-ng", "espeak-ng"),
         ("promtool", "prometheus"),
+        ("ffmpeg", "ffmpeg"),
     ] {
         assert!(
             err.contains(&format!("missing: {program} (Debian package {package})")),
@@ -35,7 +36,7 @@ fn a_machine_without_the_programs_is_told_what_to_install() {
         );
     }
     assert!(
-        err.contains("apt-get install nginx-light espeak-ng prometheus"),
+        err.contains("apt-get install nginx-light espeak-ng prometheus ffmpeg"),
         "{err}"
     );
 }
@@ -44,7 +45,7 @@ fn a_machine_without_the_programs_is_told_what_to_install() {
 fn a_machine_with_the_programs_passes_the_check() {
     use std::os::unix::fs::PermissionsExt;
     let bin = tempfile::tempdir().unwrap();
-    for program in ["nginx", "espeak-ng", "promtool"] {
+    for program in ["nginx", "espeak-ng", "promtool", "ffmpeg"] {
         // Never executed: the check only looks for an executable file of that name.
         let path = bin.path().join(program);
         std::fs::write(&path, "").unwrap();
