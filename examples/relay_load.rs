@@ -730,8 +730,8 @@ fn start_hark(args: &Args, config: &Path, dir: &Path) -> Hark {
         .stdout(Stdio::null())
         .stderr(file);
     // hark runs at `--hark-nice` (0) whatever the tool's own nice (the tool runs below it).
-    // SAFETY: setpriority is async-signal-safe; nothing else runs between fork and exec.
     let (pin, hark_nice) = (args.pin, args.hark_nice);
+    // SAFETY: setpriority is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             libc::setpriority(libc::PRIO_PROCESS, 0, hark_nice);

@@ -443,10 +443,8 @@ fn image_command_serves_from_the_baked_cache_and_passes_its_healthcheck() {
 
     // docker stop: SIGTERM, and hark exits cleanly with no call to drain.
     // SAFETY: a plain kill(2) on our own child.
-    assert_eq!(
-        unsafe { libc::kill(server.0.id() as libc::pid_t, libc::SIGTERM) },
-        0
-    );
+    let killed = unsafe { libc::kill(server.0.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(killed, 0);
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         if let Some(status) = server.0.try_wait().expect("child status") {
