@@ -94,14 +94,16 @@ impl ModelFile {
                 shape.push(r.u32()? as usize);
             }
             let (kind, size) = if version >= 4 {
-                (r.u8()?, r.u32()? as usize)
+                let kind = DataType::from_code(r.u8()?).map_err(|e| format!("{name}: {e}"))?;
+                (kind, r.u32()? as usize)
             } else {
+                // Before version 4 a variable gave its item size, not its type.
                 let item = r.u8()?;
                 let n = r.u32()? as usize;
                 let kind = match item {
-                    4 => 0,
-                    2 => 4,
-                    1 => 1,
+                    4 => DataType::F32,
+                    2 => DataType::F16,
+                    1 => DataType::I8,
                     _ => return Err(format!("{name}: item size {item} is not supported")),
                 };
                 (kind, n * usize::from(item))
@@ -187,13 +189,42 @@ impl ModelFile {
     }
 }
 
-fn decode(kind: u8, raw: &[u8], elements: usize) -> Result<Data, String> {
-    let item = match kind {
-        0 | 3 => 4,
-        1 => 1,
-        2 | 4 | 5 => 2,
-        _ => return Err(format!("data type {kind} is not supported")),
-    };
+/// CTranslate2's `DataType`, by the code `model.bin` stores (its `types.h`, in order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DataType {
+    F32,
+    I8,
+    I16,
+    I32,
+    F16,
+    Bf16,
+}
+
+impl DataType {
+    fn from_code(code: u8) -> Result<Self, String> {
+        Ok(match code {
+            0 => Self::F32,
+            1 => Self::I8,
+            2 => Self::I16,
+            3 => Self::I32,
+            4 => Self::F16,
+            5 => Self::Bf16,
+            _ => return Err(format!("data type {code} is not supported")),
+        })
+    }
+
+    /// Bytes per value.
+    fn size(self) -> usize {
+        match self {
+            Self::F32 | Self::I32 => 4,
+            Self::I8 => 1,
+            Self::I16 | Self::F16 | Self::Bf16 => 2,
+        }
+    }
+}
+
+fn decode(kind: DataType, raw: &[u8], elements: usize) -> Result<Data, String> {
+    let item = kind.size();
     if raw.len() != elements * item {
         return Err(format!(
             "{} bytes for {elements} values of {item} bytes",
@@ -206,20 +237,20 @@ fn decode(kind: u8, raw: &[u8], elements: usize) -> Result<Data, String> {
             .collect::<Vec<_>>()
     };
     Ok(match kind {
-        0 => Data::F32(
+        DataType::F32 => Data::F32(
             raw.chunks_exact(4)
                 .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect(),
         ),
-        1 => Data::I8(raw.iter().map(|&b| b as i8).collect()),
-        2 => Data::I16(u16s().into_iter().map(|u| u as i16).collect()),
-        3 => Data::I32(
+        DataType::I8 => Data::I8(raw.iter().map(|&b| b as i8).collect()),
+        DataType::I16 => Data::I16(u16s().into_iter().map(|u| u as i16).collect()),
+        DataType::I32 => Data::I32(
             raw.chunks_exact(4)
                 .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect(),
         ),
-        4 => Data::F16(u16s()),
-        _ => Data::Bf16(u16s()),
+        DataType::F16 => Data::F16(u16s()),
+        DataType::Bf16 => Data::Bf16(u16s()),
     })
 }
 
