@@ -248,3 +248,32 @@ fn a_batch_gives_the_words_of_its_utterances_decoded_one_by_one() {
         );
     }
 }
+
+/// On a real clip: int8 products change the encoding by about what CTranslate2's do. (The
+/// model and the clip are fetched as every test here fetches them: a test that cannot find
+/// them fails, it does not pass unseen.)
+#[test]
+fn the_int8_encoder_is_close_to_the_f32_one() {
+    use hark::backend::whisper::model::{EncoderProducts, Scratch, Weights};
+    let config = whisper::WhisperConfig {
+        model: "tiny.en".into(),
+        ..hark_testkit::whisper_config()
+    };
+    let model = whisper::ensure_model(&config)
+        .expect("fetch")
+        .dir
+        .join("model.bin");
+    let audio = at_16k("jfk.wav");
+    let mut features = Vec::new();
+    let frames = whisper::mel::Mel::new().compute(&audio, &mut features) & !1;
+    let mut s = Scratch::default();
+    let want = Weights::load_with(&model, EncoderProducts::F32)
+        .expect("load")
+        .encode(&features, frames, &mut s);
+    let got = Weights::load_with(&model, EncoderProducts::Int8)
+        .expect("load")
+        .encode(&features, frames, &mut s);
+    let err = whisper::qmatmul::relative_difference(&want, &got);
+    eprintln!("int8 encoder: relative error {err:.4}");
+    assert!(err < 0.05, "relative error {err}");
+}
