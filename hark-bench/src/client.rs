@@ -208,6 +208,27 @@ impl Call {
             })
     }
 
+    /// Whether anything listens at `target`: `Err` (what to check) when its host refuses
+    /// the connection or the URL cannot be dialled, so a run against nothing stops before
+    /// it begins rather than report every call as failed.
+    pub async fn reachable(target: &Target) -> Result<(), String> {
+        match Self::connect(&target.url, &[]).await {
+            Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                Err(format!(
+                    "nothing listens at {}: {e} (is the server running, on that address and \
+                     port? `hark serve` says its URL when it starts)",
+                    target.url
+                ))
+            }
+            Err(tungstenite::Error::Url(e)) => Err(format!("{}: {e}", target.url)),
+            Ok(call) => {
+                call.hang_up().await;
+                Ok(())
+            }
+            Err(_) => Ok(()),
+        }
+    }
+
     /// Opens a call to `target` and hangs up at once: the refusal if the server refused
     /// the upgrade, `None` otherwise (any other failure is left for the run to report per
     /// call).

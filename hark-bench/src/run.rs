@@ -36,6 +36,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     // A full server (503) is measured: its refusals are what a capacity run looks for.
     let targets = args.targets()?;
     for (i, (_, target)) in targets.iter().enumerate() {
+        Call::reachable(target).await.map_err(anyhow::Error::msg)?;
         match Call::refused(target).await {
             Some(r) if matches!(r.status, 401 | 403) => {
                 bail!("{}", credentials_refused(target, r.status, i == 1));

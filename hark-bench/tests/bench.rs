@@ -176,6 +176,23 @@ async fn a_url_the_server_refuses_stops_the_run_with_its_status_and_words() {
     server.shutdown().await.unwrap();
 }
 
+/// Nothing listening at the URL (a server on another port) stops the run before the corpus
+/// is loaded, saying so, rather than print a table of calls that never opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_listening_stops_the_run_saying_so() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("ws://127.0.0.1:{port}/api/custom-transcriber");
+    let nowhere = ("HARK_CLIPS_DIR", "/nonexistent/hark-clips");
+    let out = hark_bench(&["--url", url.as_str(), "--calls", "1"], &[nowhere]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(&format!("nothing listens at {url}")), "{err}");
+    assert!(out.stdout.is_empty(), "no table");
+}
+
 /// `hark bench --calls 0` is refused (a run of no calls prints a table of zeros), and the
 /// help names the command as users type it and lists the load shapes.
 #[tokio::test]
