@@ -183,9 +183,24 @@ impl Default for CostModel {
     }
 }
 
+/// CPU time this thread has run. An engine decodes on the calling thread, so this is what
+/// a decode costs whatever else the machine runs: the loader runs in the background class,
+/// and on a machine busy at start-up wall time measured how long it waited for a core
+/// (calibrations 10× too dear, then every call refused).
+fn thread_cpu_seconds() -> Option<f64> {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given, which lives on this stack.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    ok.then_some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
+}
+
 impl CostModel {
     /// Times [`PROBES`] on `engine` for each tier (`finals_model`: the finals' tier is a
-    /// model of its own), each the faster of two runs, and fits the figures. A fit that
+    /// model of its own), each the faster of two runs in the thread's CPU time, and fits
+    /// the figures. A fit that
     /// fails keeps the defaults for that tier.
     pub fn calibrate(engine: &mut dyn Engine, finals_model: bool) -> Self {
         let mut model = Self::default();
@@ -199,9 +214,13 @@ impl CostModel {
                 .map(|&(batch, seconds, steps)| {
                     let best = (0..2)
                         .map(|_| {
-                            let started = Instant::now();
+                            let (cpu, wall) = (thread_cpu_seconds(), Instant::now());
                             engine.exercise(tier, batch, seconds, steps);
-                            started.elapsed().as_secs_f64()
+                            match (cpu, thread_cpu_seconds()) {
+                                (Some(before), Some(after)) => after - before,
+                                // No thread clock (never on Linux): the wall clock.
+                                _ => wall.elapsed().as_secs_f64(),
+                            }
                         })
                         .fold(f64::INFINITY, f64::min);
                     Sample {

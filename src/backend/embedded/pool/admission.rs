@@ -98,6 +98,12 @@ impl Demand {
         // finals' model, on the decoders there are.
         let prior = ESSENTIAL_PER_SECOND * self.cost.batch(Tier::Finals, 1, TYPICAL_UTTERANCE)
             / self.decoders.max(1) as f64;
+        // An idle pool takes a call whatever the estimate says: refusing it protects no one
+        // and waiting cannot make the decodes cheaper, and only real decodes correct an
+        // estimate that came out high (a calibration on a machine busy at start-up).
+        if self.channels == 0 {
+            return Ok(());
+        }
         if self.behind {
             return Err("a final has waited over 400 ms for a decoder".into());
         }
@@ -203,6 +209,32 @@ mod tests {
             ..idle(Shed::Speculative, 16)
         };
         assert!(burst(one) > 0);
+    }
+
+    /// Decodes priced far over the budget (a calibration taken while the machine was busy)
+    /// still let an idle pool take its first call, and only it.
+    #[test]
+    fn an_idle_pool_takes_one_call_however_dear_the_estimate() {
+        let dear = Figures {
+            encode: 1.0,
+            encode_per_second: 1.0,
+            step: 0.1,
+            step_per_row: 0.1,
+        };
+        let d = Demand {
+            cost: CostModel::from_figures(dear, dear),
+            ..idle(Shed::Speculative, 16)
+        };
+        assert!(d.admits(2, 1.0).is_ok(), "the first call");
+        let second = Demand {
+            channels: 2,
+            promised: 1.0,
+            ..d
+        };
+        assert!(
+            second.admits(2, 1.0).is_err(),
+            "a second call at that price"
+        );
     }
 
     #[test]
