@@ -329,10 +329,7 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
     for file in &args.files {
         transcribe::read_wav(file).map_err(|e| anyhow::anyhow!("{}: {e:#}", file.display()))?;
     }
-    let backend = hark::registry::profile_engine(&config, &args.profile)?;
-    let profile = config
-        .profile(&args.profile)
-        .ok_or_else(|| anyhow::anyhow!("no profile {:?}", args.profile))?;
+    let (backend, profile) = hark::registry::profile_engine(&config, &args.profile)?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let waiter = backend.clone();

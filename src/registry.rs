@@ -74,12 +74,15 @@ pub fn network(
 
 /// The embedded engine a profile runs (the first of its chain, so a profile that relays to
 /// a network backend with Whisper as its fallback decodes files with Whisper), started
-/// loading: what `hark transcribe` decodes files with. A profile whose chain names no
-/// embedded engine is refused with what it runs.
+/// loading, with the profile: what `hark transcribe` decodes files with. A profile whose
+/// chain names no embedded engine is refused with what it runs.
 pub fn profile_engine(
     config: &Config,
     profile: &str,
-) -> anyhow::Result<Arc<crate::backend::embedded::Embedded>> {
+) -> anyhow::Result<(
+    Arc<crate::backend::embedded::Embedded>,
+    crate::config::Profile,
+)> {
     let Some(p) = config.profile(profile) else {
         let mut known: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
         if !known.contains(&crate::config::DEFAULT_PROFILE) {
@@ -90,15 +93,12 @@ pub fn profile_engine(
             known.join(", ")
         );
     };
-    match p
+    let engine = match p
         .chain()
         .find(|b| [whisper::NAME, moonshine::NAME].contains(b))
     {
-        Some(whisper::NAME) => Ok(whisper::spawn(&config.whisper)),
-        Some(_) => Ok(moonshine::spawn(
-            &config.moonshine,
-            config.wants_turn_model(),
-        )),
+        Some(whisper::NAME) => whisper::spawn(&config.whisper),
+        Some(_) => moonshine::spawn(&config.moonshine, config.wants_turn_model()),
         None => anyhow::bail!(
             "profile {profile:?} runs {} only: `hark transcribe` decodes with an embedded \
              engine ({} or {}); to hear a network backend, serve the profile and run \
@@ -107,7 +107,8 @@ pub fn profile_engine(
             whisper::NAME,
             moonshine::NAME
         ),
-    }
+    };
+    Ok((engine, p))
 }
 
 /// What each embedded engine the profiles use runs, and which profiles use it: for

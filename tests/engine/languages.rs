@@ -4,33 +4,17 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use hark::backend::embedded::{Engine, Tier, Utterance};
-use hark::backend::whisper::{self, Decoder, Model};
+use hark::backend::whisper::Decoder;
 use hark_bench::wer::wer;
+
+use crate::whisper_engine::{base, model as tiny};
 
 /// Clips decoded per language: enough words (70–90) that a language decoded as another
 /// could not pass, few enough to keep the test short.
 const CLIPS: usize = 8;
-
-fn load(name: &str) -> Arc<Model> {
-    let config = whisper::WhisperConfig {
-        model: name.into(),
-        ..hark_testkit::whisper_config()
-    };
-    Model::load(&whisper::ensure_model(&config).expect("fetch")).expect("load")
-}
-
-fn tiny() -> Arc<Model> {
-    static M: OnceLock<Arc<Model>> = OnceLock::new();
-    M.get_or_init(|| load("tiny.en")).clone()
-}
-
-fn base() -> Arc<Model> {
-    static M: OnceLock<Arc<Model>> = OnceLock::new();
-    M.get_or_init(|| load("base")).clone()
-}
 
 /// `HARK_LANGUAGE_CLIPS_DIR`, or the cache's `language-clips`, fetched once by the script.
 fn clips_dir() -> PathBuf {

