@@ -495,7 +495,7 @@ impl Config {
                 out.push(e);
             }
         }
-        if self.moonshine.shed == crate::backend::embedded::pool::Shed::FinalsModel {
+        if self.moonshine.shed == crate::backend::embedded::Shed::FinalsModel {
             out.push(
                 "moonshine.shed = \"finals_model\": Moonshine has one model, no finals' model \
                  to shed (\"context\" or \"speculative\")"

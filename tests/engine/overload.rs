@@ -255,7 +255,7 @@ async fn an_in_phase_burst_is_cut_where_the_decoders_would_fall_behind() {
     // An engine of its own, idle when the burst comes: what it has not measured yet is what
     // the burst is admitted on.
     let engine = hark::backend::whisper::spawn(&hark::backend::whisper::WhisperConfig {
-        shed: hark::backend::embedded::pool::Shed::Partials,
+        shed: hark::backend::embedded::Shed::Partials,
         ..hark_testkit::whisper_config()
     });
     let server = server_of_its_own(config, "whisper", engine).await;

@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use hark::audio::{AudioSink, channel_pipe};
-use hark::backend::embedded::pool::Shed;
+use hark::backend::embedded::Shed;
 use hark::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier, Utterance};
 use hark::backend::{Backend, ChannelSpec, Event, EventKind, EventSink};
 use hark::protocol::Channel;

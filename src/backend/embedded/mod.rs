@@ -8,6 +8,7 @@
 pub mod cost;
 pub mod pool;
 pub mod segmenter;
+mod settings;
 
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, OnceLock};
@@ -16,8 +17,9 @@ use std::time::{Duration, Instant};
 
 use tracing::{error, info, warn};
 
-use self::pool::{Job, Pool, Shed};
+use self::pool::{Job, Pool};
 use self::segmenter::{DecodeKind, SegmenterConfig};
+pub use self::settings::{Settings, Shed};
 use crate::audio::AudioSource;
 use crate::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink, Refusal};
 use crate::protocol::Channel;
@@ -167,38 +169,6 @@ pub struct Loaded {
 /// Loads an engine (fetching it first if needed): runs on the loader thread, which is
 /// already in the background scheduling class, so threads it starts inherit it.
 pub type Loader = Box<dyn Fn() -> Result<Loaded, String> + Send + Sync>;
-
-/// The settings of the embedded path, whatever the engine.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Decoder threads (engine instances).
-    pub decoders: usize,
-    pub partial_interval_ms: u64,
-    pub endpoint_ms: u64,
-    pub narrowband_endpoint_ms: u64,
-    pub max_load: f64,
-    pub turn_model: bool,
-    pub context_span_ms: u64,
-    /// The last step the shedding ladder may take.
-    pub shed: Shed,
-}
-
-impl Default for Settings {
-    /// One decoder, the engines' default timing and ladder, Moonshine's admission, no left
-    /// context: what the embedded path's tests start from.
-    fn default() -> Self {
-        Self {
-            decoders: 1,
-            partial_interval_ms: 500,
-            endpoint_ms: 200,
-            narrowband_endpoint_ms: 300,
-            max_load: 0.8,
-            turn_model: false,
-            context_span_ms: 0,
-            shed: Shed::Speculative,
-        }
-    }
-}
 
 /// An embedded recognizer: a [`Backend`] over an engine's decoder threads.
 pub struct Embedded {

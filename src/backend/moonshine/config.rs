@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::embedded::pool::Shed;
+use crate::backend::embedded::Shed;
 
 /// The embedded recognizer's backend name: always registered, never configured under
 /// `[backends]`.

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
 use self::language::Spoken;
 use self::model::{EncoderProducts, Scratch, Weights};
-use crate::backend::embedded::pool::Shed;
+use crate::backend::embedded::Shed;
 use crate::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier, Utterance};
 
 /// The backend name profiles select Whisper by.

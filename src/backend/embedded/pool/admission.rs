@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::super::Tier;
 use super::super::cost::{CostModel, TYPICAL_UTTERANCE};
-use super::ladder::Shed;
+use crate::backend::embedded::Shed;
 
 /// A newly admitted call promises one final in its first seconds (callers answer "Hello?"
 /// together, dialers start calls in waves): that promise fades by `e^(-age/PROMISE_DECAY)`

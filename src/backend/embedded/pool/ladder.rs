@@ -3,29 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
+use crate::backend::embedded::Shed;
 use crate::metrics as m;
-
-/// What the decoders leave out while finals are late, in the order a caller misses it
-/// least: each step sheds its own work and every step's before it. The config names the
-/// last step the ladder may take (`shed`).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Shed {
-    #[default]
-    Nothing,
-    /// Partials (and first partials): the platform acts on finals.
-    Partials,
-    /// Finals' left context: their decodes get shorter, a little less accurate.
-    Context,
-    /// The finals' own model, for an engine that has one (Whisper's default: base):
-    /// finals are decoded by the partials' model, in about half the time, with more
-    /// errors (BENCHMARKS.md, "Whisper").
-    FinalsModel,
-    /// Speculative decodes: finals are decoded only once their endpoint has passed.
-    Speculative,
-}
 
 impl Shed {
     pub(super) const ALL: [Shed; 5] = [
@@ -35,16 +14,6 @@ impl Shed {
         Self::FinalsModel,
         Self::Speculative,
     ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Nothing => "nothing",
-            Self::Partials => "partials",
-            Self::Context => "context",
-            Self::FinalsModel => "finals_model",
-            Self::Speculative => "speculative",
-        }
-    }
 
     /// How late the oldest waiting final may be before this step is taken.
     pub(super) fn late_at(self) -> Duration {

@@ -35,8 +35,8 @@ mod ladder;
 
 use self::admission::{Demand, held_bookings, promise};
 use self::channel::{Channel, ChannelState};
-pub use self::ladder::Shed;
 use self::ladder::{Ladder, Shedding};
+use super::Shed;
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
 use super::segmenter::{DecodeKind, SegmenterConfig, Want};
 use super::{Engine, Tier, Utterance};

@@ -1,0 +1,71 @@
+//! The embedded path's settings, whatever the engine: what `[whisper]` and `[moonshine]`
+//! share (decoder threads, timing, admission, the shedding ladder). Each engine's section
+//! keeps these keys flat beside its own (`whisper.endpoint_ms`, not
+//! `whisper.path.endpoint_ms`) with its own measured defaults, and hands them over once, at
+//! spawn; engines read nothing of the pool.
+
+use serde::{Deserialize, Serialize};
+
+/// The settings of the embedded path, whatever the engine.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Decoder threads (engine instances).
+    pub decoders: usize,
+    pub partial_interval_ms: u64,
+    pub endpoint_ms: u64,
+    pub narrowband_endpoint_ms: u64,
+    pub max_load: f64,
+    pub turn_model: bool,
+    pub context_span_ms: u64,
+    /// The last step the shedding ladder may take.
+    pub shed: Shed,
+}
+
+impl Default for Settings {
+    /// One decoder, the engines' default timing and ladder, Moonshine's admission, no left
+    /// context: what the embedded path's tests start from.
+    fn default() -> Self {
+        Self {
+            decoders: 1,
+            partial_interval_ms: 500,
+            endpoint_ms: 200,
+            narrowband_endpoint_ms: 300,
+            max_load: 0.8,
+            turn_model: false,
+            context_span_ms: 0,
+            shed: Shed::Speculative,
+        }
+    }
+}
+
+/// What the decoders leave out while finals are late, in the order a caller misses it
+/// least: each step sheds its own work and every step's before it. The config names the
+/// last step the ladder may take (`shed`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shed {
+    #[default]
+    Nothing,
+    /// Partials (and first partials): the platform acts on finals.
+    Partials,
+    /// Finals' left context: their decodes get shorter, a little less accurate.
+    Context,
+    /// The finals' own model, for an engine that has one (Whisper's default: base):
+    /// finals are decoded by the partials' model, in about half the time, with more
+    /// errors (BENCHMARKS.md, "Whisper").
+    FinalsModel,
+    /// Speculative decodes: finals are decoded only once their endpoint has passed.
+    Speculative,
+}
+
+impl Shed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Nothing => "nothing",
+            Self::Partials => "partials",
+            Self::Context => "context",
+            Self::FinalsModel => "finals_model",
+            Self::Speculative => "speculative",
+        }
+    }
+}
