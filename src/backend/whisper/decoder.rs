@@ -1,0 +1,297 @@
+//! One decoder thread's engine: encodes each utterance of a batch, then runs the batch's
+//! searches through the decoder together, one step at a time, so a step reads the
+//! decoder's weights once for all of them.
+
+use std::sync::Arc;
+
+use super::error::{DecodeError, LoadError};
+use super::language::Spoken;
+use super::model::{self, EncoderProducts, Scratch, Silence, Weights};
+use super::options::DecodeOptions;
+use super::prompt::Layout;
+use super::search::{Search, probability};
+use super::vocabulary::Vocabulary;
+use super::{ModelPaths, WINDOW_SAMPLES, mel};
+use crate::backend::embedded::Tier;
+
+/// A loaded model, shared by every decoder thread.
+pub struct Model {
+    pub weights: Weights,
+    silence: Silence,
+    pub vocab: Vocabulary,
+    pub options: DecodeOptions,
+    /// For logs: "tiny.en", "base", or the directory.
+    pub name: String,
+}
+
+impl Model {
+    pub fn load(paths: &ModelPaths) -> Result<Arc<Self>, LoadError> {
+        Self::load_with(paths, EncoderProducts::Int8)
+    }
+
+    /// With the encoder's layers multiplying as `encoder` says.
+    pub fn load_with(paths: &ModelPaths, encoder: EncoderProducts) -> Result<Arc<Self>, LoadError> {
+        let weights = Weights::load_with(&paths.dir.join("model.bin"), encoder)?;
+        let silence = Silence::encode(&weights);
+        let vocab = Vocabulary::load(&paths.dir, weights.vocab)?;
+        Ok(Arc::new(Self {
+            weights,
+            silence,
+            vocab,
+            options: DecodeOptions::for_model(&paths.name),
+            name: paths.name.clone(),
+        }))
+    }
+
+    /// Whether it transcribes `spoken`: an English-only model speaks English alone.
+    pub fn speaks(&self, spoken: Spoken) -> bool {
+        self.vocab.speaks(spoken)
+    }
+}
+
+/// One decoder thread's engine: the shared model(s) and its own buffers.
+pub struct Decoder {
+    model: Arc<Model>,
+    /// The finals' model, when it is not `model`.
+    finals: Option<Arc<Model>>,
+    mel: mel::Mel,
+    scratch: Scratch,
+    padded: Vec<f32>,
+    features: Vec<f32>,
+    /// Scores of the first pass (start and draft), one row per token.
+    logits: Vec<f32>,
+    /// Scores of one token decoded after the draft.
+    step: Vec<f32>,
+}
+
+/// What a decode found besides its text, for the guards' tests and the study.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub text: String,
+    pub no_speech: f32,
+    pub mean_logprob: f32,
+    /// The decode hit its token budget or repeated itself and was cut.
+    pub cut: bool,
+}
+
+impl Decoder {
+    pub fn new(model: Arc<Model>) -> Self {
+        Self {
+            model,
+            finals: None,
+            mel: mel::Mel::new(),
+            scratch: Scratch::default(),
+            padded: Vec::new(),
+            features: Vec::new(),
+            logits: Vec::new(),
+            step: Vec::new(),
+        }
+    }
+
+    /// Decodes finals with `finals` rather than the partials' model.
+    pub fn with_finals(mut self, finals: Arc<Model>) -> Self {
+        self.finals = Some(finals);
+        self
+    }
+
+    /// Transcribes `audio` (16 kHz mono, at most 29 s are read), with `prompt` (earlier
+    /// words, names) as Whisper's previous text and `draft` (an earlier decode's text of
+    /// this audio, or empty) checked in one pass rather than decoded token by token.
+    pub fn decode(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
+        let model = self.model.clone();
+        let request = Request {
+            audio,
+            prompt,
+            draft,
+            language: Spoken::Known("en"),
+        };
+        self.decode_batch(&model, &[request], None).remove(0)
+    }
+
+    /// The same with the finals' model.
+    pub fn decode_final(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
+        let model = self.finals.as_ref().unwrap_or(&self.model).clone();
+        let request = Request {
+            audio,
+            prompt,
+            draft,
+            language: Spoken::Known("en"),
+        };
+        self.decode_batch(&model, &[request], None).remove(0)
+    }
+
+    /// The model `tier` decodes with.
+    pub(super) fn model_for(&self, tier: Tier) -> Arc<Model> {
+        match tier {
+            Tier::Finals => self.finals.as_ref().unwrap_or(&self.model).clone(),
+            Tier::Partials => self.model.clone(),
+        }
+    }
+
+    /// The model `tier` decodes `spoken` with: the tier's own if it speaks it, else the
+    /// engine's other model if that one does (tiny.en's partials of a Spanish call come
+    /// from base, the finals' model).
+    pub(super) fn model_speaking(
+        &self,
+        tier: Tier,
+        spoken: Spoken,
+    ) -> Result<Arc<Model>, DecodeError> {
+        let own = self.model_for(tier);
+        if own.speaks(spoken) {
+            return Ok(own);
+        }
+        [Some(&self.model), self.finals.as_ref()]
+            .into_iter()
+            .flatten()
+            .find(|m| m.speaks(spoken))
+            .cloned()
+            .ok_or_else(|| DecodeError::EnglishOnly(own.name.clone()))
+    }
+
+    /// Decodes `batch` with `m` as one batch: each utterance is encoded on its own (an
+    /// encoder's product over hundreds of frames already reads each weight once for all of
+    /// them), then the decodes' tokens go through the decoder together, step by step, so a
+    /// step reads the decoder's weights and the vocabulary once for the whole batch.
+    /// Each decode's words are the ones it would get alone. `forced`: every decode runs
+    /// exactly that many steps whatever it says (timing the engine, not transcribing).
+    pub fn decode_batch(
+        &mut self,
+        m: &Model,
+        batch: &[Request<'_>],
+        forced: Option<usize>,
+    ) -> Vec<Decoded> {
+        let w = &m.weights;
+        let d = w.dim;
+        let mut searches: Vec<Search> = batch.iter().map(|r| self.prepare(m, r, forced)).collect();
+        // The prompts, starts and drafts in one pass; then, per decode, the scores after
+        // the start's first token (for no-speech) up to after the draft's last, read down
+        // to the token greedy search picks at each of them.
+        let mut owned: Vec<model::DecoderState> = searches
+            .iter_mut()
+            .map(|s| s.state.take().expect("prepared"))
+            .collect();
+        let inputs: Vec<&[u32]> = searches.iter().map(|s| &s.tokens[..]).collect();
+        let mut states: Vec<&mut model::DecoderState> = owned.iter_mut().collect();
+        let hidden = w.decode_batch(&inputs, &mut states, &mut self.scratch);
+        drop(states);
+        drop(inputs);
+        let mut row0 = 0;
+        for (search, state) in searches.iter_mut().zip(owned) {
+            search.state = Some(state);
+            let rows = &hidden[(row0 + search.sot_at) * d..(row0 + search.tokens.len()) * d];
+            row0 += search.tokens.len();
+            w.logits(rows, &mut self.logits, &mut self.scratch);
+            let vocab = w.vocab;
+            search.no_speech = match m.vocab.no_speech {
+                Some(t) => probability(&self.logits[..vocab], t as usize),
+                None => 0.0,
+            };
+            let drafted_row = search.first - 1 - search.sot_at;
+            let rows = self.logits[drafted_row * vocab..].chunks_exact_mut(vocab);
+            search.picks = rows
+                .enumerate()
+                .map_while(|(step, logits)| search.pick(m, logits, step))
+                .collect();
+        }
+        // Greedy search, every decode one step at a time: those past their draft get their
+        // next scores in one product, those that picked a token get it decoded in one pass.
+        let mut lasts: Vec<f32> = Vec::new();
+        loop {
+            let fresh: Vec<usize> = (0..searches.len())
+                .filter(|&i| searches[i].wants_scores())
+                .collect();
+            if !fresh.is_empty() {
+                lasts.clear();
+                for &i in &fresh {
+                    lasts.extend_from_slice(&searches[i].last);
+                }
+                w.logits(&lasts, &mut self.step, &mut self.scratch);
+                for (&i, logits) in fresh.iter().zip(self.step.chunks_exact_mut(w.vocab)) {
+                    let search = &mut searches[i];
+                    let picked = search.pick(m, logits, search.step);
+                    search.fresh = picked;
+                }
+            }
+            let mut next: Vec<(usize, [u32; 1])> = Vec::new();
+            for (i, search) in searches.iter_mut().enumerate() {
+                if let Some(token) = search.advance(m, d) {
+                    next.push((i, [token]));
+                }
+            }
+            if next.is_empty() {
+                // Every decode still searching is reading its draft's picks.
+                if searches.iter().all(|s| s.done) {
+                    break;
+                }
+                continue;
+            }
+            let inputs: Vec<&[u32]> = next.iter().map(|(_, t)| &t[..]).collect();
+            let mut owned: Vec<(usize, model::DecoderState)> = next
+                .iter()
+                .map(|&(i, _)| (i, searches[i].state.take().expect("decoding")))
+                .collect();
+            let mut states: Vec<&mut model::DecoderState> =
+                owned.iter_mut().map(|(_, s)| s).collect();
+            let hidden = w.decode_batch(&inputs, &mut states, &mut self.scratch);
+            drop(states);
+            for ((i, state), h) in owned.into_iter().zip(hidden.chunks_exact(d)) {
+                let search = &mut searches[i];
+                search.state = Some(state);
+                search.last.clear();
+                search.last.extend_from_slice(h);
+            }
+        }
+        searches.into_iter().map(|s| s.finish(m)).collect()
+    }
+
+    /// The language a multilingual model hears in an utterance (Whisper's own detection):
+    /// the likeliest language token after `<|startoftranscript|>` alone. Leaves `state` as
+    /// it found it.
+    fn detect(&mut self, m: &Model, state: &mut model::DecoderState) -> &'static str {
+        let w = &m.weights;
+        let hidden = w.decode_batch(&[&[m.vocab.sot]], &mut [&mut *state], &mut self.scratch);
+        w.logits(&hidden[..w.dim], &mut self.step, &mut self.scratch);
+        state.truncate(0, w.dim);
+        let score = |t: u32| {
+            self.step
+                .get(t as usize)
+                .copied()
+                .unwrap_or(f32::NEG_INFINITY)
+        };
+        m.vocab
+            .languages
+            .iter()
+            .max_by(|a, b| score(a.1).total_cmp(&score(b.1)))
+            .map_or("en", |(code, _)| *code)
+    }
+
+    /// Encodes a request's audio and lays out its tokens: the prompt, the start, the draft.
+    fn prepare(&mut self, m: &Model, r: &Request<'_>, forced: Option<usize>) -> Search {
+        let w = &m.weights;
+        let tail = m.options.tail_samples;
+        let audio = &r.audio[..r.audio.len().min(WINDOW_SAMPLES - tail)];
+        // The utterance, then silence, rounded up to whole encoder frames (2 hops).
+        let len = (audio.len() + tail).div_ceil(2 * mel::HOP) * 2 * mel::HOP;
+        self.padded.clear();
+        self.padded.extend_from_slice(audio);
+        self.padded.resize(len, 0.0);
+        let frames = self.mel.compute(&self.padded, &mut self.features);
+        let encoded = w.encode(&self.features, frames, &mut self.scratch);
+        let mut state = w.start(&encoded, frames / 2, &m.silence);
+        let code = match r.language {
+            Spoken::Known(code) => code,
+            Spoken::Auto => self.detect(m, &mut state),
+        };
+        let layout = Layout::new(m, audio.len(), r.prompt, r.draft, code, forced);
+        Search::new(state, layout, forced.is_some())
+    }
+}
+
+/// One utterance of a batch for [`Decoder::decode_batch`].
+pub struct Request<'a> {
+    pub audio: &'a [f32],
+    pub prompt: &'a str,
+    pub draft: &'a str,
+    /// A language the model speaks ([`Model::speaks`]); English for an English-only one.
+    pub language: Spoken,
+}

@@ -1,0 +1,236 @@
+//! The decoding loop's rules: how one decode of a batch picks its next token (greedy,
+//! after the model's token rules), when it stops (the end of text, its budget, a loop) and
+//! what it found. [`super::decoder::Decoder::decode_batch`] runs the searches of a batch
+//! together, a decoder step at a time.
+
+use super::decoder::{Decoded, Model};
+use super::model;
+use super::prompt::Layout;
+
+/// A rule on the scores before a token is picked, as CTranslate2's and Hugging Face's
+/// logits processors are: it masks what a decode may not write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenRule {
+    /// Never these (`config.json`'s `suppress_ids`, and every special token but the end:
+    /// timestamps, languages, tasks).
+    Suppress(Vec<u32>),
+    /// Not these as the first token (`suppress_ids_begin`: a blank, the end).
+    SuppressAtBegin(Vec<u32>),
+}
+
+impl TokenRule {
+    /// Masks the tokens the rule forbids at `step` (0: the first after the start).
+    pub fn apply(&self, logits: &mut [f32], step: usize) {
+        let tokens = match self {
+            Self::Suppress(tokens) => tokens,
+            Self::SuppressAtBegin(tokens) if step == 0 => tokens,
+            Self::SuppressAtBegin(_) => return,
+        };
+        for &t in tokens {
+            if let Some(l) = logits.get_mut(t as usize) {
+                *l = f32::NEG_INFINITY;
+            }
+        }
+    }
+}
+
+/// Where one decode of a batch stands in its greedy search.
+pub struct Search {
+    /// Its keys and values; out of it only while a batched pass borrows it.
+    pub state: Option<model::DecoderState>,
+    /// The first pass: prompt, start, draft; where the start begins and ends.
+    pub tokens: Vec<u32>,
+    pub sot_at: usize,
+    pub first: usize,
+    budget: usize,
+    drafted: Vec<u32>,
+    /// Timing the engine: the end of text does not end the decode.
+    forced: bool,
+    /// Greedy's pick (token, log-probability) after the start and after each draft token,
+    /// from the first pass's scores.
+    pub picks: Vec<(u32, f32)>,
+    /// Its pick from this step's fresh scores, once past the draft.
+    pub fresh: Option<(u32, f32)>,
+    in_draft: bool,
+    pub step: usize,
+    pub done: bool,
+    /// Hidden state after its last decoded token.
+    pub last: Vec<f32>,
+    out: Vec<u32>,
+    logprob: f32,
+    cut: bool,
+    pub no_speech: f32,
+}
+
+impl Search {
+    /// A search over `layout`'s tokens, its keys and values in `state`. `forced`: timing the
+    /// engine, the end of text does not end it.
+    pub fn new(state: model::DecoderState, layout: Layout, forced: bool) -> Self {
+        Self {
+            state: Some(state),
+            done: layout.budget == 0,
+            tokens: layout.tokens,
+            sot_at: layout.sot_at,
+            first: layout.first,
+            budget: layout.budget,
+            drafted: layout.drafted,
+            forced,
+            picks: Vec::new(),
+            fresh: None,
+            in_draft: true,
+            step: 0,
+            last: Vec::new(),
+            out: Vec::new(),
+            logprob: 0.0,
+            cut: true,
+            no_speech: 0.0,
+        }
+    }
+
+    /// Whether this step's pick needs scores after `last` (it is past its draft).
+    pub fn wants_scores(&self) -> bool {
+        !self.done && !self.in_draft
+    }
+
+    /// Greedy's token after `logits` at `step` (the model's token rules applied to them in
+    /// place) and its log-probability.
+    pub fn pick(&self, m: &Model, logits: &mut [f32], step: usize) -> Option<(u32, f32)> {
+        for rule in &m.vocab.rules {
+            rule.apply(logits, step);
+        }
+        let (next, _) = logits
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))?;
+        Some((next as u32, probability(logits, next).max(1e-30).ln()))
+    }
+
+    /// Takes this step's pick; returns the token to run through the decoder next, if any.
+    pub fn advance(&mut self, m: &Model, d: usize) -> Option<u32> {
+        if self.done {
+            return None;
+        }
+        let picked = match self.in_draft {
+            true => self.picks.get(self.step).copied(),
+            false => self.fresh.take(),
+        };
+        let Some((next, logprob)) = picked else {
+            self.done = true;
+            return None;
+        };
+        self.logprob += logprob;
+        if next == m.vocab.eot && !self.forced {
+            self.cut = false;
+            self.done = true;
+            return None;
+        }
+        self.out.push(next);
+        if !self.forced
+            && let Some(keep) = repeating(&self.out)
+        {
+            self.out.truncate(keep);
+            self.done = true;
+            return None;
+        }
+        let step = self.step;
+        self.step += 1;
+        if self.in_draft && self.drafted.get(step) == Some(&next) {
+            self.done = self.step >= self.budget;
+            return None;
+        }
+        if self.in_draft {
+            if let Some(state) = self.state.as_mut() {
+                state.truncate(self.first + step, d);
+            }
+            self.in_draft = false;
+        }
+        self.done = self.step >= self.budget;
+        // At the budget's end nothing reads what would follow the token.
+        (!self.done).then_some(next)
+    }
+
+    /// The text, with the speech filter applied.
+    pub fn finish(self, m: &Model) -> Decoded {
+        let mean_logprob = self.logprob / (self.out.len() + usize::from(!self.cut)).max(1) as f32;
+        let mut text = m.vocab.text(&self.out);
+        if !m.options.speech.keeps(&text, self.no_speech, mean_logprob) {
+            text.clear();
+        }
+        Decoded {
+            text,
+            no_speech: self.no_speech,
+            mean_logprob,
+            cut: self.cut,
+        }
+    }
+}
+
+/// Softmax probability of `index` among `logits` (the model's vectorising `exp`: this runs
+/// over the whole vocabulary at every token).
+pub fn probability(logits: &[f32], index: usize) -> f32 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|l| model::exp(l - max)).sum();
+    logits.get(index).map_or(0.0, |l| model::exp(l - max) / sum)
+}
+
+/// Where to cut a decode that has started to loop: the length to keep when its tail is one
+/// piece said again and again in a row (one token 5 times, 2–12 tokens 3 times, a sentence
+/// of 13–40 tokens twice: speech repeats a word or a phrase, a decoder a whole menu), or
+/// `None`.
+fn repeating(tokens: &[u32]) -> Option<usize> {
+    for n in 1..=40 {
+        let times = match n {
+            1 => 5,
+            2..=12 => 3,
+            _ => 2,
+        };
+        if tokens.len() < n * times {
+            continue;
+        }
+        let tail = &tokens[tokens.len() - n..];
+        let all = (1..times).all(|k| {
+            let at = tokens.len() - (k + 1) * n;
+            &tokens[at..at + n] == tail
+        });
+        if all {
+            return Some(tokens.len() - (times - 1) * n);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_rules_mask_their_tokens_and_the_first_steps_only_its_own() {
+        let rules = [
+            TokenRule::Suppress(vec![1, 9]),
+            TokenRule::SuppressAtBegin(vec![2]),
+        ];
+        let masked = |step| {
+            let mut logits = vec![0.0_f32; 4];
+            rules.iter().for_each(|r| r.apply(&mut logits, step));
+            logits.iter().map(|l| l.is_finite()).collect::<Vec<_>>()
+        };
+        assert_eq!(masked(0), [true, false, false, true]);
+        assert_eq!(masked(1), [true, false, true, true]);
+    }
+
+    #[test]
+    fn a_loop_is_cut_after_its_first_time_and_speech_is_not() {
+        assert_eq!(repeating(&[1, 2, 3, 4, 5, 6]), None);
+        assert_eq!(repeating(&[9, 1, 2, 1, 2, 1, 2]), Some(3));
+        assert_eq!(repeating(&[7, 7, 7, 7]), None, "\"no no no no\" is speech");
+        assert_eq!(repeating(&[3, 7, 7, 7, 7, 7]), Some(2));
+        assert_eq!(repeating(&[5, 1, 2, 3, 1, 2, 3]), None, "twice is speech");
+        // A sentence of 13 tokens or more said twice in a row is a loop (base, int8, on an
+        // IVR menu of two sentences: "Press 1 to enter an extension. Press 2 to use the
+        // directory." three times over).
+        let sentence: Vec<u32> = (100..114).collect();
+        let twice = [&[5][..], &sentence, &sentence].concat();
+        assert_eq!(repeating(&twice), Some(1 + sentence.len()));
+        assert_eq!(repeating(&twice[..twice.len() - 1]), None);
+    }
+}
