@@ -384,7 +384,7 @@ impl Config {
         }
         if profile.chain().any(|b| b == whisper::NAME) {
             match whisper::language::Spoken::parse(language) {
-                Err(e) => out.push(e),
+                Err(e) => out.push(e.to_string()),
                 Ok(spoken) if self.whisper.speaks(spoken) == Some(false) => out.push(format!(
                     "language = {language:?} needs a multilingual Whisper model, and \
                      whisper.model = {:?}{} is English only (base, the default finals' \

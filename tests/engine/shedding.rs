@@ -10,8 +10,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use hark::audio::{AudioSink, channel_pipe};
-use hark::backend::embedded::Shed;
-use hark::backend::embedded::{ContextKind, Embedded, Engine, Loaded, Settings, Tier, Utterance};
+use hark::backend::embedded::{
+    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Utterance,
+};
 use hark::backend::{Backend, ChannelSpec, Event, EventKind, EventSink};
 use hark::protocol::Channel;
 use hark_testkit::clips;
@@ -34,13 +35,17 @@ struct TwoModels;
 
 impl Engine for TwoModels {
     /// One utterance after another, as an engine that does not batch.
-    fn transcribe(&mut self, batch: &[Utterance<'_>], tier: Tier) -> Vec<Result<String, String>> {
+    fn transcribe(
+        &mut self,
+        batch: &[Utterance<'_>],
+        tier: Tier,
+    ) -> Vec<Result<String, EngineError>> {
         let (cost, text) = match tier {
             Tier::Finals => (FINALS_COST, "finals model"),
             Tier::Partials => (PARTIALS_COST, "partials model"),
         };
         thread::sleep(cost * batch.len() as u32);
-        vec![Ok(text.into()); batch.len()]
+        batch.iter().map(|_| Ok(text.into())).collect()
     }
 }
 

@@ -39,6 +39,11 @@ const WEDGED_AFTER: Duration = Duration::from_secs(10);
 const RETRY_FIRST: Duration = Duration::from_secs(5);
 const RETRY_MAX: Duration = Duration::from_secs(300);
 
+/// An engine's failure as the embedded path carries it: logged, counted, and said to the
+/// channel it failed or by `/readyz`, never matched on, so each engine keeps its own typed
+/// errors ([`crate::backend::whisper::LoadError`], Moonshine's `ffi::Error`).
+pub type EngineError = Box<dyn std::error::Error + Send + Sync>;
+
 /// One utterance to decode (see [`Engine::transcribe`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Utterance<'a> {
@@ -65,7 +70,11 @@ pub trait Engine: Send {
     /// the words it would get alone; an error fails only its own utterance's channel.
     /// `tier` says which of its models decodes: an engine with a finals' model
     /// ([`Loaded::finals_model`]) uses it for [`Tier::Finals`].
-    fn transcribe(&mut self, batch: &[Utterance<'_>], tier: Tier) -> Vec<Result<String, String>>;
+    fn transcribe(
+        &mut self,
+        batch: &[Utterance<'_>],
+        tier: Tier,
+    ) -> Vec<Result<String, EngineError>>;
 
     /// One utterance alone: a batch of one.
     fn transcribe_one(
@@ -74,7 +83,7 @@ pub trait Engine: Send {
         prompt: &str,
         draft: &str,
         tier: Tier,
-    ) -> Result<String, String> {
+    ) -> Result<String, EngineError> {
         let one = Utterance {
             audio,
             prompt,
@@ -168,7 +177,7 @@ pub struct Loaded {
 
 /// Loads an engine (fetching it first if needed): runs on the loader thread, which is
 /// already in the background scheduling class, so threads it starts inherit it.
-pub type Loader = Box<dyn Fn() -> Result<Loaded, String> + Send + Sync>;
+pub type Loader = Box<dyn Fn() -> Result<Loaded, EngineError> + Send + Sync>;
 
 /// An embedded recognizer: a [`Backend`] over an engine's decoder threads.
 pub struct Embedded {
@@ -447,7 +456,7 @@ impl Backend for Embedded {
 /// how the engine reads context and whether it reads a prompt.
 fn start_pool(name: &'static str, loader: &Loader, pool: &Arc<Pool>) -> Result<Started, String> {
     let started = Instant::now();
-    let loaded = loader()?;
+    let loaded = loader().map_err(|e| e.to_string())?;
     if loaded.engines.is_empty() {
         return Err("the engine loaded no decoder".into());
     }
@@ -617,8 +626,12 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         struct Echo;
         impl Engine for Echo {
-            fn transcribe(&mut self, b: &[Utterance<'_>], _: Tier) -> Vec<Result<String, String>> {
-                vec![Ok(String::new()); b.len()]
+            fn transcribe(
+                &mut self,
+                b: &[Utterance<'_>],
+                _: Tier,
+            ) -> Vec<Result<String, EngineError>> {
+                b.iter().map(|_| Ok(String::new())).collect()
             }
         }
         let tries = Arc::new(AtomicUsize::new(0));

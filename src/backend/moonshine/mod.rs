@@ -16,7 +16,7 @@ use tracing::warn;
 pub use self::config::{MoonshineConfig, NAME};
 use self::ffi::{Library, Transcriber};
 use crate::backend::embedded::{
-    ContextKind, Embedded, Engine, Loaded, MODEL_RATE, Settings, Tier, Utterance,
+    ContextKind, Embedded, Engine, EngineError, Loaded, MODEL_RATE, Settings, Tier, Utterance,
 };
 use crate::turn::{TurnModel, TurnPaths};
 use crate::wheel;
@@ -48,7 +48,7 @@ pub fn spawn(config: &MoonshineConfig, turn_model: bool) -> Arc<Embedded> {
     Embedded::spawn(
         NAME,
         settings(&config),
-        Box::new(move || load(&config, turn_model)),
+        Box::new(move || load(&config, turn_model).map_err(EngineError::from)),
     )
 }
 
@@ -57,14 +57,18 @@ struct Moonshine(Transcriber);
 
 impl Engine for Moonshine {
     /// One utterance after another: the library decodes a call at a time.
-    fn transcribe(&mut self, batch: &[Utterance<'_>], _tier: Tier) -> Vec<Result<String, String>> {
+    fn transcribe(
+        &mut self,
+        batch: &[Utterance<'_>],
+        _tier: Tier,
+    ) -> Vec<Result<String, EngineError>> {
         batch
             .iter()
             .map(|u| {
                 self.0
                     .transcribe_without_streaming(u.audio, MODEL_RATE)
                     .map(|lines| ffi::joined_text(&lines))
-                    .map_err(|e| e.to_string())
+                    .map_err(EngineError::from)
             })
             .collect()
     }

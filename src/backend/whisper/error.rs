@@ -39,8 +39,8 @@ pub enum LoadError {
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     /// The call's language, refused when it started, reached the engine anyway.
-    #[error("{0}")]
-    Language(String),
+    #[error(transparent)]
+    Language(#[from] super::language::UnknownLanguage),
     #[error("the Whisper model {0} transcribes English only")]
     EnglishOnly(String),
 }

@@ -108,6 +108,15 @@ pub const LANGUAGES: &[(&str, &str)] = &[
     ("yue", "cantonese"),
 ];
 
+/// A language tag Whisper knows no language for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "language {} is not one Whisper transcribes: use one of its 100 codes ({}, …) or \"auto\"",
+    crate::untrusted::quoted(.0),
+    LANGUAGES[..12].iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ")
+)]
+pub struct UnknownLanguage(pub String);
+
 /// What a profile's or a call's `language` asks of Whisper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Spoken {
@@ -120,7 +129,7 @@ pub enum Spoken {
 impl Spoken {
     /// Reads a BCP 47 tag (`es`, `es-MX`, `pt-BR`) or `auto`: Whisper knows languages, not
     /// regions, so the primary subtag decides. An empty tag is English, as ever.
-    pub fn parse(tag: &str) -> Result<Self, String> {
+    pub fn parse(tag: &str) -> Result<Self, UnknownLanguage> {
         let tag = tag.trim();
         if tag.is_empty() {
             return Ok(Self::Known("en"));
@@ -137,18 +146,7 @@ impl Spoken {
             .iter()
             .find(|(code, _)| *code == primary)
             .map(|(code, _)| Self::Known(code))
-            .ok_or_else(|| {
-                format!(
-                    "language {} is not one Whisper transcribes: use one of its 100 codes \
-                     ({}, …) or \"auto\"",
-                    crate::untrusted::quoted(tag),
-                    LANGUAGES[..12]
-                        .iter()
-                        .map(|(c, _)| *c)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            })
+            .ok_or_else(|| UnknownLanguage(tag.to_owned()))
     }
 
     pub fn is_english(self) -> bool {
@@ -168,7 +166,7 @@ mod tests {
         assert_eq!(Spoken::parse(""), Ok(Spoken::Known("en")));
         assert_eq!(Spoken::parse("Auto"), Ok(Spoken::Auto));
         for bad in ["xx-notalang", "klingon", "e"] {
-            let e = Spoken::parse(bad).unwrap_err();
+            let e = Spoken::parse(bad).unwrap_err().to_string();
             assert!(e.contains("not one Whisper transcribes"), "{e}");
         }
         assert_eq!(LANGUAGES.len(), 100);

@@ -43,7 +43,7 @@ pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
 use self::language::Spoken;
 use self::model::EncoderProducts;
 use crate::backend::embedded::{
-    ContextKind, Embedded, Engine, Loaded, Settings, Shed, Tier, Utterance,
+    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Utterance,
 };
 
 /// The backend name profiles select Whisper by.
@@ -310,7 +310,7 @@ pub fn spawn(config: &WhisperConfig) -> Arc<Embedded> {
     Embedded::spawn(
         NAME,
         settings(&config),
-        Box::new(move || load(&config).map_err(|e| e.to_string())),
+        Box::new(move || Ok(load(&config)?)),
     )
 }
 
@@ -365,7 +365,7 @@ fn speaks(model: &Arc<Model>, finals: Option<&Arc<Model>>) -> crate::backend::em
         .cloned()
         .collect();
     Box::new(move |tag| {
-        let spoken = Spoken::parse(tag)?;
+        let spoken = Spoken::parse(tag).map_err(|e| e.to_string())?;
         match models.iter().any(|m| m.speaks(spoken)) {
             true => Ok(()),
             false => Err(format!(
@@ -390,17 +390,22 @@ fn speaks(model: &Arc<Model>, finals: Option<&Arc<Model>>) -> crate::backend::em
 impl Engine for Decoder {
     /// Utterances in another language than English may need the other model: the batch is
     /// decoded in one batch per model, each utterance's answer in its place.
-    fn transcribe(&mut self, batch: &[Utterance<'_>], tier: Tier) -> Vec<Result<String, String>> {
-        let mut out: Vec<Result<String, String>> = vec![Ok(String::new()); batch.len()];
+    fn transcribe(
+        &mut self,
+        batch: &[Utterance<'_>],
+        tier: Tier,
+    ) -> Vec<Result<String, EngineError>> {
+        let mut out: Vec<Result<String, EngineError>> =
+            batch.iter().map(|_| Ok(String::new())).collect();
         let mut groups: Vec<(Arc<Model>, Vec<usize>, Vec<Request<'_>>)> = Vec::new();
         for (i, u) in batch.iter().enumerate() {
             let chosen = Spoken::parse(u.language)
-                .map_err(DecodeError::Language)
+                .map_err(DecodeError::from)
                 .and_then(|spoken| Ok((self.model_speaking(tier, spoken)?, spoken)));
             let (model, spoken) = match chosen {
                 Ok(chosen) => chosen,
                 Err(e) => {
-                    out[i] = Err(e.to_string());
+                    out[i] = Err(e.into());
                     continue;
                 }
             };

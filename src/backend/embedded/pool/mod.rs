@@ -541,11 +541,16 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
         }
         let results = match results {
             Ok(r) if r.len() == batch.items.len() => r,
-            Ok(_) => vec![
-                Err("the recognizer answered another number of utterances".into());
-                batch.items.len()
-            ],
-            Err(_) => vec![Err("recognizer panicked".into()); batch.items.len()],
+            Ok(_) => batch
+                .items
+                .iter()
+                .map(|_| Err("the recognizer answered another number of utterances".into()))
+                .collect(),
+            Err(_) => batch
+                .items
+                .iter()
+                .map(|_| Err("recognizer panicked".into()))
+                .collect(),
         };
         for ((channel, want), result) in batch.items.into_iter().zip(results) {
             let mut state = channel.lock();
@@ -559,7 +564,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
                     segmenter.decoded(want.ticket, text, now, emits);
                     state.report();
                 }
-                Err(e) => state.fail(e),
+                Err(e) => state.fail(e.to_string()),
             }
         }
         // The channels may now be finished, or want another decode.
