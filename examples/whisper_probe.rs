@@ -165,7 +165,7 @@ fn time_decodes(d: &mut Decoder, f: &str, s: &[f32]) {
 fn time_encoder(model: &std::path::Path) {
     let f32s = Weights::load_with(model, EncoderProducts::F32).unwrap();
     let int8 = Weights::load_with(model, EncoderProducts::Int8).unwrap();
-    let (mut mel, mut scratch) = (Mel::new(), Scratch::default());
+    let (mut mel, mut scratch) = (Mel::new(int8.n_mels), Scratch::default());
     for f in std::env::args().skip(1) {
         let (s, _) = hark_bench::wav::read_mono_f32(std::path::Path::new(&f)).unwrap();
         println!("{f}:");

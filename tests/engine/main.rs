@@ -5,6 +5,7 @@
 //! helpers compile once.
 
 mod languages;
+mod model_shapes;
 mod moonshine_engine;
 mod overload;
 mod shedding;

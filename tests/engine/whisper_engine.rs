@@ -266,7 +266,7 @@ fn the_int8_encoder_is_close_to_the_f32_one() {
         .join("model.bin");
     let audio = at_16k("jfk.wav");
     let mut features = Vec::new();
-    let frames = whisper::mel::Mel::new().compute(&audio, &mut features) & !1;
+    let frames = whisper::mel::Mel::new(whisper::mel::N_MELS).compute(&audio, &mut features) & !1;
     let mut s = Scratch::default();
     let want = Weights::load_with(&model, EncoderProducts::F32)
         .expect("load")

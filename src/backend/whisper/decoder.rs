@@ -54,7 +54,8 @@ pub struct Decoder {
     model: Arc<Model>,
     /// The finals' model, when it is not `model`.
     finals: Option<Arc<Model>>,
-    mel: mel::Mel,
+    /// The spectrogram of each mel band count its models read (80, 128).
+    mels: Vec<mel::Mel>,
     scratch: Scratch,
     padded: Vec<f32>,
     features: Vec<f32>,
@@ -79,7 +80,7 @@ impl Decoder {
         Self {
             model,
             finals: None,
-            mel: mel::Mel::new(),
+            mels: Vec::new(),
             scratch: Scratch::default(),
             padded: Vec::new(),
             features: Vec::new(),
@@ -275,7 +276,14 @@ impl Decoder {
         self.padded.clear();
         self.padded.extend_from_slice(audio);
         self.padded.resize(len, 0.0);
-        let frames = self.mel.compute(&self.padded, &mut self.features);
+        let at = match self.mels.iter().position(|m| m.bands() == w.n_mels) {
+            Some(at) => at,
+            None => {
+                self.mels.push(mel::Mel::new(w.n_mels));
+                self.mels.len() - 1
+            }
+        };
+        let frames = self.mels[at].compute(&self.padded, &mut self.features);
         let encoded = w.encode(&self.features, frames, &mut self.scratch);
         let mut state = w.start(&encoded, frames / 2, &m.silence);
         let code = match r.language {

@@ -1,5 +1,6 @@
 //! Whisper's log-mel spectrogram: 25 ms Hann windows every 10 ms (n_fft 400, hop 160 at
-//! 16 kHz, centred with reflection), power into 80 Slaney mel bands up to 8 kHz, log10,
+//! 16 kHz, centred with reflection), power into 80 Slaney mel bands up to 8 kHz (128 for
+//! large-v3 and the models built on it), log10,
 //! floored 8 below the maximum and scaled as `(x + 4) / 4` — exactly as the model was
 //! trained on (openai/whisper `audio.py`), or its words degrade.
 
@@ -10,13 +11,17 @@ use realfft::{RealFftPlanner, RealToComplex};
 
 pub const N_FFT: usize = 400;
 pub const HOP: usize = 160;
+/// The mel bands of every Whisper but large-v3's line.
 pub const N_MELS: usize = 80;
+/// The bands a Whisper model may read: its `encoder/conv1` says which.
+pub const BANDS: [usize; 2] = [N_MELS, 128];
 const BINS: usize = N_FFT / 2 + 1;
 
 pub struct Mel {
     fft: Arc<dyn RealToComplex<f32>>,
     window: Vec<f32>,
-    /// `[N_MELS][BINS]`, row-major.
+    bands: usize,
+    /// `[bands][BINS]`, row-major.
     filters: Vec<f32>,
     frame: Vec<f32>,
     spectrum: Vec<realfft::num_complex::Complex<f32>>,
@@ -24,7 +29,8 @@ pub struct Mel {
 }
 
 impl Mel {
-    pub fn new() -> Self {
+    /// The spectrogram in `bands` mel bands (one of [`BANDS`]).
+    pub fn new(bands: usize) -> Self {
         let fft = RealFftPlanner::<f32>::new().plan_fft_forward(N_FFT);
         let spectrum = fft.make_output_vec();
         let scratch = fft.make_scratch_vec();
@@ -32,7 +38,8 @@ impl Mel {
             window: (0..N_FFT)
                 .map(|n| 0.5 - 0.5 * (2.0 * PI * n as f32 / N_FFT as f32).cos())
                 .collect(),
-            filters: slaney_filters(),
+            bands,
+            filters: slaney_filters(bands),
             frame: vec![0.0; N_FFT],
             fft,
             spectrum,
@@ -40,12 +47,16 @@ impl Mel {
         }
     }
 
-    /// The log-mel of `samples` (16 kHz): `[N_MELS][frames]` row-major, one frame per `HOP`
+    pub fn bands(&self) -> usize {
+        self.bands
+    }
+
+    /// The log-mel of `samples` (16 kHz): `[bands][frames]` row-major, one frame per `HOP`
     /// samples (Whisper drops the STFT's last frame).
     pub fn compute(&mut self, samples: &[f32], out: &mut Vec<f32>) -> usize {
         let frames = samples.len() / HOP;
         out.clear();
-        out.resize(N_MELS * frames, 0.0);
+        out.resize(self.bands * frames, 0.0);
         if frames == 0 {
             return 0;
         }
@@ -81,7 +92,7 @@ impl Mel {
             for (p, c) in power.iter_mut().zip(&self.spectrum) {
                 *p = c.norm_sqr();
             }
-            for m in 0..N_MELS {
+            for m in 0..self.bands {
                 let row = &self.filters[m * BINS..(m + 1) * BINS];
                 let e: f32 = row.iter().zip(&power).map(|(w, p)| w * p).sum();
                 out[m * frames + t] = e.max(1e-10).log10();
@@ -97,13 +108,13 @@ impl Mel {
 
 impl Default for Mel {
     fn default() -> Self {
-        Self::new()
+        Self::new(N_MELS)
     }
 }
 
-/// librosa's `filters.mel(sr=16000, n_fft=400, n_mels=80)`: Slaney's mel scale, each band
-/// normalised to unit area (what Whisper's `mel_filters.npz` holds).
-fn slaney_filters() -> Vec<f32> {
+/// librosa's `filters.mel(sr=16000, n_fft=400, n_mels=bands)`: Slaney's mel scale, each
+/// band normalised to unit area (what Whisper's `mel_filters.npz` holds, for 80 and 128).
+fn slaney_filters(bands: usize) -> Vec<f32> {
     fn hz_to_mel(f: f64) -> f64 {
         let (f_sp, min_log_hz) = (200.0 / 3.0, 1000.0);
         let min_log_mel = min_log_hz / f_sp;
@@ -127,11 +138,11 @@ fn slaney_filters() -> Vec<f32> {
     let sr = 16_000.0;
     let fft_freqs: Vec<f64> = (0..BINS).map(|i| i as f64 * sr / N_FFT as f64).collect();
     let (lo, hi) = (hz_to_mel(0.0), hz_to_mel(sr / 2.0));
-    let mel_f: Vec<f64> = (0..N_MELS + 2)
-        .map(|i| mel_to_hz(lo + (hi - lo) * i as f64 / (N_MELS + 1) as f64))
+    let mel_f: Vec<f64> = (0..bands + 2)
+        .map(|i| mel_to_hz(lo + (hi - lo) * i as f64 / (bands + 1) as f64))
         .collect();
-    let mut out = vec![0f32; N_MELS * BINS];
-    for m in 0..N_MELS {
+    let mut out = vec![0f32; bands * BINS];
+    for m in 0..bands {
         let enorm = 2.0 / (mel_f[m + 2] - mel_f[m]);
         for (k, &f) in fft_freqs.iter().enumerate() {
             let lower = (f - mel_f[m]) / (mel_f[m + 1] - mel_f[m]);
@@ -151,16 +162,19 @@ mod tests {
         let tone: Vec<f32> = (0..16_000)
             .map(|i| (2.0 * PI * 1000.0 * i as f32 / 16_000.0).sin() * 0.5)
             .collect();
-        let mut mel = Mel::new();
-        let mut out = Vec::new();
-        let frames = mel.compute(&tone, &mut out);
-        assert_eq!(frames, 100);
-        let t = 50;
-        let loudest = (0..N_MELS)
-            .max_by(|&a, &b| out[a * frames + t].total_cmp(&out[b * frames + t]))
-            .unwrap();
-        // 1 kHz sits at mel 15 of 0..~45.2, spread over 81 points: band ~26.
-        assert!((25..=28).contains(&loudest), "band {loudest}");
-        assert!(out.iter().all(|v| v.is_finite() && *v <= 1.5 + 1e-6));
+        // 1 kHz sits at mel 15 of 0..~45.2, spread over 81 points: band ~26; over 129
+        // points, ~42.
+        for (bands, near) in [(80, 25..=28), (128, 41..=44)] {
+            let mut mel = Mel::new(bands);
+            let mut out = Vec::new();
+            let frames = mel.compute(&tone, &mut out);
+            assert_eq!((frames, out.len()), (100, bands * 100));
+            let t = 50;
+            let loudest = (0..bands)
+                .max_by(|&a, &b| out[a * frames + t].total_cmp(&out[b * frames + t]))
+                .unwrap();
+            assert!(near.contains(&loudest), "{bands} bands: band {loudest}");
+            assert!(out.iter().all(|v| v.is_finite() && *v <= 1.5 + 1e-6));
+        }
     }
 }

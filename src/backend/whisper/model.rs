@@ -239,6 +239,8 @@ impl Layer {
 /// The weights: immutable, shared by every decoder thread.
 pub struct Weights {
     pub dim: usize,
+    /// Mel bands the encoder reads (80, or 128 for large-v3's line).
+    pub n_mels: usize,
     heads: usize,
     conv1: Linear,
     conv2: Linear,
@@ -274,7 +276,13 @@ impl Weights {
         let heads = m.scalar("encoder/num_heads")? as usize;
         let conv1 = Linear::load(&m, "encoder/conv1")?;
         let dim = conv1.out;
-        if dim == 0 || heads == 0 || dim % heads != 0 || conv1.inp != super::mel::N_MELS * 3 {
+        let n_mels = conv1.inp / 3;
+        if dim == 0
+            || heads == 0
+            || dim % heads != 0
+            || conv1.inp % 3 != 0
+            || !super::mel::BANDS.contains(&n_mels)
+        {
             return Err(LoadError::Shape(format!(
                 "{dim} wide, {heads} heads, {} mel inputs",
                 conv1.inp / 3
@@ -307,6 +315,7 @@ impl Weights {
         };
         let weights = Self {
             dim,
+            n_mels,
             heads,
             conv2: Linear::load_shaped(&m, "encoder/conv2", Some(dim), dim * 3)?,
             conv1,
@@ -336,11 +345,11 @@ impl Weights {
         Ok(weights)
     }
 
-    /// The encoder over `frames` mel frames (`[N_MELS][frames]`, `frames` even):
+    /// The encoder over `frames` mel frames (`[n_mels][frames]`, `frames` even):
     /// `[frames / 2][dim]`.
     pub fn encode(&self, mel: &[f32], frames: usize, s: &mut Scratch) -> Vec<f32> {
         let d = self.dim;
-        let n_mels = super::mel::N_MELS;
+        let n_mels = self.n_mels;
         // The convolutions' unfolded input columns, and conv1's output.
         let (columns, hidden) = (&mut s.normed, &mut s.product);
         // conv1 (kernel 3, padding 1) as a matrix product over unfolded columns.
@@ -587,7 +596,7 @@ impl Silence {
     pub fn encode(w: &Weights) -> Self {
         let mut scratch = Scratch::default();
         let silence = vec![0.0; super::WINDOW_SAMPLES];
-        let mut mel = super::mel::Mel::new();
+        let mut mel = super::mel::Mel::new(w.n_mels);
         let mut features = Vec::new();
         let frames = mel.compute(&silence, &mut features);
         let encoded = w.encode(&features, frames, &mut scratch);
