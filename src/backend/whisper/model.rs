@@ -338,6 +338,7 @@ impl Weights {
         drop(m);
         if weights.enc_pos.len() < ENCODER_FRAMES * dim
             || weights.dec_layers.is_empty()
+            || weights.vocab == 0
             || weights.max_positions < 16
         {
             return Err(LoadError::Shape("positions or layers missing".into()));

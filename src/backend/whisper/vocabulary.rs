@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use serde::Deserialize;
+use tracing::warn;
 
 use super::error::LoadError;
 use super::language::{self, Spoken};
@@ -125,24 +126,30 @@ impl Vocabulary {
     }
 
     /// `text`'s tokens as Whisper reads text after a space (a prompt, a draft), or none if
-    /// the tokenizer cannot encode it.
+    /// the tokenizer cannot encode it (logged: the decode goes on without that text).
     pub fn encode(&self, text: &str) -> Vec<u32> {
         match text.trim() {
             "" => Vec::new(),
-            text => self
-                .tokenizer
-                .encode(format!(" {text}"), false)
-                .map(|enc| enc.get_ids().to_vec())
-                .unwrap_or_default(),
+            text => match self.tokenizer.encode(format!(" {text}"), false) {
+                Ok(enc) => enc.get_ids().to_vec(),
+                Err(e) => {
+                    warn!(error = %e, "whisper: the tokenizer could not encode a prompt or draft");
+                    Vec::new()
+                }
+            },
         }
     }
 
-    /// The text of `tokens`, special tokens left out.
+    /// The text of `tokens`, special tokens left out; none if the tokenizer cannot decode
+    /// them (logged: the utterance then has no words).
     pub fn text(&self, tokens: &[u32]) -> String {
-        self.tokenizer
-            .decode(tokens, true)
-            .map(|t| t.trim().to_owned())
-            .unwrap_or_default()
+        match self.tokenizer.decode(tokens, true) {
+            Ok(text) => text.trim().to_owned(),
+            Err(e) => {
+                warn!(error = %e, "whisper: the tokenizer could not decode a decode's tokens");
+                String::new()
+            }
+        }
     }
 }
 
