@@ -99,19 +99,16 @@ impl Decoder {
     /// words, names) as Whisper's previous text and `draft` (an earlier decode's text of
     /// this audio, or empty) checked in one pass rather than decoded token by token.
     pub fn decode(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
-        let model = self.model.clone();
-        let request = Request {
-            audio,
-            prompt,
-            draft,
-            language: Spoken::Known("en"),
-        };
-        self.decode_batch(&model, &[request], None).remove(0)
+        self.decode_one(Tier::Partials, audio, prompt, draft)
     }
 
     /// The same with the finals' model.
     pub fn decode_final(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
-        let model = self.finals.as_ref().unwrap_or(&self.model).clone();
+        self.decode_one(Tier::Finals, audio, prompt, draft)
+    }
+
+    fn decode_one(&mut self, tier: Tier, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
+        let model = self.model_for(tier);
         let request = Request {
             audio,
             prompt,
