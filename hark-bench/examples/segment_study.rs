@@ -24,6 +24,7 @@
 //!   CONTEXT_AS=audio|text   how finals read the turn's earlier finals (default: the engine's
 //!                       own, `[whisper] context_as`); text is a prompt Moonshine ignores
 //!   LANGUAGE=es|auto    the language the decodes are told (Whisper; default English)
+//!   ENCODER=float32     Whisper's encoder layers in float32 rather than int8
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
 //!                       default: FADE_DB; inf never)
 //! ```
@@ -104,6 +105,10 @@ fn main() {
         Ok("whisper") => whisper::load(&whisper::WhisperConfig {
             model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
             final_model: std::env::var("FINAL_MODEL").ok(),
+            encoder: match std::env::var("ENCODER").as_deref() {
+                Ok("float32") => whisper::model::EncoderProducts::F32,
+                _ => whisper::model::EncoderProducts::Int8,
+            },
             decoders: 1,
             ..Default::default()
         })
