@@ -9,6 +9,7 @@ use super::language::Spoken;
 use super::model::{self, EncoderProducts, Scratch, Silence, Weights};
 use super::options::DecodeOptions;
 use super::prompt::Layout;
+pub use super::search::Decoded;
 use super::search::{Search, probability};
 use super::vocabulary::Vocabulary;
 use super::{ModelPaths, WINDOW_SAMPLES, mel};
@@ -63,16 +64,6 @@ pub struct Decoder {
     logits: Vec<f32>,
     /// Scores of one token decoded after the draft.
     step: Vec<f32>,
-}
-
-/// What a decode found besides its text, for the guards' tests and the study.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decoded {
-    pub text: String,
-    pub no_speech: f32,
-    pub mean_logprob: f32,
-    /// The decode hit its token budget or repeated itself and was cut.
-    pub cut: bool,
 }
 
 impl Decoder {
@@ -188,7 +179,7 @@ impl Decoder {
             let rows = self.logits[drafted_row * vocab..].chunks_exact_mut(vocab);
             search.picks = rows
                 .enumerate()
-                .map_while(|(step, logits)| search.pick(m, logits, step))
+                .map_while(|(step, logits)| search.pick(&m.vocab, logits, step))
                 .collect();
         }
         // Greedy search, every decode one step at a time: those past their draft get their
@@ -206,13 +197,13 @@ impl Decoder {
                 w.logits(&lasts, &mut self.step, &mut self.scratch);
                 for (&i, logits) in fresh.iter().zip(self.step.chunks_exact_mut(w.vocab)) {
                     let search = &mut searches[i];
-                    let picked = search.pick(m, logits, search.step);
+                    let picked = search.pick(&m.vocab, logits, search.step);
                     search.fresh = picked;
                 }
             }
             let mut next: Vec<(usize, [u32; 1])> = Vec::new();
             for (i, search) in searches.iter_mut().enumerate() {
-                if let Some(token) = search.advance(m, d) {
+                if let Some(token) = search.advance(&m.vocab, d) {
                     next.push((i, [token]));
                 }
             }
@@ -239,7 +230,10 @@ impl Decoder {
                 search.last.extend_from_slice(h);
             }
         }
-        searches.into_iter().map(|s| s.finish(m)).collect()
+        searches
+            .into_iter()
+            .map(|s| s.finish(&m.vocab, &m.options.speech))
+            .collect()
     }
 
     /// The language a multilingual model hears in an utterance (Whisper's own detection):
@@ -287,7 +281,16 @@ impl Decoder {
             Spoken::Known(code) => code,
             Spoken::Auto => self.detect(m, &mut state),
         };
-        let layout = Layout::new(m, audio.len(), r.prompt, r.draft, code, forced);
+        let budget = forced.unwrap_or(m.options.budget(audio.len()));
+        let layout = Layout::new(
+            &m.vocab,
+            &m.options,
+            w.max_positions,
+            r.prompt,
+            r.draft,
+            code,
+            budget,
+        );
         Search::new(state, layout, forced.is_some())
     }
 }

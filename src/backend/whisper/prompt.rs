@@ -2,7 +2,8 @@
 //! Whisper's previous text, the start (language, task, no timestamps), and a draft (what an
 //! earlier decode of the same audio said) to check in the same pass.
 
-use super::decoder::Model;
+use super::options::DecodeOptions;
+use super::vocabulary::Vocabulary;
 
 /// A decode's first pass: prompt, start, draft, and where each begins.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,24 +20,25 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The first pass of a decode of `samples` of audio in `language` (a code the model
-    /// speaks), after `prompt`, checking `draft`. `forced`: a budget of exactly that many
-    /// tokens (timing the engine).
+    /// The first pass of a decode in `language` (a code the model speaks), after `prompt`,
+    /// checking `draft`, of at most `budget` tokens ([`DecodeOptions::budget`], or a forced
+    /// count when timing the engine), within the decoder's `positions`.
     pub fn new(
-        m: &Model,
-        samples: usize,
+        v: &Vocabulary,
+        options: &DecodeOptions,
+        positions: usize,
         prompt: &str,
         draft: &str,
         language: &str,
-        forced: Option<usize>,
+        budget: usize,
     ) -> Self {
-        let v = &m.vocab;
         let mut tokens: Vec<u32> = Vec::new();
         let prompted = v.encode(prompt);
         let start = v.start_in(language);
-        let positions = m.weights.max_positions;
         // The prompt gives way to the start and one token in a model with few positions.
-        let most = (m.options.max_prompt_tokens).min(positions.saturating_sub(start.len() + 2));
+        let most = options
+            .max_prompt_tokens
+            .min(positions.saturating_sub(start.len() + 2));
         if let (Some(prev), false) = (v.start_of_prev, prompted.is_empty() || most == 0) {
             tokens.push(prev);
             let keep = prompted.len().saturating_sub(most);
@@ -45,7 +47,6 @@ impl Layout {
         let sot_at = tokens.len();
         tokens.extend(start);
         let first = tokens.len();
-        let budget = forced.unwrap_or(m.options.budget(samples));
         let budget = budget.min(positions.saturating_sub(first + 1));
         // What an earlier decode of this audio said is run through the decoder with the
         // start, in one pass, and checked token by token: where greedy decoding would pick

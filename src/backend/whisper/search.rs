@@ -3,35 +3,19 @@
 //! what it found. [`super::decoder::Decoder::decode_batch`] runs the searches of a batch
 //! together, a decoder step at a time.
 
-use super::decoder::{Decoded, Model};
+use super::filter::SpeechFilter;
 use super::model;
 use super::prompt::Layout;
+use super::vocabulary::Vocabulary;
 
-/// A rule on the scores before a token is picked, as CTranslate2's and Hugging Face's
-/// logits processors are: it masks what a decode may not write.
+/// What a decode found besides its text, for the guards' tests and the study.
 #[derive(Debug, Clone, PartialEq)]
-pub enum TokenRule {
-    /// Never these (`config.json`'s `suppress_ids`, and every special token but the end:
-    /// timestamps, languages, tasks).
-    Suppress(Vec<u32>),
-    /// Not these as the first token (`suppress_ids_begin`: a blank, the end).
-    SuppressAtBegin(Vec<u32>),
-}
-
-impl TokenRule {
-    /// Masks the tokens the rule forbids at `step` (0: the first after the start).
-    pub fn apply(&self, logits: &mut [f32], step: usize) {
-        let tokens = match self {
-            Self::Suppress(tokens) => tokens,
-            Self::SuppressAtBegin(tokens) if step == 0 => tokens,
-            Self::SuppressAtBegin(_) => return,
-        };
-        for &t in tokens {
-            if let Some(l) = logits.get_mut(t as usize) {
-                *l = f32::NEG_INFINITY;
-            }
-        }
-    }
+pub struct Decoded {
+    pub text: String,
+    pub no_speech: f32,
+    pub mean_logprob: f32,
+    /// The decode hit its token budget or repeated itself and was cut.
+    pub cut: bool,
 }
 
 /// Where one decode of a batch stands in its greedy search.
@@ -94,8 +78,8 @@ impl Search {
 
     /// Greedy's token after `logits` at `step` (the model's token rules applied to them in
     /// place) and its log-probability.
-    pub fn pick(&self, m: &Model, logits: &mut [f32], step: usize) -> Option<(u32, f32)> {
-        for rule in &m.vocab.rules {
+    pub fn pick(&self, v: &Vocabulary, logits: &mut [f32], step: usize) -> Option<(u32, f32)> {
+        for rule in &v.rules {
             rule.apply(logits, step);
         }
         let (next, _) = logits
@@ -106,7 +90,7 @@ impl Search {
     }
 
     /// Takes this step's pick; returns the token to run through the decoder next, if any.
-    pub fn advance(&mut self, m: &Model, d: usize) -> Option<u32> {
+    pub fn advance(&mut self, v: &Vocabulary, d: usize) -> Option<u32> {
         if self.done {
             return None;
         }
@@ -119,7 +103,7 @@ impl Search {
             return None;
         };
         self.logprob += logprob;
-        if next == m.vocab.eot && !self.forced {
+        if next == v.eot && !self.forced {
             self.cut = false;
             self.done = true;
             return None;
@@ -150,10 +134,10 @@ impl Search {
     }
 
     /// The text, with the speech filter applied.
-    pub fn finish(self, m: &Model) -> Decoded {
+    pub fn finish(self, v: &Vocabulary, speech: &SpeechFilter) -> Decoded {
         let mean_logprob = self.logprob / (self.out.len() + usize::from(!self.cut)).max(1) as f32;
-        let mut text = m.vocab.text(&self.out);
-        if !m.options.speech.keeps(&text, self.no_speech, mean_logprob) {
+        let mut text = v.text(&self.out);
+        if !speech.keeps(&text, self.no_speech, mean_logprob) {
             text.clear();
         }
         Decoded {
@@ -202,6 +186,7 @@ fn repeating(tokens: &[u32]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::whisper::vocabulary::TokenRule;
 
     #[test]
     fn token_rules_mask_their_tokens_and_the_first_steps_only_its_own() {

@@ -8,7 +8,33 @@ use tracing::warn;
 
 use super::error::LoadError;
 use super::language::{self, Spoken};
-use super::search::TokenRule;
+
+/// A rule on the scores before a token is picked, as CTranslate2's and Hugging Face's
+/// logits processors are: it masks what a decode may not write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TokenRule {
+    /// Never these (`config.json`'s `suppress_ids`, and every special token but the end:
+    /// timestamps, languages, tasks).
+    Suppress(Vec<u32>),
+    /// Not these as the first token (`suppress_ids_begin`: a blank, the end).
+    SuppressAtBegin(Vec<u32>),
+}
+
+impl TokenRule {
+    /// Masks the tokens the rule forbids at `step` (0: the first after the start).
+    pub fn apply(&self, logits: &mut [f32], step: usize) {
+        let tokens = match self {
+            Self::Suppress(tokens) => tokens,
+            Self::SuppressAtBegin(tokens) if step == 0 => tokens,
+            Self::SuppressAtBegin(_) => return,
+        };
+        for &t in tokens {
+            if let Some(l) = logits.get_mut(t as usize) {
+                *l = f32::NEG_INFINITY;
+            }
+        }
+    }
+}
 
 /// The tokenizer and the special tokens, shared by every decoder thread.
 pub struct Vocabulary {
