@@ -490,6 +490,10 @@ impl Config {
                 "moonshine.narrowband_endpoint_ms (HARK_NARROWBAND_ENDPOINT_MS, --narrowband-endpoint-ms)",
                 self.moonshine.narrowband_endpoint_ms,
             ),
+            (
+                "moonshine.assistant_endpoint_ms (HARK_ASSISTANT_ENDPOINT_MS, --assistant-endpoint-ms)",
+                self.moonshine.assistant_endpoint_ms,
+            ),
         ] {
             if let Err(e) = crate::backend::options::check_endpoint_ms(key, ms) {
                 out.push(e);
@@ -1150,7 +1154,7 @@ mod tests {
     }
 
     /// `endpoint_ms` has one range wherever it is set: the config file, a profile's
-    /// options (both keys), and a call's query (the flag lands in `moonshine.endpoint_ms`).
+    /// options (every key), and a call's query (the flag lands in `moonshine.endpoint_ms`).
     #[test]
     fn endpoint_ms_has_one_range_everywhere() {
         use crate::backend::options::{ENDPOINT_MS_MAX, ENDPOINT_MS_MIN};
@@ -1160,6 +1164,9 @@ mod tests {
                 format!("[moonshine]\nnarrowband_endpoint_ms = {ms}"),
                 format!("[profiles.p.options]\nendpoint_ms = {ms}"),
                 format!("[profiles.p.options]\nnarrowband_endpoint_ms = {ms}"),
+                format!("[moonshine]\nassistant_endpoint_ms = {ms}"),
+                format!("[whisper]\nassistant_endpoint_ms = {ms}"),
+                format!("[profiles.p.options]\nassistant_endpoint_ms = {ms}"),
             ] {
                 let c: Config = toml::from_str(&text).unwrap();
                 let problems = c.problems(&["moonshine", "whisper"]);

@@ -50,6 +50,10 @@ pub struct CommonArgs {
     /// The same for calls below 16 kHz [default: Whisper 200, Moonshine 300].
     #[arg(long, env = "HARK_NARROWBAND_ENDPOINT_MS")]
     pub narrowband_endpoint_ms: Option<u64>,
+    /// The same on the assistant's channel (synthetic speech; no reply waits on it)
+    /// [default: 1000].
+    #[arg(long, env = "HARK_ASSISTANT_ENDPOINT_MS")]
+    pub assistant_endpoint_ms: Option<u64>,
     /// Log format.
     #[arg(long, env = "HARK_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -176,6 +180,10 @@ impl CommonArgs {
         if let Some(v) = self.narrowband_endpoint_ms {
             c.moonshine.narrowband_endpoint_ms = v;
             c.whisper.narrowband_endpoint_ms = v;
+        }
+        if let Some(v) = self.assistant_endpoint_ms {
+            c.moonshine.assistant_endpoint_ms = v;
+            c.whisper.assistant_endpoint_ms = v;
         }
         if let Some(v) = self.log_format {
             c.log_format = v;

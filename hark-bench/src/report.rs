@@ -90,6 +90,11 @@ pub struct ChannelTotals {
     pub turns_with_final: usize,
     pub premature_ends: usize,
     pub repeated_words: usize,
+    /// The channel's own time to final: the customer's is what the platform's reply waits
+    /// on, the assistant's only when its transcript is written. (Absent from older reports:
+    /// filled again by `--rescore`.)
+    #[serde(default)]
+    pub time_to_final_ms: Stats,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -510,6 +515,7 @@ pub fn totals(utterances: &[UtteranceResult], channel: Channel) -> ChannelTotals
         turns_with_final: own().filter(|u| u.ends_terminal.is_some()).count(),
         premature_ends: own().map(|u| u.premature_ends).sum(),
         repeated_words: own().map(|u| u.repeated_words).sum(),
+        time_to_final_ms: Stats::of(own().filter_map(|u| u.time_to_final_ms).collect()),
     }
 }
 

@@ -12,10 +12,13 @@ use crate::shape::{Level, Shape};
 /// Version of the `--report` JSON layout; raised when a field changes meaning or goes.
 /// 3: a call's `refused` is its refusal (status and body) or null, no longer a flag; a
 /// target's `refusals` by status; a capacity level's `refused_calls`, no longer failures.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: each channel's `time_to_final_ms`; capacity levels and `held` judge the customer's
+/// time to final (the one the platform's reply waits on), no longer both channels'.
+pub const SCHEMA_VERSION: u32 = 4;
 
-/// The versions `--rescore` reads: 2's `refused` flags read as refusals without a body.
-pub const READABLE_SCHEMA_VERSIONS: [u32; 2] = [2, SCHEMA_VERSION];
+/// The versions `--rescore` reads: 2's `refused` flags read as refusals without a body;
+/// 2's and 3's channels get their times to final from their utterances.
+pub const READABLE_SCHEMA_VERSIONS: [u32; 3] = [2, 3, SCHEMA_VERSION];
 
 /// The whole run, as written to `--report` (`schema_version` [`SCHEMA_VERSION`]):
 /// - `tool_version`, `started_unix_s`, `settings` ([`Settings`]: servers, calls, shape,
@@ -145,11 +148,12 @@ pub struct Capacity {
 }
 
 impl Report {
-    /// The run held: no call failed and p95 time-to-final is within `max_p95_ms`.
+    /// The run held: no call failed or lost a final, and the customer's p95 time to final
+    /// is within `max_p95_ms` (the assistant's finals hold up no reply).
     pub fn held(&self, max_p95_ms: f64) -> bool {
         self.failed_calls == 0
             && self.refused_calls == 0
             && self.customer.missing_finals + self.assistant.missing_finals == 0
-            && self.time_to_final_ms.p95 <= max_p95_ms
+            && self.customer.time_to_final_ms.p95 <= max_p95_ms
     }
 }

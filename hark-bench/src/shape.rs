@@ -112,8 +112,9 @@ pub struct RampCall {
     /// The server refused it at the upgrade: not a failure (the platform takes it to its
     /// fallback at once, and the calls held are what a ramp measures).
     pub refused: bool,
-    /// When each utterance's words ended, and its time to final if one came.
-    pub utterances: Vec<(f64, Option<f64>)>,
+    /// When each utterance's words ended, its time to final if one came, and whether the
+    /// level's latency counts it (the customer's: the platform's reply waits on those).
+    pub utterances: Vec<(f64, Option<f64>, bool)>,
 }
 
 /// `--ramp` levels: each utterance counts at the number of calls open when its words ended,
@@ -140,11 +141,12 @@ pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
             continue;
         };
         let mut first_missing = None;
-        for &(ended_ms, time_to_final) in &call.utterances {
+        for &(ended_ms, time_to_final, timed) in &call.utterances {
             let level = level_at(ended_ms);
             let entry = by.entry(level).or_default();
             match time_to_final {
-                Some(ms) => entry.0.push(ms),
+                Some(ms) if timed => entry.0.push(ms),
+                Some(_) => {}
                 None => {
                     entry.1 += 1;
                     first_missing.get_or_insert(level);
@@ -168,6 +170,8 @@ pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Level {
     pub calls: usize,
+    /// The customer's: the assistant's finals hold up no reply. (Both channels' before
+    /// schema 4.)
     pub time_to_final_ms: Stats,
     pub missing_finals: usize,
     pub failed_calls: usize,
@@ -325,7 +329,7 @@ mod tests {
             span: Some((from, 30_000.0)),
             failed,
             refused: false,
-            utterances,
+            utterances: utterances.into_iter().map(|(t, f)| (t, f, true)).collect(),
         };
         let never_opened = |dialed_ms: f64, refused: bool| RampCall {
             dialed_ms,
@@ -333,7 +337,7 @@ mod tests {
             failed: !refused,
             refused,
             // Planned turns, never spoken: not missing finals.
-            utterances: vec![(29_000.0, None), (31_000.0, None)],
+            utterances: vec![(29_000.0, None, true), (31_000.0, None, true)],
         };
         let calls = [
             call(
@@ -394,6 +398,33 @@ mod tests {
         let levels = ramp_levels(&lost, 800.0);
         assert_eq!((levels[0].missing_finals, levels[0].failed_calls), (1, 1));
         assert_eq!(capacity(&levels), None);
+    }
+
+    #[test]
+    fn a_ramp_level_is_timed_by_the_customers_finals_and_loses_none_of_either() {
+        let call = |utterances| RampCall {
+            dialed_ms: 0.0,
+            span: Some((0.0, 30_000.0)),
+            failed: false,
+            refused: false,
+            utterances,
+        };
+        // The assistant's final is slow (a long endpoint on synthetic speech): not timed.
+        let slow_assistant = [call(vec![
+            (5_000.0, Some(300.0), true),
+            (9_000.0, Some(1_900.0), false),
+        ])];
+        let levels = ramp_levels(&slow_assistant, 800.0);
+        assert_eq!(levels[0].time_to_final_ms.count, 1);
+        assert!(levels[0].held);
+        // Its missing final still breaks the level.
+        let lost_assistant = [call(vec![
+            (5_000.0, Some(300.0), true),
+            (9_000.0, None, false),
+        ])];
+        let levels = ramp_levels(&lost_assistant, 800.0);
+        assert_eq!(levels[0].missing_finals, 1);
+        assert!(!levels[0].held);
     }
 
     #[test]

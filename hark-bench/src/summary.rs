@@ -79,6 +79,15 @@ pub fn figures(r: &Report) -> Vec<Figure> {
             },
             Unit::Percent,
         );
+        let ttf = &t.time_to_final_ms;
+        for (p, v) in [("p50", ttf.p50), ("p95", ttf.p95)] {
+            push(
+                format!("{ch}.time_to_final_ms.{p}"),
+                format!("{ch}: time to final {p} (ms)"),
+                if ttf.count == 0 { f64::NAN } else { v },
+                Unit::Ms,
+            );
+        }
         for (key, label, v) in [
             count("premature_ends", "premature turn ends", t.premature_ends),
             count(
@@ -228,6 +237,20 @@ const ROWS: &[(&str, &[&str])] = &[
         ],
     ),
     ("utterances with a final", &["time_to_final_ms.count"]),
+    (
+        "time to final p50 / p95, customer (ms)",
+        &[
+            "customer.time_to_final_ms.p50",
+            "customer.time_to_final_ms.p95",
+        ],
+    ),
+    (
+        "time to final p50 / p95, assistant (ms)",
+        &[
+            "assistant.time_to_final_ms.p50",
+            "assistant.time_to_final_ms.p95",
+        ],
+    ),
     (
         "WER customer / assistant (%)",
         &["customer.wer", "assistant.wer"],

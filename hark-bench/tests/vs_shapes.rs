@@ -78,7 +78,7 @@ async fn two_real_servers_side_by_side() {
     write_outputs(&a, &run).expect("outputs written");
 
     let json = read_json(&dir.path().join("r.json"));
-    assert_eq!(json["schema_version"], 3);
+    assert_eq!(json["schema_version"], 4);
     assert!(json["tool_version"].is_string() && json["started_unix_s"].is_u64());
     assert_eq!(json["settings"]["shape"]["kind"], "staggered");
     let targets = json["targets"].as_array().expect("targets");
@@ -105,6 +105,10 @@ async fn two_real_servers_side_by_side() {
             ] {
                 assert!(t[ch][k].is_number(), "{ch}.{k}");
             }
+            assert!(
+                t[ch]["time_to_final_ms"]["count"].as_u64() > Some(0),
+                "{ch}: its own time to final"
+            );
         }
         for k in [
             "stray_transcripts",

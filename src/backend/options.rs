@@ -14,6 +14,8 @@ pub struct Options {
     pub endpoint_ms: Option<u64>,
     /// Embedded recognizer: overrides `moonshine.narrowband_endpoint_ms`.
     pub narrowband_endpoint_ms: Option<u64>,
+    /// Embedded recognizer: overrides `whisper.assistant_endpoint_ms`.
+    pub assistant_endpoint_ms: Option<u64>,
     /// Embedded recognizer: overrides `moonshine.partial_interval_ms`.
     pub partial_interval_ms: Option<u64>,
     /// Embedded recognizer: overrides `moonshine.turn_model` (customer channel only; the
@@ -35,7 +37,8 @@ pub struct Options {
     pub max_turn_silence_ms: Option<u64>,
 }
 
-/// The one range of `endpoint_ms` (and `narrowband_endpoint_ms`), in ms, wherever it is set:
+/// The one range of `endpoint_ms` (and `narrowband_endpoint_ms`, `assistant_endpoint_ms`),
+/// in ms, wherever it is set:
 /// `[moonshine]`, a profile's options, `--endpoint-ms` / `HARK_ENDPOINT_MS` and a call's
 /// `?endpoint_ms=`. Below 50 ms the pauses between words end utterances; above 5 s a final
 /// comes long after the caller stopped (the segmenter's own ceiling).
@@ -100,6 +103,7 @@ impl Options {
         for (key, ms) in [
             ("endpoint_ms", self.endpoint_ms),
             ("narrowband_endpoint_ms", self.narrowband_endpoint_ms),
+            ("assistant_endpoint_ms", self.assistant_endpoint_ms),
         ] {
             if let Some(ms) = ms
                 && let Err(e) = check_endpoint_ms(key, ms)

@@ -211,3 +211,117 @@ async fn wideband_and_mono_calls_are_recognised() {
     }
     server.shutdown().await.unwrap();
 }
+
+/// Assistant prompts of the text-to-speech study set (`samples/tts-study-prompts.txt`) that
+/// espeak-ng's British voice at 150 words a minute had cut into more finals than sentences
+/// at the 200 ms endpoint: its commas and full stops are flat pauses of 200–400 ms. With
+/// how many sentences each has.
+const SYNTHETIC_PROMPTS: [(&str, usize); 4] = [
+    (
+        "Great, thank you. I see your appointment on Tuesday, March fourth, at two thirty in \
+         the afternoon. Would you like to keep it, or move it to another day?",
+        3,
+    ),
+    (
+        "To reset your password, go to the login page, click on forgot password, and follow \
+         the instructions in the email we send you.",
+        1,
+    ),
+    (
+        "That's a great question. The premium plan includes unlimited calls, priority \
+         support, and a dedicated account manager.",
+        2,
+    ),
+    (
+        "Just to confirm, you would like a large pepperoni pizza, a garden salad, and two \
+         bottles of water, delivered to your home address?",
+        1,
+    ),
+];
+
+/// Speaks `text` with espeak-ng (a test prerequisite, as for the bench's assistant
+/// prompts): 16-bit mono samples and their rate.
+fn espeak(text: &str, voice: &str, words_per_minute: u32) -> (Vec<i16>, u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("say.wav");
+    let status = std::process::Command::new("espeak-ng")
+        .args(["-v", voice, "-s", &words_per_minute.to_string(), "-w"])
+        .arg(&path)
+        .arg(text)
+        .status()
+        .expect("espeak-ng runs (scripts/test installs it)");
+    assert!(status.success(), "espeak-ng {voice}: {status}");
+    let r = hark_bench::conversation::load_wav(&path, text).expect("espeak-ng's wav");
+    (r.samples, r.rate)
+}
+
+/// Plays the prompts on the assistant's channel, the customer silent, each followed by a
+/// pause; the call's results and when each prompt started.
+async fn assistant_call(
+    url: String,
+    rate: u32,
+    spoken: &[(Vec<i16>, u32)],
+) -> (Received, Vec<Instant>) {
+    let mut call = admitted_call(&url, rate, 2).await;
+    let mut starts = Vec::new();
+    for (samples, from) in spoken {
+        let samples = resample(samples, *from, rate);
+        let silence = vec![0i16; samples.len()];
+        starts.push(Instant::now());
+        assert!(call.play(&[&silence, &samples], rate, 20, true).await);
+        assert!(call.silence(2, rate, TAIL_SECS).await);
+    }
+    (call.hang_up().await, starts)
+}
+
+/// The assistant's channel carries a text-to-speech voice: no sentence comes back as two
+/// finals, cut at a comma with the first piece decoded alone and guessed (BENCHMARKS.md,
+/// "Synthetic voices"), at 16 kHz and in the phone band; the silent customer's channel gets
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synthetic_sentences_come_back_whole_on_the_assistant_channel() {
+    let server =
+        TestServer::start(config_with_default_backend("whisper"), whisper_registry()).await;
+    let url = server.ws_url("/api/custom-transcriber");
+    let spoken: Vec<(Vec<i16>, u32)> = SYNTHETIC_PROMPTS
+        .iter()
+        .map(|(text, _)| espeak(text, "en-gb", 150))
+        .collect();
+    let (wide, narrow) = tokio::join!(
+        assistant_call(url.clone(), 16_000, &spoken),
+        assistant_call(url.clone(), 8_000, &spoken)
+    );
+    for (rate, (got, starts)) in [(16_000, wide), (8_000, narrow)] {
+        assert!(got.error().is_none(), "{rate} Hz: {:?}", got.error());
+        assert!(
+            got.finals("customer").is_empty() && got.partials("customer").is_empty(),
+            "{rate} Hz: the silent customer's channel got text"
+        );
+        // Each final belongs to the last prompt started before it came.
+        let mut finals: Vec<Vec<String>> = vec![Vec::new(); starts.len()];
+        for (at, m) in &got.messages {
+            if let ServerMessage::TranscriberResponse {
+                transcription,
+                channel,
+                transcript_type: hark_bench::protocol::TranscriptType::Final,
+            } = m
+                && *channel == hark_bench::protocol::Channel::Assistant
+            {
+                let prompt = starts.iter().rposition(|s| s <= at).unwrap_or(0);
+                finals[prompt].push(transcription.clone());
+            }
+        }
+        let reference: Vec<&str> = SYNTHETIC_PROMPTS.iter().map(|(t, _)| *t).collect();
+        let all = got.finals("assistant").join(" ");
+        let errors = wer::word_errors(&reference.join(" "), &all);
+        eprintln!("{rate} Hz: {finals:?} ({errors} word errors)");
+        for ((text, sentences), got) in SYNTHETIC_PROMPTS.iter().zip(&finals) {
+            assert!(
+                !got.is_empty() && got.len() <= *sentences,
+                "{rate} Hz: {sentences} sentence(s) came back as {} finals: {text:?} → {got:?}",
+                got.len()
+            );
+        }
+    }
+    server.shutdown().await.unwrap();
+}

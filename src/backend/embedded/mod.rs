@@ -317,7 +317,8 @@ impl Embedded {
     }
 
     /// Where a channel's utterances end: the profile's timing if it has one, else the
-    /// server-wide one; calls below the model's rate get the narrowband endpoint.
+    /// server-wide one; the assistant's channel gets its own endpoint, and customers below
+    /// the model's rate the narrowband one.
     fn cuts(
         &self,
         spec: &ChannelSpec,
@@ -328,7 +329,9 @@ impl Embedded {
     ) -> SegmenterConfig {
         let o = &spec.options;
         let s = &self.settings;
-        let endpoint = if spec.sample_rate < MODEL_RATE {
+        let endpoint = if spec.channel == Channel::Assistant {
+            o.assistant_endpoint_ms.unwrap_or(s.assistant_endpoint_ms)
+        } else if spec.sample_rate < MODEL_RATE {
             o.narrowband_endpoint_ms.unwrap_or(s.narrowband_endpoint_ms)
         } else {
             o.endpoint_ms.unwrap_or(s.endpoint_ms)
@@ -547,6 +550,7 @@ mod tests {
             match *k {
                 "endpoint_ms" => o.endpoint_ms = Some(*v),
                 "narrowband_endpoint_ms" => o.narrowband_endpoint_ms = Some(*v),
+                "assistant_endpoint_ms" => o.assistant_endpoint_ms = Some(*v),
                 "partial_interval_ms" => o.partial_interval_ms = Some(*v),
                 _ => unreachable!("test option {k}"),
             }
@@ -560,7 +564,7 @@ mod tests {
     }
 
     #[test]
-    fn phone_band_calls_get_the_narrowband_endpoint_and_profiles_override_both() {
+    fn each_channel_and_band_gets_its_endpoint_and_profiles_override_them() {
         let backend = Embedded {
             name: "test",
             pool: OnceLock::new(),
@@ -581,6 +585,15 @@ mod tests {
         let profile = [("endpoint_ms", 150), ("narrowband_endpoint_ms", 400)];
         assert_eq!(cut(&spec(16_000, &profile), false).endpoint, ms(150));
         assert_eq!(cut(&spec(8_000, &profile), false).endpoint, ms(400));
+        // The assistant's synthetic speech: its own endpoint at every rate.
+        for rate in [8_000, 16_000] {
+            let mut assistant = spec(rate, &[]);
+            assistant.channel = Channel::Assistant;
+            assert_eq!(cut(&assistant, false).endpoint, ms(1_000));
+            let mut assistant = spec(rate, &[("assistant_endpoint_ms", 700)]);
+            assistant.channel = Channel::Assistant;
+            assert_eq!(cut(&assistant, false).endpoint, ms(700));
+        }
         // The end-of-turn model: customers only, when loaded, unless the profile says no.
         assert!(cut(&spec(16_000, &[]), true).judge_turns);
         assert!(!cut(&spec(16_000, &[]), false).judge_turns);

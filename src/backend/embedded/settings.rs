@@ -14,6 +14,8 @@ pub struct Settings {
     pub partial_interval_ms: u64,
     pub endpoint_ms: u64,
     pub narrowband_endpoint_ms: u64,
+    /// The assistant's channel, whatever its rate: see `WhisperConfig::assistant_endpoint_ms`.
+    pub assistant_endpoint_ms: u64,
     pub max_load: f64,
     pub turn_model: bool,
     pub context_span_ms: u64,
@@ -30,6 +32,7 @@ impl Default for Settings {
             partial_interval_ms: 500,
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
+            assistant_endpoint_ms: 1_000,
             max_load: 0.8,
             turn_model: false,
             context_span_ms: 0,

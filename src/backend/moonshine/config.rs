@@ -33,6 +33,9 @@ pub struct MoonshineConfig {
     /// word errors than 200 ms on the 3,322-word study set, for 25–70 ms more median time
     /// to final (BENCHMARKS.md).
     pub narrowband_endpoint_ms: u64,
+    /// The same on the assistant's channel, whatever the rate: as
+    /// `whisper.assistant_endpoint_ms`.
+    pub assistant_endpoint_ms: u64,
     /// Admission: a new call is refused (503) when the recognizer's essential load
     /// (finals and speculative decodes, share of decoder time), grown by the new call at
     /// the present calls' average, would pass this; so calls are refused before admitted
@@ -69,6 +72,7 @@ impl Default for MoonshineConfig {
             partial_interval_ms: 500,
             endpoint_ms: 200,
             narrowband_endpoint_ms: 300,
+            assistant_endpoint_ms: 1_000,
             max_load: 0.8,
             shed: Shed::Speculative,
             turn_model: false,

@@ -33,6 +33,7 @@ pub fn settings(config: &MoonshineConfig) -> Settings {
         partial_interval_ms: config.partial_interval_ms,
         endpoint_ms: config.endpoint_ms,
         narrowband_endpoint_ms: config.narrowband_endpoint_ms,
+        assistant_endpoint_ms: config.assistant_endpoint_ms,
         max_load: config.max_load,
         turn_model: config.turn_model,
         context_span_ms: config.context_span_ms,

@@ -86,6 +86,13 @@ pub struct WhisperConfig {
     /// phone-band words needed the context) bought Whisper no accuracy on the study set at
     /// 8 kHz and cost phone calls 100 ms of time to final (BENCHMARKS.md, "Phone band").
     pub narrowband_endpoint_ms: u64,
+    /// The same on the assistant's channel (channel 1), whatever the call's rate. It carries
+    /// a text-to-speech voice, whose commas are flat pauses of 200–400 ms: at 200 ms a
+    /// sentence came out as two or three finals, the first decoded alone and guessed. No
+    /// reply waits on the assistant's finals (the platform times its answer on the
+    /// customer's), so they can wait for the sentence to end (BENCHMARKS.md, "Synthetic
+    /// voices").
+    pub assistant_endpoint_ms: u64,
     /// Admission: as `moonshine.max_load`. 1.0 by default: with the shedding ladder behind
     /// it, dense calls admitted up to it kept their finals on time where 0.8 left about a
     /// fifth of the cores' calls refused (BENCHMARKS.md, "Load shapes", the run at 68fee71).
@@ -120,6 +127,7 @@ impl Default for WhisperConfig {
             partial_interval_ms: 500,
             endpoint_ms: 200,
             narrowband_endpoint_ms: 200,
+            assistant_endpoint_ms: 1_000,
             max_load: 1.0,
             shed: Shed::Speculative,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
@@ -157,6 +165,7 @@ impl WhisperConfig {
                 "whisper.narrowband_endpoint_ms",
                 self.narrowband_endpoint_ms,
             ),
+            ("whisper.assistant_endpoint_ms", self.assistant_endpoint_ms),
         ] {
             if let Err(e) = crate::backend::options::check_endpoint_ms(key, ms) {
                 out.push(e);
@@ -297,6 +306,7 @@ pub fn settings(config: &WhisperConfig) -> Settings {
         partial_interval_ms: config.partial_interval_ms,
         endpoint_ms: config.endpoint_ms,
         narrowband_endpoint_ms: config.narrowband_endpoint_ms,
+        assistant_endpoint_ms: config.assistant_endpoint_ms,
         max_load: config.max_load,
         turn_model: false,
         context_span_ms: config.context_span_ms,
