@@ -7,6 +7,7 @@
 mod languages;
 mod model_shapes;
 mod moonshine_engine;
+mod noise;
 mod overload;
 mod shedding;
 mod speech;

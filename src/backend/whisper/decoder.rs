@@ -172,10 +172,15 @@ impl Decoder {
             w.logits(rows, &mut self.logits, &mut self.scratch);
             let vocab = w.vocab;
             search.no_speech = match m.vocab.no_speech {
-                Some(t) => probability(&self.logits[..vocab], t as usize),
+                Some(t) => probability(&self.logits[..vocab], &[t]),
                 None => 0.0,
             };
             let drafted_row = search.first - 1 - search.sot_at;
+            // Before the token rules take the sounds' captions out of the first pick.
+            search.sound = probability(
+                &self.logits[drafted_row * vocab..(drafted_row + 1) * vocab],
+                &m.vocab.sounds,
+            );
             let rows = self.logits[drafted_row * vocab..].chunks_exact_mut(vocab);
             search.picks = rows
                 .enumerate()

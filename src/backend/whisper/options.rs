@@ -38,6 +38,7 @@ pub const DEFAULT: DecodeOptions = DecodeOptions {
         invention: 0.72,
         low_logprob: -1.0,
         few_words: 3,
+        sound: 0.3,
     },
 };
 

@@ -13,6 +13,8 @@ use super::vocabulary::Vocabulary;
 pub struct Decoded {
     pub text: String,
     pub no_speech: f32,
+    /// How likely the model found a sound's caption as its first token.
+    pub sound: f32,
     pub mean_logprob: f32,
     /// The decode hit its token budget or repeated itself and was cut.
     pub cut: bool,
@@ -44,6 +46,8 @@ pub struct Search {
     logprob: f32,
     cut: bool,
     pub no_speech: f32,
+    /// The probability of a sound's caption as the first token ([`Vocabulary::sounds`]).
+    pub sound: f32,
 }
 
 impl Search {
@@ -68,6 +72,7 @@ impl Search {
             logprob: 0.0,
             cut: true,
             no_speech: 0.0,
+            sound: 0.0,
         }
     }
 
@@ -86,7 +91,10 @@ impl Search {
             .iter()
             .enumerate()
             .max_by(|a, b| a.1.total_cmp(b.1))?;
-        Some((next as u32, probability(logits, next).max(1e-30).ln()))
+        Some((
+            next as u32,
+            probability(logits, &[next as u32]).max(1e-30).ln(),
+        ))
     }
 
     /// Takes this step's pick; returns the token to run through the decoder next, if any.
@@ -137,24 +145,30 @@ impl Search {
     pub fn finish(self, v: &Vocabulary, speech: &SpeechFilter) -> Decoded {
         let mean_logprob = self.logprob / (self.out.len() + usize::from(!self.cut)).max(1) as f32;
         let mut text = v.text(&self.out);
-        if !speech.keeps(&text, self.no_speech, mean_logprob) {
+        if !speech.keeps(&text, self.no_speech, mean_logprob, self.sound) {
             text.clear();
         }
         Decoded {
             text,
             no_speech: self.no_speech,
+            sound: self.sound,
             mean_logprob,
             cut: self.cut,
         }
     }
 }
 
-/// Softmax probability of `index` among `logits` (the model's vectorising `exp`: this runs
-/// over the whole vocabulary at every token).
-pub fn probability(logits: &[f32], index: usize) -> f32 {
+/// Softmax probability of any of `ids` among `logits` (the model's vectorising `exp`: this
+/// runs over the whole vocabulary at every token).
+pub fn probability(logits: &[f32], ids: &[u32]) -> f32 {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f32 = logits.iter().map(|l| model::exp(l - max)).sum();
-    logits.get(index).map_or(0.0, |l| model::exp(l - max) / sum)
+    let of: f32 = ids
+        .iter()
+        .filter_map(|&id| logits.get(id as usize))
+        .map(|l| model::exp(l - max))
+        .sum();
+    of / sum
 }
 
 /// Where to cut a decode that has started to loop: the length to keep when its tail is one

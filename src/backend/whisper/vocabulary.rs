@@ -50,6 +50,11 @@ pub struct Vocabulary {
     transcribe: Option<u32>,
     pub start_of_prev: Option<u32>,
     pub no_speech: Option<u32>,
+    /// What Whisper writes for sounds rather than speech: "♪", brackets and parentheses
+    /// for "[Music]" and "(beeping)", other symbols (`config.json`'s `suppress_ids`, which
+    /// the token rules never let a decode write). How likely the model finds one of them
+    /// as its first token is the sound guard's signal ([`super::filter`]).
+    pub sounds: Vec<u32>,
     /// What a decode may never write (applied to the scores in this order).
     pub rules: Vec<TokenRule>,
 }
@@ -106,6 +111,7 @@ impl Vocabulary {
         };
         let no_timestamps = need("<|notimestamps|>")?;
         start.push(no_timestamps);
+        let sounds = config.suppress_ids.clone();
         let mut suppress = config.suppress_ids;
         // Every special token but the end: timestamps, languages, tasks.
         suppress.extend((eot + 1)..vocab as u32);
@@ -117,6 +123,7 @@ impl Vocabulary {
             start_of_prev: id("<|startofprev|>"),
             no_speech: id("<|nospeech|>").or_else(|| id("<|nocaptions|>")),
             eot,
+            sounds,
             start,
             sot,
             no_timestamps,
