@@ -608,6 +608,24 @@ fn espeak_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Speaks `text` with espeak-ng in `voice` at `words_per_minute` into the WAV file `path`.
+pub fn espeak(text: &str, voice: &str, words_per_minute: u32, path: &Path) -> Result<(), String> {
+    let out = Command::new("espeak-ng")
+        .args(["-v", voice, "-s", &words_per_minute.to_string(), "-w"])
+        .arg(path)
+        .arg(text)
+        .output()
+        .map_err(|e| format!("espeak-ng: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "espeak-ng failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
 /// Speaks the prompts into `dir` with espeak-ng (`-v en-us -s 165`), each file written under
 /// a temporary name and renamed, `assistant.tsv` last: readers see all of them or none.
 fn synthesise_prompts(dir: &Path) -> Result<(), String> {
@@ -615,19 +633,7 @@ fn synthesise_prompts(dir: &Path) -> Result<(), String> {
     for (i, text) in ASSISTANT_PROMPTS.iter().enumerate() {
         let file = format!("assistant-{}.wav", i + 1);
         let temp = TempPath::new(dir, &file, "espeak");
-        let out = Command::new("espeak-ng")
-            .args(["-v", "en-us", "-s", "165", "-w"])
-            .arg(&temp.path)
-            .arg(text)
-            .output()
-            .map_err(|e| format!("espeak-ng: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "espeak-ng failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
+        espeak(text, "en-us", 165, &temp.path)?;
         fs::rename(&temp.path, dir.join(&file)).map_err(|e| format!("{file}: {e}"))?;
         rows.push((file, (*text).to_owned()));
     }

@@ -469,14 +469,10 @@ pub async fn find_capacity(
         levels.resize_with(r.targets.len(), Vec::new);
         let mut any_holds = false;
         for (t, so_far) in r.targets.iter().zip(levels.iter_mut()) {
-            let utts = || t.per_call.iter().flat_map(|c| c.utterances.iter());
             let level = Level::new(
                 n,
-                utts()
-                    .filter(|u| u.channel == Channel::Customer)
-                    .filter_map(|u| u.time_to_final_ms)
-                    .collect(),
-                utts().filter(|u| u.time_to_final_ms.is_none()).count(),
+                t.customer.time_to_final_ms.clone(),
+                t.customer.missing_finals + t.assistant.missing_finals,
                 t.failed_calls,
                 args.max_p95_ms,
             )

@@ -160,7 +160,7 @@ pub fn ramp_levels(calls: &[RampCall], max_p95_ms: f64) -> Vec<Level> {
     }
     by.into_iter()
         .map(|(calls, (ttf, missing, failed, refused))| {
-            Level::new(calls, ttf, missing, failed, max_p95_ms).with_refused(refused)
+            Level::new(calls, Stats::of(ttf), missing, failed, max_p95_ms).with_refused(refused)
         })
         .collect()
 }
@@ -186,12 +186,11 @@ pub struct Level {
 impl Level {
     pub fn new(
         calls: usize,
-        ttf: Vec<f64>,
+        time_to_final_ms: Stats,
         missing_finals: usize,
         failed_calls: usize,
         max_p95_ms: f64,
     ) -> Self {
-        let time_to_final_ms = Stats::of(ttf);
         let held = missing_finals == 0
             && failed_calls == 0
             && time_to_final_ms.count > 0
@@ -311,7 +310,8 @@ mod tests {
 
     #[test]
     fn capacity_is_the_last_level_held_from_the_bottom() {
-        let level = |calls, p95: f64, missing| Level::new(calls, vec![p95], missing, 0, 800.0);
+        let level =
+            |calls, p95: f64, missing| Level::new(calls, Stats::of(vec![p95]), missing, 0, 800.0);
         let levels = [
             level(2, 500.0, 0),
             level(1, 300.0, 0),

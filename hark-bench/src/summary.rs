@@ -734,14 +734,14 @@ mod tests {
     fn the_capacity_headline_says_what_was_counted_and_what_was_refused() {
         use crate::shape::{Level, capacity as held};
         let level = |calls, p95: f64, refused| {
-            Level::new(calls, vec![p95], 0, 0, 800.0).with_refused(refused)
+            Level::new(calls, Stats::of(vec![p95]), 0, 0, 800.0).with_refused(refused)
         };
         // Refused at the door with two open, then three held.
         let levels = vec![
             level(1, 300.0, 0),
             level(2, 400.0, 0),
             level(3, 500.0, 1),
-            Level::new(4, vec![], 0, 0, 800.0).with_refused(2),
+            Level::new(4, Stats::default(), 0, 0, 800.0).with_refused(2),
         ];
         let ramp = Capacity {
             mode: "ramp".into(),

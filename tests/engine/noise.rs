@@ -67,10 +67,10 @@ fn keypad(digits: &str, on: f32, off: f32, level: f32) -> Vec<f32> {
 }
 
 /// xorshift: deterministic noise in -1..1.
-struct Noise(u64);
+pub struct Noise(pub u64);
 
 impl Noise {
-    fn next(&mut self) -> f32 {
+    pub fn next(&mut self) -> f32 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;

@@ -120,13 +120,8 @@ fn silence_and_noise_give_no_words_on(mut decoder: Decoder) {
     let decoded = decoder.decode(&silence, "", "");
     assert_eq!(decoded.text, "", "silence: {decoded:?}");
     // White noise and a breath-like burst (noise under a slow swell), deterministic.
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut noise = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-    };
+    let mut state = crate::noise::Noise(0x2545_f491_4f6c_dd1d);
+    let mut noise = || state.next();
     let hiss: Vec<f32> = (0..16_000 * 2).map(|_| noise() * 0.05).collect();
     let decoded = decoder.decode(&hiss, "", "");
     assert_eq!(decoded.text, "", "hiss: {decoded:?}");
