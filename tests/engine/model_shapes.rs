@@ -6,8 +6,8 @@
 //! them by name, so the larger models keep two encoder layers here rather than 12–32 (the
 //! file of large-v3's full depth is 1.5 GB); distil-large-v3's two decoder layers are its
 //! own. Random weights say nothing of accuracy: what is proven is that each shape loads,
-//! decodes alone and in a batch with the same words, and speaks the languages its
-//! vocabulary has.
+//! decodes alone and in a batch with the same words, speaks the languages its vocabulary
+//! has, and gets no-speech thresholds calibrated at load.
 
 use std::io::Write;
 use std::path::Path;
@@ -253,6 +253,15 @@ fn every_whisper_shape_loads_and_decodes_alone_and_batched_alike() {
             (model.weights.dim, model.weights.n_mels, model.weights.vocab),
             (shape.width, shape.mels, shape.vocab),
             "{}",
+            shape.name
+        );
+        // No figures for it: thresholds calibrated on its own hearing of silence, in range.
+        let speech = model.options.speech;
+        let (low, high) = whisper::options::calibration::RANGE;
+        assert!(
+            (low..=high).contains(&speech.no_speech)
+                && (low..=speech.no_speech).contains(&speech.invention),
+            "{}: {speech:?}",
             shape.name
         );
         assert_eq!(

@@ -273,3 +273,48 @@ fn the_int8_encoder_is_close_to_the_f32_one() {
     eprintln!("int8 encoder: relative error {err:.4}");
     assert!(err < 0.05, "relative error {err}");
 }
+
+/// A model hark has no figures for (here tiny.en and base, loaded from their directories
+/// under their paths' names) gets its no-speech thresholds from its own hearing of silence
+/// and quiet noise at load: they land near the measured ones, silence and noise still give
+/// no words, and every clip, and a few words cut from one, keeps the measured model's words.
+#[test]
+fn a_model_without_figures_is_calibrated_at_load_and_hears_what_the_measured_one_hears() {
+    let jfk = at_16k("jfk.wav");
+    let clips: Vec<Vec<f32>> = [
+        "jfk.wav",
+        "beckett.wav",
+        "goforward.wav",
+        "assistant-1.wav",
+        "assistant-3.wav",
+        "sense_and_sensibility_01_austen_64kb-0870.wav",
+    ]
+    .iter()
+    .map(|c| at_16k(c))
+    .chain([jfk[..20_000].to_vec(), jfk[..28_000].to_vec()])
+    .collect();
+    for measured in [model(), base()] {
+        let config = whisper::WhisperConfig {
+            model: measured.name.clone(),
+            ..hark_testkit::whisper_config()
+        };
+        let dir = whisper::ensure_model(&config).expect("fetch").dir;
+        let paths = whisper::ModelPaths {
+            name: dir.display().to_string(),
+            dir,
+        };
+        let calibrated = Model::load(&paths).expect("load");
+        let (m, c) = (&measured.options.speech, &calibrated.options.speech);
+        eprintln!("{}: measured {m:?}, calibrated {c:?}", measured.name);
+        assert_ne!(m, c, "{}: not calibrated", measured.name);
+        assert!((m.no_speech - c.no_speech).abs() < 0.07, "{m:?} {c:?}");
+        assert!((m.invention - c.invention).abs() < 0.03, "{m:?} {c:?}");
+        silence_and_noise_give_no_words_on(Decoder::new(calibrated.clone()));
+        let (mut a, mut b) = (Decoder::new(measured.clone()), Decoder::new(calibrated));
+        for audio in &clips {
+            let want = a.decode(audio, "", "");
+            eprintln!("  {:?} (no-speech {:.3})", want.text, want.no_speech);
+            assert_eq!(b.decode(audio, "", "").text, want.text);
+        }
+    }
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::error::{DecodeError, LoadError};
 use super::language::Spoken;
 use super::model::{self, EncoderProducts, Scratch, Silence, Weights};
-use super::options::DecodeOptions;
+use super::options::{self, DecodeOptions};
 use super::prompt::Layout;
 pub use super::search::Decoded;
 use super::search::{Search, probability};
@@ -35,13 +35,47 @@ impl Model {
         let weights = Weights::load_with(&paths.dir.join("model.bin"), encoder)?;
         let silence = Silence::encode(&weights);
         let vocab = Vocabulary::load(&paths.dir, weights.vocab)?;
-        Ok(Arc::new(Self {
+        let measured = DecodeOptions::measured(&paths.name);
+        let mut model = Arc::new(Self {
             weights,
             silence,
             vocab,
-            options: DecodeOptions::for_model(&paths.name),
+            options: measured.clone().unwrap_or(options::DEFAULT),
             name: paths.name.clone(),
-        }))
+        });
+        if measured.is_none() {
+            let heard = model.no_speech_of(&options::calibration::signals());
+            let options = DecodeOptions::calibrated(&heard);
+            tracing::info!(
+                model = %model.name,
+                heard = ?heard,
+                no_speech = options.speech.no_speech,
+                invention = options.speech.invention,
+                "no measured no-speech thresholds for this Whisper model: calibrated on its \
+                 own hearing of silence and quiet noise"
+            );
+            Arc::get_mut(&mut model)
+                .expect("the calibration's decoder is dropped: the model has one owner")
+                .options = options;
+        }
+        Ok(model)
+    }
+
+    /// The no-speech probability the model gives each of `signals`, decoded alone.
+    fn no_speech_of(self: &Arc<Self>, signals: &[Vec<f32>]) -> Vec<f32> {
+        let mut decoder = Decoder::new(self.clone());
+        signals
+            .iter()
+            .map(|audio| {
+                let request = Request {
+                    audio,
+                    prompt: "",
+                    draft: "",
+                    language: Spoken::Known("en"),
+                };
+                decoder.decode_batch(self, &[request], None)[0].no_speech
+            })
+            .collect()
     }
 
     /// Whether it transcribes `spoken`: an English-only model speaks English alone.

@@ -111,7 +111,7 @@ pub fn pinned(name: &str) -> Option<&'static Pinned> {
 pub struct ModelPaths {
     pub dir: PathBuf,
     /// "tiny.en", "base", or the directory as configured: names the model's decoding
-    /// options ([`super::options::DecodeOptions::for_model`]).
+    /// options ([`super::options::DecodeOptions::measured`]; any other is calibrated at load).
     pub name: String,
 }
 
