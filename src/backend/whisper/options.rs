@@ -49,6 +49,10 @@ const PER_MODEL: &[(&str, DecodeOptions)] = &[
     (
         "base",
         DecodeOptions {
+            // base decodes the finals: with 2 s of silence after the utterance rather than
+            // 1 s it writes 5–12 % fewer errors through the server's path, for 5–20 % more
+            // decoder CPU (BENCHMARKS.md, "Where the engine's loss is").
+            tail_samples: 2 * super::RATE,
             // base scores single real words 0.81–0.86, silence 0.92 and the breath-like
             // burst of the guards' test, heard as "you", 0.79 (BENCHMARKS.md, "Whisper").
             speech: SpeechFilter {
@@ -145,6 +149,7 @@ mod tests {
         assert_eq!(DecodeOptions::measured("/models/mine"), None);
         let base = DecodeOptions::measured("base").unwrap();
         assert_eq!((base.speech.no_speech, base.speech.invention), (0.9, 0.75));
+        assert_eq!(base.tail_samples, 2 * DEFAULT.tail_samples);
         assert_eq!(base.speech.low_logprob, DEFAULT.speech.low_logprob);
         // 3 s of audio: 10 + 24 tokens.
         assert_eq!(DEFAULT.budget(3 * super::super::RATE), 34);
