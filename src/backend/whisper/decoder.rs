@@ -36,14 +36,15 @@ impl Model {
         let silence = Silence::encode(&weights);
         let vocab = Vocabulary::load(&paths.dir, weights.vocab)?;
         let measured = DecodeOptions::measured(&paths.name);
+        let calibrate = measured.is_none();
         let mut model = Arc::new(Self {
             weights,
             silence,
             vocab,
-            options: measured.clone().unwrap_or(options::DEFAULT),
+            options: measured.unwrap_or(options::DEFAULT),
             name: paths.name.clone(),
         });
-        if measured.is_none() {
+        if calibrate {
             let heard = model.no_speech_of(&options::calibration::signals());
             let options = DecodeOptions::calibrated(&heard);
             tracing::info!(

@@ -3,9 +3,9 @@
 //!
 //! Whisper reads a 30 s window; a 3 s utterance padded to it costs a 30 s encode. hark
 //! encodes only the utterance plus 1 s of silence (2 s for base, the finals' model:
-//! [`options`]) and pads the encoder's output to the
-//! 1500 frames the decoder expects with the tail of the encoding of 30 s of silence, computed
-//! once at load (the "short window"; BENCHMARKS.md, "Whisper", has what it costs and saves).
+//! [`options`]) and pads the encoder's output to the 1500 frames the decoder expects with
+//! the tail of the encoding of 30 s of silence, computed once at load (the "short window";
+//! BENCHMARKS.md, "Whisper", has what it costs and saves).
 //! Decoding is greedy, without timestamps, capped in tokens per second of audio and stopped
 //! when it starts to repeat itself; a stretch the model itself calls silence gives no words.
 //!
