@@ -112,7 +112,7 @@ fn segmenter(c: &mut Criterion) {
             // Keep the open utterance from growing across iterations.
             s.finish(at, Instant::now(), &mut out);
             while let Some(w) = s.want() {
-                s.decoded(w.ticket, String::new(), Instant::now(), &mut out);
+                s.decoded(w.ticket, "".into(), Instant::now(), &mut out);
             }
         });
     });

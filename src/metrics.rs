@@ -269,7 +269,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         FINAL_RECOVERIES,
         Kind::Counter,
         &["how"],
-        "Embedded recognizer's utterances whose first decode as a final heard no words, by how the final was found: retried (a retry alone, after more silence, had words), partial (the last partial went as the final), wordless (nothing had words; nothing was sent).",
+        "Embedded recognizer's utterances whose first decode as a final heard no words, by how the final was found: retried (a retry alone, after more silence, had words), partial (the last partial went as the final), sound (the recognizer heard a sound, not speech; nothing was sent), wordless (nothing had words; nothing was sent).",
     ),
     (
         TURN_VERDICTS,

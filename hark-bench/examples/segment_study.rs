@@ -138,8 +138,8 @@ fn main() {
     let mut prompt = String::new();
     let (mut cpu, mut decoded_secs) = (0.0f64, 0.0f64);
     let mut shared = Segmenter::new(config);
-    // Finals by `Recovery`: none, retried, partial, wordless.
-    let mut recoveries = [0usize; 4];
+    // Finals by `Recovery`: none, retried, partial, sound, wordless.
+    let mut recoveries = [0usize; 5];
     let mut input = Vec::new();
     let (mut finals_seen, mut finals_terminal) = (0usize, 0usize);
     let dir = std::env::var("CLIPS")
@@ -166,7 +166,8 @@ fn main() {
             let text = t
                 .transcribe(&[utterance(&clip, "", &language)], Tier::Finals)
                 .remove(0)
-                .expect("decode");
+                .expect("decode")
+                .text;
             cpu += cpu_secs() - before;
             decoded_secs += clip.len() as f64 / 16e3;
             if !quiet {
@@ -196,13 +197,14 @@ fn main() {
                 let piece = seg.audio(want.ticket);
                 let started = Instant::now();
                 let before = cpu_secs();
-                let text = t
+                let heard = t
                     .transcribe(
                         &[utterance(&input, &prompt, &language)],
                         Tier::of(want.kind),
                     )
                     .remove(0)
                     .expect("decode");
+                let text = heard.text.clone();
                 cpu += cpu_secs() - before;
                 decoded_secs += input.len() as f64 / 16e3;
                 decode_ms += started.elapsed().as_secs_f64() * 1000.0;
@@ -218,7 +220,7 @@ fn main() {
                         text
                     );
                 }
-                seg.decoded(want.ticket, text, Instant::now(), &mut out);
+                seg.decoded(want.ticket, heard, Instant::now(), &mut out);
                 if want.kind != DecodeKind::Final {
                     break;
                 }
@@ -229,9 +231,10 @@ fn main() {
                     // Audio time of the final, and the silence the segmenter waited.
                     if !quiet {
                         println!(
-                            "  final at {:5.2}s (waited {:3.0} ms): {text}",
+                            "  final at {:5.2}s (waited {:3.0} ms, {}): {text}",
                             at as f64 / 16e3 - silence as f64 / 16e3,
-                            waited.as_secs_f64() * 1000.0
+                            waited.as_secs_f64() * 1000.0,
+                            recovery.as_str()
                         );
                     }
                     finals.push(text);
@@ -242,14 +245,14 @@ fn main() {
         while let Some(want) = seg.want() {
             seg.decode_input(&want, &mut input);
             seg.prompt(&want, &mut prompt);
-            let text = t
+            let heard = t
                 .transcribe(
                     &[utterance(&input, &prompt, &language)],
                     Tier::of(want.kind),
                 )
                 .remove(0)
                 .expect("decode");
-            seg.decoded(want.ticket, text, Instant::now(), &mut out);
+            seg.decoded(want.ticket, heard, Instant::now(), &mut out);
         }
         for e in out.drain(..) {
             if let Emit::Final(text, _, recovery) = e {
@@ -299,8 +302,8 @@ fn main() {
         .collect();
     println!("clips without a final: {} {silent:?}", silent.len());
     println!(
-        "finals found on a retry {}, from a partial {}, wordless {}",
-        recoveries[1], recoveries[2], recoveries[3]
+        "finals found on a retry {}, from a partial {}, a sound {}, wordless {}",
+        recoveries[1], recoveries[2], recoveries[3], recoveries[4]
     );
     if finals_seen > 0 {
         println!(

@@ -78,7 +78,7 @@ fn decoded_wer(
     let texts: Vec<String> = decoder
         .transcribe(&batch, tier)
         .into_iter()
-        .map(|r| r.expect("a language base speaks"))
+        .map(|r| r.expect("a language base speaks").text)
         .collect();
     wer(clips
         .iter()

@@ -197,3 +197,27 @@ async fn keypad_tones_line_noise_and_hold_music_give_no_words() {
     }
     server.shutdown().await.unwrap();
 }
+
+/// The finals' model calls the line's sounds what they are: no words, and a sound rather
+/// than silence for the keys and the music, so the segmenter puts no other decode's words
+/// there (over a bang, tiny.en's partials invent whole sentences base calls a sound).
+#[test]
+fn the_finals_model_hears_keys_and_music_as_sounds() {
+    use hark::backend::embedded::{Engine, Tier, Utterance};
+    let mut decoder = hark::backend::whisper::Decoder::new(super::whisper_engine::model())
+        .with_finals(super::whisper_engine::base());
+    let mut sounds = 0;
+    for (name, audio) in line_sounds() {
+        let one = Utterance {
+            audio: &audio,
+            prompt: "",
+            draft: "",
+            language: "",
+        };
+        let heard = decoder.transcribe(&[one], Tier::Finals).remove(0).unwrap();
+        assert_eq!(heard.text, "", "{name}");
+        eprintln!("{name}: {heard:?}");
+        sounds += usize::from(heard.sound);
+    }
+    assert!(sounds >= 3, "{sounds} of the line's sounds heard as sounds");
+}

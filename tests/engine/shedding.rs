@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use hark::audio::{AudioSink, channel_pipe};
 use hark::backend::embedded::{
-    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Utterance,
+    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Transcribed,
+    Utterance,
 };
 use hark::backend::{Backend, ChannelSpec, Event, EventKind, EventSink};
 use hark::protocol::Channel;
@@ -39,7 +40,7 @@ impl Engine for TwoModels {
         &mut self,
         batch: &[Utterance<'_>],
         tier: Tier,
-    ) -> Vec<Result<String, EngineError>> {
+    ) -> Vec<Result<Transcribed, EngineError>> {
         let (cost, text) = match tier {
             Tier::Finals => (FINALS_COST, "finals model"),
             Tier::Partials => (PARTIALS_COST, "partials model"),

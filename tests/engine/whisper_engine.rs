@@ -4,7 +4,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use hark::backend::embedded::{Engine, Tier, Utterance};
+use hark::backend::embedded::{Engine, Tier, Transcribed, Utterance};
 use hark::backend::whisper::{self, Decoder, Model};
 use hark_testkit::dirs::read_clip;
 
@@ -184,8 +184,8 @@ fn finals_come_from_the_finals_model_and_partials_from_the_other() {
                 draft: "",
                 language: "",
             };
-            let text = both.transcribe(&[one], tier).remove(0).expect("decode");
-            assert_eq!(text, want.text, "{clip} {tier:?}");
+            let heard = both.transcribe(&[one], tier).remove(0).expect("decode");
+            assert_eq!(heard.text, want.text, "{clip} {tier:?}");
         }
         differ += usize::from(t.text != b.text);
     }
@@ -232,18 +232,18 @@ fn a_batch_gives_the_words_of_its_utterances_decoded_one_by_one() {
     );
     let mut both = Decoder::new(model()).with_finals(base());
     for tier in [Tier::Finals, Tier::Partials] {
-        let alone: Vec<String> = batch
+        let alone: Vec<Transcribed> = batch
             .iter()
             .map(|u| both.transcribe(&[*u], tier).remove(0).expect("decode"))
             .collect();
-        let together: Vec<String> = both
+        let together: Vec<Transcribed> = both
             .transcribe(&batch, tier)
             .into_iter()
             .map(|t| t.expect("decode"))
             .collect();
         assert_eq!(together, alone, "{tier:?}");
         assert!(
-            alone.iter().filter(|t| !t.is_empty()).count() >= clips.len() * 2,
+            alone.iter().filter(|t| !t.text.is_empty()).count() >= clips.len() * 2,
             "the clips were heard: {alone:?}"
         );
     }

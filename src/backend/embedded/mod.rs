@@ -62,6 +62,46 @@ pub struct Utterance<'a> {
     pub language: &'a str,
 }
 
+/// What one decode of an utterance heard.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transcribed {
+    pub text: String,
+    /// No words: the engine heard a sound, not speech (Whisper's likeliest first token was a
+    /// sound's caption). The segmenter takes that as the utterance's verdict and puts no
+    /// other decode's words there, a retry's or a partial's.
+    pub sound: bool,
+}
+
+impl Transcribed {
+    /// Words, or none, heard as speech.
+    pub fn words(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            sound: false,
+        }
+    }
+
+    /// No words: a sound.
+    pub fn sound() -> Self {
+        Self {
+            text: String::new(),
+            sound: true,
+        }
+    }
+}
+
+impl From<&str> for Transcribed {
+    fn from(text: &str) -> Self {
+        Self::words(text)
+    }
+}
+
+impl From<String> for Transcribed {
+    fn from(text: String) -> Self {
+        Self::words(text)
+    }
+}
+
 /// A speech recognizer the embedded path runs: one instance per decoder thread, owned by
 /// that thread alone.
 pub trait Engine: Send {
@@ -74,7 +114,7 @@ pub trait Engine: Send {
         &mut self,
         batch: &[Utterance<'_>],
         tier: Tier,
-    ) -> Vec<Result<String, EngineError>>;
+    ) -> Vec<Result<Transcribed, EngineError>>;
 
     /// One utterance alone: a batch of one.
     fn transcribe_one(
@@ -83,7 +123,7 @@ pub trait Engine: Send {
         prompt: &str,
         draft: &str,
         tier: Tier,
-    ) -> Result<String, EngineError> {
+    ) -> Result<Transcribed, EngineError> {
         let one = Utterance {
             audio,
             prompt,
@@ -643,8 +683,8 @@ mod tests {
                 &mut self,
                 b: &[Utterance<'_>],
                 _: Tier,
-            ) -> Vec<Result<String, EngineError>> {
-                b.iter().map(|_| Ok(String::new())).collect()
+            ) -> Vec<Result<Transcribed, EngineError>> {
+                b.iter().map(|_| Ok(Transcribed::default())).collect()
             }
         }
         let tries = Arc::new(AtomicUsize::new(0));

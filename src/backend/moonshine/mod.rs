@@ -16,7 +16,8 @@ use tracing::warn;
 pub use self::config::{MoonshineConfig, NAME};
 use self::ffi::{Library, Transcriber};
 use crate::backend::embedded::{
-    ContextKind, Embedded, Engine, EngineError, Loaded, MODEL_RATE, Settings, Tier, Utterance,
+    ContextKind, Embedded, Engine, EngineError, Loaded, MODEL_RATE, Settings, Tier, Transcribed,
+    Utterance,
 };
 use crate::turn::{TurnModel, TurnPaths};
 use crate::wheel;
@@ -62,13 +63,13 @@ impl Engine for Moonshine {
         &mut self,
         batch: &[Utterance<'_>],
         _tier: Tier,
-    ) -> Vec<Result<String, EngineError>> {
+    ) -> Vec<Result<Transcribed, EngineError>> {
         batch
             .iter()
             .map(|u| {
                 self.0
                     .transcribe_without_streaming(u.audio, MODEL_RATE)
-                    .map(|lines| ffi::joined_text(&lines))
+                    .map(|lines| Transcribed::words(ffi::joined_text(&lines)))
                     .map_err(EngineError::from)
             })
             .collect()

@@ -36,25 +36,44 @@ pub struct SpeechFilter {
     /// log-probability -0.46): so few words count as unsure.
     pub few_words: usize,
     /// A decode is a sound, not speech, when the model gave a sound's caption more than
-    /// this probability as its first token: 0.35–0.56 over keypad tones, hum, call-progress
-    /// tones and hold music, 0.3 or less in 9 of 10 decodes of hard real speech
-    /// (BENCHMARKS.md, "Sounds").
+    /// this probability as its first token (0.35–0.56 over keypad tones, hum, call-progress
+    /// tones and hold music, 0.3 or less in 9 of 10 decodes of hard real speech) and its
+    /// words are unsure as above: over line sounds they are one or two, and a sentence
+    /// invented over a bang has a low log-probability, while an IVR prompt over its line's
+    /// hum is many sure words (BENCHMARKS.md, "Sounds").
     pub sound: f32,
 }
 
+/// What the filter made of a decode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Speech,
+    /// Silence, breath or one of Whisper's inventions over them.
+    Silence,
+    /// A sound the model would rather have captioned: keypad tones, music, a bang.
+    Sound,
+}
+
 impl SpeechFilter {
-    /// Whether `text`, decoded with this no-speech probability, mean log-probability and
-    /// probability of a sound's caption first, is kept as speech.
-    pub fn keeps(&self, text: &str, no_speech: f32, mean_logprob: f32, sound: f32) -> bool {
+    /// What `text` is, decoded with this no-speech probability, mean log-probability and
+    /// probability of a sound's caption first.
+    pub fn verdict(&self, text: &str, no_speech: f32, mean_logprob: f32, sound: f32) -> Verdict {
         let few = text.split_whitespace().count() <= self.few_words;
+        let unsure = few || mean_logprob < self.low_logprob;
         let key: String = text
             .chars()
             .filter(|c| c.is_alphanumeric() || c.is_whitespace())
             .flat_map(char::to_lowercase)
             .collect();
         let invented = INVENTIONS.contains(&key.trim());
-        let silent = no_speech > self.no_speech && (mean_logprob < self.low_logprob || few);
-        !(silent || (invented && no_speech > self.invention) || sound > self.sound)
+        if sound > self.sound && unsure {
+            Verdict::Sound
+        } else if (no_speech > self.no_speech && unsure) || (invented && no_speech > self.invention)
+        {
+            Verdict::Silence
+        } else {
+            Verdict::Speech
+        }
     }
 }
 
@@ -70,38 +89,58 @@ mod tests {
         sound: 0.3,
     };
 
-    #[test]
-    fn silence_and_inventions_are_dropped_and_sure_speech_is_kept() {
-        // Silence heard confidently as a word or two.
-        assert!(!FILTER.keeps("you", 0.92, -0.46, 0.1));
-        assert!(
-            !FILTER.keeps("Thank you.", 0.75, -0.2, 0.1),
-            "an invention over breath"
-        );
-        // A single real word scores under the invention threshold.
-        assert!(FILTER.keeps("Brilliant.", 0.70, -0.3, 0.1));
-        assert!(
-            FILTER.keeps("you", 0.70, -0.3, 0.1),
-            "\"you\" said, not invented"
-        );
-        // Many sure words are kept whatever the no-speech probability.
-        assert!(FILTER.keeps("I would like to order a pizza please", 0.85, -0.3, 0.1));
-        // Many unsure words over a likely silence are not.
-        assert!(!FILTER.keeps("I would like to order a pizza please", 0.85, -1.5, 0.1));
+    fn keeps(text: &str, no_speech: f32, mean_logprob: f32, sound: f32) -> bool {
+        FILTER.verdict(text, no_speech, mean_logprob, sound) == Verdict::Speech
     }
 
     #[test]
-    fn a_decode_whose_first_choice_was_a_sounds_caption_is_dropped() {
-        // Keypad tones heard as "you": no-speech and log-probability alone would keep it.
-        assert!(FILTER.keeps("you", 0.70, -0.6, 0.1));
-        assert!(!FILTER.keeps("you", 0.70, -0.6, 0.45));
-        // Whatever the words: the model would rather have written "♪".
-        assert!(!FILTER.keeps(
-            "I'm going to be a little bit more careful.",
-            0.6,
-            -0.4,
-            0.35
+    fn silence_and_inventions_are_dropped_and_sure_speech_is_kept() {
+        // Silence heard confidently as a word or two.
+        assert_eq!(FILTER.verdict("you", 0.92, -0.46, 0.1), Verdict::Silence);
+        assert_eq!(
+            FILTER.verdict("Thank you.", 0.75, -0.2, 0.1),
+            Verdict::Silence,
+            "an invention over breath"
+        );
+        // A single real word scores under the invention threshold.
+        assert!(keeps("Brilliant.", 0.70, -0.3, 0.1));
+        assert!(keeps("you", 0.70, -0.3, 0.1), "\"you\" said, not invented");
+        // Many sure words are kept whatever the no-speech probability.
+        assert!(keeps(
+            "I would like to order a pizza please",
+            0.85,
+            -0.3,
+            0.1
         ));
-        assert!(FILTER.keeps("I'm going to be a little bit more careful.", 0.6, -0.4, 0.3));
+        // Many unsure words over a likely silence are not.
+        assert!(!keeps(
+            "I would like to order a pizza please",
+            0.85,
+            -1.5,
+            0.1
+        ));
+    }
+
+    #[test]
+    fn a_decode_whose_first_choice_was_a_sounds_caption_is_a_sound() {
+        // Keypad tones heard as "you": no-speech and log-probability alone would keep it.
+        assert!(keeps("you", 0.70, -0.6, 0.1));
+        assert_eq!(FILTER.verdict("you", 0.70, -0.6, 0.45), Verdict::Sound);
+        // Over silence too: the caption decides (no retry, no partial, for the segmenter).
+        assert_eq!(FILTER.verdict("you", 0.88, -0.6, 0.31), Verdict::Sound);
+        // Unsure words the model would rather have captioned (base over an explosion).
+        assert_eq!(
+            FILTER.verdict("You're all right, I'm sorry", 0.33, -2.0, 0.38),
+            Verdict::Sound
+        );
+        assert!(keeps("You're all right, I'm sorry", 0.33, -2.0, 0.3));
+        // Many sure words are speech with a caption nearly as likely (an IVR prompt over
+        // its line's hum: "… to lock or unlock the conference.", base).
+        assert!(keeps(
+            "To lock or unlock the conference.",
+            0.34,
+            -0.39,
+            0.33
+        ));
     }
 }

@@ -41,10 +41,12 @@ use serde::{Deserialize, Serialize};
 pub use self::decoder::{Decoded, Decoder, Model, Request};
 pub use self::error::{DecodeError, LoadError};
 pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
+use self::filter::Verdict;
 use self::language::Spoken;
 use self::model::EncoderProducts;
 use crate::backend::embedded::{
-    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Utterance,
+    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Transcribed,
+    Utterance,
 };
 
 /// The backend name profiles select Whisper by.
@@ -405,9 +407,9 @@ impl Engine for Decoder {
         &mut self,
         batch: &[Utterance<'_>],
         tier: Tier,
-    ) -> Vec<Result<String, EngineError>> {
-        let mut out: Vec<Result<String, EngineError>> =
-            batch.iter().map(|_| Ok(String::new())).collect();
+    ) -> Vec<Result<Transcribed, EngineError>> {
+        let mut out: Vec<Result<Transcribed, EngineError>> =
+            batch.iter().map(|_| Ok(Transcribed::default())).collect();
         let mut groups: Vec<(Arc<Model>, Vec<usize>, Vec<Request<'_>>)> = Vec::new();
         for (i, u) in batch.iter().enumerate() {
             let chosen = Spoken::parse(u.language)
@@ -437,7 +439,10 @@ impl Engine for Decoder {
         for (model, at, requests) in groups {
             let decoded = self.decode_batch(&model, &requests, None);
             for (i, d) in at.into_iter().zip(decoded) {
-                out[i] = Ok(d.text);
+                out[i] = Ok(match d.verdict {
+                    Verdict::Sound => Transcribed::sound(),
+                    _ => Transcribed::words(d.text),
+                });
             }
         }
         out

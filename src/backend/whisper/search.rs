@@ -3,7 +3,7 @@
 //! what it found. [`super::decoder::Decoder::decode_batch`] runs the searches of a batch
 //! together, a decoder step at a time.
 
-use super::filter::SpeechFilter;
+use super::filter::{SpeechFilter, Verdict};
 use super::model;
 use super::prompt::Layout;
 use super::vocabulary::Vocabulary;
@@ -11,7 +11,9 @@ use super::vocabulary::Vocabulary;
 /// What a decode found besides its text, for the guards' tests and the study.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decoded {
+    /// Empty unless the filter heard speech.
     pub text: String,
+    pub verdict: Verdict,
     pub no_speech: f32,
     /// How likely the model found a sound's caption as its first token.
     pub sound: f32,
@@ -145,11 +147,13 @@ impl Search {
     pub fn finish(self, v: &Vocabulary, speech: &SpeechFilter) -> Decoded {
         let mean_logprob = self.logprob / (self.out.len() + usize::from(!self.cut)).max(1) as f32;
         let mut text = v.text(&self.out);
-        if !speech.keeps(&text, self.no_speech, mean_logprob, self.sound) {
+        let verdict = speech.verdict(&text, self.no_speech, mean_logprob, self.sound);
+        if verdict != Verdict::Speech {
             text.clear();
         }
         Decoded {
             text,
+            verdict,
             no_speech: self.no_speech,
             sound: self.sound,
             mean_logprob,

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use context::Said;
 
-use super::Tier;
 use super::cost::CostModel;
+use super::{Tier, Transcribed};
 pub use context::{drop_repeat, strip_context};
 use verdict::TURN_WAIT;
 pub use verdict::{TURN_WINDOW, TurnTicket, end_turn};
@@ -220,6 +220,10 @@ pub enum Recovery {
     Retried,
     /// No decode that could be the final had words; the utterance's last partial did.
     Partial,
+    /// The decode that could be the final heard a sound, not speech: nothing is sent, and
+    /// neither a retry nor the partial puts words there (over a bang, the partials'
+    /// smaller model invents whole sentences the finals' model calls a sound).
+    Sound,
     /// Nothing had words: the final is empty, and a transcript may not be (docs/PROTOCOL.md),
     /// so nothing is sent.
     Wordless,
@@ -231,6 +235,7 @@ impl Recovery {
             Self::None => "none",
             Self::Retried => "retried",
             Self::Partial => "partial",
+            Self::Sound => "sound",
             Self::Wordless => "wordless",
         }
     }
@@ -303,8 +308,9 @@ struct Open {
     decoded_text: Option<String>,
     /// The latest decode of it that had words.
     heard: Option<String>,
-    /// The longest decode that could be the final ([`Ticket::whole`]): length and text.
-    whole: Option<(usize, String)>,
+    /// The longest decode that could be the final ([`Ticket::whole`]): length and what it
+    /// heard.
+    whole: Option<(usize, Transcribed)>,
     /// The end-of-turn model was asked at this length of `audio`, and its verdict.
     judged: Option<(usize, Option<bool>)>,
     /// When the current want began: the opening, the last decode or the pause.
@@ -649,10 +655,17 @@ impl Segmenter {
 
     /// Takes the text of a ticket's decode, emitting what it means: a final if it covers
     /// the last word of an utterance that has ended, else a partial of the open one.
-    pub fn decoded(&mut self, ticket: Ticket, text: String, now: Instant, out: &mut Vec<Emit>) {
+    pub fn decoded(
+        &mut self,
+        ticket: Ticket,
+        heard: Transcribed,
+        now: Instant,
+        out: &mut Vec<Emit>,
+    ) {
         let Some(start) = self.utterance(ticket.utterance).map(|u| u.start) else {
             return;
         };
+        let Transcribed { text, sound } = heard;
         let text = if ticket.context_from == 0 || self.config.context_as_text {
             text
         } else if self.said.iter().any(|s| s.id == ticket.context_from) {
@@ -679,6 +692,9 @@ impl Segmenter {
                         ended.recovery = Recovery::Retried;
                     }
                     ended.text = Some(text);
+                } else if sound {
+                    ended.recovery = Recovery::Sound;
+                    ended.text = Some(text);
                 } else if !ticket.retry {
                     ended.retry = true;
                     return;
@@ -703,7 +719,13 @@ impl Segmenter {
                 .as_ref()
                 .is_none_or(|(len, _)| ticket.len >= *len)
         {
-            open.whole = Some((ticket.len, text.clone()));
+            open.whole = Some((
+                ticket.len,
+                Transcribed {
+                    text: text.clone(),
+                    sound,
+                },
+            ));
         }
         if ticket.len < open.decoded_len {
             return;
@@ -871,22 +893,24 @@ impl Segmenter {
             return;
         }
         let voiced_end = open.voiced_end;
-        // A decode of it as a whole that heard no words is the first try: a retry follows.
-        let whole = open
-            .whole
-            .filter(|(len, _)| *len >= voiced_end)
-            .map(|(_, text)| text);
-        let retry = whole.as_ref().is_some_and(|t| t.trim().is_empty());
+        // A decode of it as a whole that heard no words is the first try: a retry follows,
+        // unless it heard a sound.
+        let (text, retry, recovery) = match open.whole.filter(|(len, _)| *len >= voiced_end) {
+            Some((_, heard)) if heard.sound => (Some(heard.text), false, Recovery::Sound),
+            Some((_, heard)) if heard.text.trim().is_empty() => (None, true, Recovery::None),
+            Some((_, heard)) => (Some(heard.text), false, Recovery::None),
+            None => (None, false, Recovery::None),
+        };
         self.ended.push_back(Ended {
             id: open.id,
             start: open.start,
             preroll: open.preroll,
             voiced_end,
             audio: std::mem::take(&mut audio),
-            text: whole.filter(|_| !retry),
+            text,
             retry,
             heard: open.heard,
-            recovery: Recovery::None,
+            recovery,
             turn: open.judged.and_then(|(_, verdict)| verdict),
             judging: open.judged.is_some_and(|(_, verdict)| verdict.is_none()),
             at_input,
@@ -928,7 +952,9 @@ impl Segmenter {
             };
             self.last_final = (text.clone(), start + voiced_end as u64);
             self.last_partial.clear();
-            if self.config.context_span > 0 {
+            // A sound is no context: the next final would read it again, with no words to
+            // take off what it invents over it.
+            if self.config.context_span > 0 && recovery != Recovery::Sound {
                 self.said.push_back(Said {
                     id,
                     start,
@@ -1545,11 +1571,11 @@ mod tests {
         feed(&mut s, 9, false, &mut at);
         let speculative = s.want().unwrap();
         assert_eq!(speculative.kind, DecodeKind::Speculative);
-        s.decoded(speculative.ticket, String::new(), Instant::now(), &mut out);
+        s.decoded(speculative.ticket, "".into(), Instant::now(), &mut out);
         feed(&mut s, 3, false, &mut at);
         let retry = s.want().unwrap();
         assert!(retry.ticket.retry);
-        s.decoded(retry.ticket, String::new(), Instant::now(), &mut out);
+        s.decoded(retry.ticket, "".into(), Instant::now(), &mut out);
         // Recovered from its partial, it still ends as a final: the platform answers sooner.
         assert_eq!(recoveries(&out), [("Six.", Recovery::Partial)]);
 
@@ -1561,11 +1587,55 @@ mod tests {
         let mut tries = Vec::new();
         while let Some(want) = s.want() {
             tries.push((want.ticket.context_from != 0, want.ticket.retry));
-            s.decoded(want.ticket, String::new(), Instant::now(), &mut out);
+            s.decoded(want.ticket, "".into(), Instant::now(), &mut out);
         }
         assert_eq!(tries, [(true, false), (false, false), (false, true)]);
         assert_eq!(recoveries(&out), [("", Recovery::Wordless)]);
         assert!(s.is_idle());
+    }
+
+    #[test]
+    fn a_final_heard_as_a_sound_has_no_words_not_even_its_partials_or_a_retrys() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        feed(&mut s, 12, true, &mut at);
+        let partial = s.want().unwrap();
+        assert_eq!(partial.kind, DecodeKind::FirstPartial);
+        let mut out = Vec::new();
+        let invented = "I'm going to be in the room for the first time.";
+        s.decoded(partial.ticket, invented.into(), Instant::now(), &mut out);
+        feed(&mut s, 18, true, &mut at);
+        // The speculative decode in the pause is the final's: a sound.
+        feed(&mut s, 9, false, &mut at);
+        let speculative = s.want().unwrap();
+        assert_eq!(speculative.kind, DecodeKind::Speculative);
+        s.decoded(
+            speculative.ticket,
+            Transcribed::sound(),
+            Instant::now(),
+            &mut out,
+        );
+        feed(&mut s, 3, false, &mut at);
+        s.poll(&mut out);
+        assert!(s.want().is_none(), "no retry");
+        assert_eq!(recoveries(&out), [("", Recovery::Sound)]);
+        assert!(s.is_idle());
+
+        // A final decoded after the endpoint, the same.
+        out.clear();
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 12, false, &mut at);
+        let mut tries = 0;
+        while let Some(want) = s.want() {
+            if want.kind == DecodeKind::Final {
+                tries += 1;
+                s.decoded(want.ticket, Transcribed::sound(), Instant::now(), &mut out);
+            } else {
+                s.decoded(want.ticket, "Bye!".into(), Instant::now(), &mut out);
+            }
+        }
+        assert_eq!(tries, 1);
+        assert_eq!(recoveries(&out), [("", Recovery::Sound)]);
     }
 
     #[test]
