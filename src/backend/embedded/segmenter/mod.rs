@@ -952,9 +952,7 @@ impl Segmenter {
             };
             self.last_final = (text.clone(), start + voiced_end as u64);
             self.last_partial.clear();
-            // A sound is no context: the next final would read it again, with no words to
-            // take off what it invents over it.
-            if self.config.context_span > 0 && recovery != Recovery::Sound {
+            if self.config.context_span > 0 {
                 self.said.push_back(Said {
                     id,
                     start,
@@ -1621,20 +1619,21 @@ mod tests {
         assert_eq!(recoveries(&out), [("", Recovery::Sound)]);
         assert!(s.is_idle());
 
-        // A final decoded after the endpoint, the same.
+        // A final decoded after the endpoint, the same: with the turn's earlier audio, then
+        // alone, never retried.
         out.clear();
         feed(&mut s, 30, true, &mut at);
         feed(&mut s, 12, false, &mut at);
-        let mut tries = 0;
+        let mut tries = Vec::new();
         while let Some(want) = s.want() {
             if want.kind == DecodeKind::Final {
-                tries += 1;
+                tries.push((want.ticket.context_from != 0, want.ticket.retry));
                 s.decoded(want.ticket, Transcribed::sound(), Instant::now(), &mut out);
             } else {
                 s.decoded(want.ticket, "Bye!".into(), Instant::now(), &mut out);
             }
         }
-        assert_eq!(tries, 1);
+        assert_eq!(tries, [(true, false), (false, false)]);
         assert_eq!(recoveries(&out), [("", Recovery::Sound)]);
     }
 
