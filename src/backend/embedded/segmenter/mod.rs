@@ -1554,21 +1554,33 @@ mod tests {
         assert!(s.is_idle());
     }
 
+    /// An utterance whose first partial hears `partial`, up to the speculative decode in
+    /// its pause, which it returns.
+    fn partial_then_pause(
+        s: &mut Segmenter,
+        partial: &str,
+        at: &mut u64,
+        out: &mut Vec<Emit>,
+    ) -> Want {
+        feed(s, 12, true, at);
+        let first = s.want().unwrap();
+        assert_eq!(first.kind, DecodeKind::FirstPartial);
+        s.decoded(first.ticket, partial.into(), Instant::now(), out);
+        feed(s, 18, true, at);
+        feed(s, 9, false, at);
+        let speculative = s.want().unwrap();
+        assert_eq!(speculative.kind, DecodeKind::Speculative);
+        speculative
+    }
+
     #[test]
     fn a_final_no_decode_hears_words_in_is_its_last_partial_or_wordless() {
         let mut s = Segmenter::new(config());
         let mut at = 0;
-        feed(&mut s, 12, true, &mut at);
-        let partial = s.want().unwrap();
-        assert_eq!(partial.kind, DecodeKind::FirstPartial);
         let mut out = Vec::new();
-        s.decoded(partial.ticket, "Six".into(), Instant::now(), &mut out);
-        feed(&mut s, 18, true, &mut at);
         // A speculative decode in the pause hears nothing: the final goes straight to the
         // retry rather than decoding the same audio again.
-        feed(&mut s, 9, false, &mut at);
-        let speculative = s.want().unwrap();
-        assert_eq!(speculative.kind, DecodeKind::Speculative);
+        let speculative = partial_then_pause(&mut s, "Six", &mut at, &mut out);
         s.decoded(speculative.ticket, "".into(), Instant::now(), &mut out);
         feed(&mut s, 3, false, &mut at);
         let retry = s.want().unwrap();
@@ -1596,17 +1608,10 @@ mod tests {
     fn a_final_heard_as_a_sound_has_no_words_not_even_its_partials_or_a_retrys() {
         let mut s = Segmenter::new(config());
         let mut at = 0;
-        feed(&mut s, 12, true, &mut at);
-        let partial = s.want().unwrap();
-        assert_eq!(partial.kind, DecodeKind::FirstPartial);
         let mut out = Vec::new();
-        let invented = "I'm going to be in the room for the first time.";
-        s.decoded(partial.ticket, invented.into(), Instant::now(), &mut out);
-        feed(&mut s, 18, true, &mut at);
         // The speculative decode in the pause is the final's: a sound.
-        feed(&mut s, 9, false, &mut at);
-        let speculative = s.want().unwrap();
-        assert_eq!(speculative.kind, DecodeKind::Speculative);
+        let invented = "I'm going to be in the room for the first time.";
+        let speculative = partial_then_pause(&mut s, invented, &mut at, &mut out);
         s.decoded(
             speculative.ticket,
             Transcribed::sound(),
