@@ -653,8 +653,8 @@ impl Segmenter {
         len.max(voiced_end + self.config.pad)
     }
 
-    /// Takes the text of a ticket's decode, emitting what it means: a final if it covers
-    /// the last word of an utterance that has ended, else a partial of the open one.
+    /// Takes what a ticket's decode heard, emitting what it means: a final if it covers the
+    /// last word of an utterance that has ended, else a partial of the open one.
     pub fn decoded(
         &mut self,
         ticket: Ticket,
