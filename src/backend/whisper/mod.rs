@@ -439,9 +439,9 @@ impl Engine for Decoder {
         for (model, at, requests) in groups {
             let decoded = self.decode_batch(&model, &requests, None);
             for (i, d) in at.into_iter().zip(decoded) {
-                out[i] = Ok(match d.verdict {
-                    Verdict::Sound => Transcribed::sound(),
-                    _ => Transcribed::words(d.text),
+                out[i] = Ok(Transcribed {
+                    sound: d.verdict == Verdict::Sound,
+                    text: d.text,
                 });
             }
         }

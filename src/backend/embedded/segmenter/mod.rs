@@ -343,6 +343,34 @@ struct Ended {
     silence: usize,
 }
 
+impl Ended {
+    /// Takes what a decode that could be its final heard (`retry`: the second try, alone
+    /// after more silence): words are the final; a sound ends it wordless; no words want
+    /// the retry, and after the retry its last partial is the final, or nothing.
+    fn settle(&mut self, text: String, sound: bool, retry: bool) {
+        if !text.trim().is_empty() {
+            if retry {
+                self.recovery = Recovery::Retried;
+            }
+            self.text = Some(text);
+        } else if sound {
+            self.recovery = Recovery::Sound;
+            self.text = Some(text);
+        } else if !retry {
+            self.retry = true;
+        } else if let Some(heard) = self.heard.take() {
+            // A partial was decoded mid-speech, so it ends as speech goes on; as a final it
+            // closes an utterance, and an open ending made the platform wait 1.5 s instead
+            // of 0.1 s before answering (docs/PROVIDERS.md).
+            self.recovery = Recovery::Partial;
+            self.text = Some(end_turn(&heard, true));
+        } else {
+            self.recovery = Recovery::Wordless;
+            self.text = Some(text);
+        }
+    }
+}
+
 /// What decoding needs of an open or an ended utterance.
 struct Utterance<'a> {
     start: u64,
@@ -687,27 +715,7 @@ impl Segmenter {
         };
         if let Some(ended) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
             if ticket.whole && ticket.len >= ended.voiced_end && ended.text.is_none() {
-                if !text.trim().is_empty() {
-                    if ticket.retry {
-                        ended.recovery = Recovery::Retried;
-                    }
-                    ended.text = Some(text);
-                } else if sound {
-                    ended.recovery = Recovery::Sound;
-                    ended.text = Some(text);
-                } else if !ticket.retry {
-                    ended.retry = true;
-                    return;
-                } else if let Some(heard) = ended.heard.take() {
-                    // A partial was decoded mid-speech, so it ends as speech goes on; as a
-                    // final it closes an utterance, and an open ending made the platform wait
-                    // 1.5 s instead of 0.1 s before answering (docs/PROVIDERS.md).
-                    ended.recovery = Recovery::Partial;
-                    ended.text = Some(end_turn(&heard, true));
-                } else {
-                    ended.recovery = Recovery::Wordless;
-                    ended.text = Some(text);
-                }
+                ended.settle(text, sound, ticket.retry);
                 self.drain_ready(out);
             }
             return;
@@ -893,30 +901,27 @@ impl Segmenter {
             return;
         }
         let voiced_end = open.voiced_end;
-        // A decode of it as a whole that heard no words is the first try: a retry follows,
-        // unless it heard a sound.
-        let (text, retry, recovery) = match open.whole.filter(|(len, _)| *len >= voiced_end) {
-            Some((_, heard)) if heard.sound => (Some(heard.text), false, Recovery::Sound),
-            Some((_, heard)) if heard.text.trim().is_empty() => (None, true, Recovery::None),
-            Some((_, heard)) => (Some(heard.text), false, Recovery::None),
-            None => (None, false, Recovery::None),
-        };
-        self.ended.push_back(Ended {
+        let mut ended = Ended {
             id: open.id,
             start: open.start,
             preroll: open.preroll,
             voiced_end,
             audio: std::mem::take(&mut audio),
-            text,
-            retry,
+            text: None,
+            retry: false,
             heard: open.heard,
-            recovery,
+            recovery: Recovery::None,
             turn: open.judged.and_then(|(_, verdict)| verdict),
             judging: open.judged.is_some_and(|(_, verdict)| verdict.is_none()),
             at_input,
             since: now,
             silence: open.silence,
-        });
+        };
+        // A decode of it as a whole is the first try at its final.
+        if let Some((_, heard)) = open.whole.filter(|(len, _)| *len >= voiced_end) {
+            ended.settle(heard.text, heard.sound, false);
+        }
+        self.ended.push_back(ended);
     }
 
     /// Emits, in order, the finals whose text is known.
