@@ -37,6 +37,7 @@ fn main() {
                     prompt: "",
                     draft: "",
                     language: Spoken::Known("en"),
+                    beam: 1,
                 })
                 .collect();
             let mut t = [0.0; 2];
@@ -104,6 +105,7 @@ fn time_batches(d: &mut Decoder, model: &Model, clips: &[Vec<f32>]) {
                     prompt: "",
                     draft: "",
                     language: Spoken::Known("en"),
+                    beam: 1,
                 }],
             );
             (ms, t.remove(0))
@@ -119,6 +121,7 @@ fn time_batches(d: &mut Decoder, model: &Model, clips: &[Vec<f32>]) {
                 prompt: "",
                 draft: "",
                 language: Spoken::Known("en"),
+                beam: 1,
             })
             .collect();
         let (ms, texts) = best(d, &batch);

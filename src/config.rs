@@ -506,6 +506,13 @@ impl Config {
                     .into(),
             );
         }
+        if self.moonshine.shed == crate::backend::embedded::Shed::Beam {
+            out.push(
+                "moonshine.shed = \"beam\": Moonshine decodes greedily, no beam search to shed \
+                 (\"nothing\" or \"partials\")"
+                    .into(),
+            );
+        }
         if self.moonshine.pool_size == 0 {
             out.push("moonshine.pool_size must be at least 1".into());
         }
@@ -1017,7 +1024,7 @@ mod tests {
             ),
             (
                 "[whisper]\nshed = \"partial\"",
-                "line 2, whisper.shed: \"partial\" is not one of: nothing, partials, context, finals_model, speculative",
+                "line 2, whisper.shed: \"partial\" is not one of: nothing, beam, partials, context, finals_model, speculative",
             ),
             (
                 "[tls]\nwatch_interval_ms = true",

@@ -185,7 +185,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         SHED_STEP,
         Kind::Gauge,
         &[],
-        "What the embedded recognizer sheds while finals are late: 0 nothing, 1 partials, 2 and finals' left context, 3 and the finals' model (finals by the partials' model), 4 and speculative decodes.",
+        "What the embedded recognizer sheds while finals are late: 0 nothing, 1 the finals' beam search, 2 and partials, 3 and finals' left context, 4 and the finals' model (finals by the partials' model), 5 and speculative decodes.",
     ),
     (
         SHED_SECONDS,

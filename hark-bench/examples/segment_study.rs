@@ -25,6 +25,10 @@
 //!                       own, `[whisper] context_as`); text is a prompt Moonshine ignores
 //!   LANGUAGE=es|auto    the language the decodes are told (Whisper; default English)
 //!   ENCODER=float32     Whisper's encoder layers in float32 rather than int8
+//!   BEAM=N              hypotheses of Whisper's beam search for finals (default: the
+//!                       server's, `[whisper] beam`, used while its decoders have room; 1 greedy)
+//!   LEAD=MS             how long before the endpoint a speculative decode starts (default:
+//!                       the segmenter's before calibration)
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
 //!                       default: FADE_DB; inf never)
 //! ```
@@ -46,6 +50,8 @@ fn utterance<'a>(audio: &'a [f32], prompt: &'a str, language: &'a str) -> Uttera
         prompt,
         draft: "",
         language,
+        // As the server's decoders with room: finals by the engine's beam (BEAM=1: greedy).
+        beam: true,
     }
 }
 
@@ -96,6 +102,12 @@ fn main() {
     if let Some(db) = std::env::var("FADE").ok().and_then(|v| v.parse().ok()) {
         config.fade_db = db;
     }
+    if let Some(ms) = ms_var("LEAD") {
+        config.lead = hark::backend::embedded::segmenter::Lead {
+            base: ms * 16,
+            per_second: 0,
+        };
+    }
     if let Some(frames) = ms_var("LOUD_FRAMES") {
         config.loud_frames = frames;
     }
@@ -110,6 +122,10 @@ fn main() {
                 _ => whisper::model::EncoderProducts::Int8,
             },
             decoders: 1,
+            beam: std::env::var("BEAM")
+                .ok()
+                .and_then(|b| b.parse().ok())
+                .unwrap_or(whisper::WhisperConfig::default().beam),
             ..Default::default()
         })
         .map_err(|e| e.to_string()),

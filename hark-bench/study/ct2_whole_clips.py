@@ -57,6 +57,14 @@ Run
       --threads N      CTranslate2 intra-op threads [THREADS] (default 2)
       --pad zeros|silence  how a clip is filled out to 30 s (see above) [CT2_PAD] (default
                        zeros; not PAD, which segment_study reads as milliseconds)
+      --window full|short  full: one 30 s window (above); short: WHISPER.md's short window,
+                       the clip plus --tail-ms of zeros encoded alone and the encoder's
+                       output filled out to 1500 frames with the tail of the encoding of
+                       30 s of silence, as hark's engine decodes [CT2_WINDOW] (default full)
+      --tail-ms MS     the zeros after the clip in the short window [TAIL_MS] (default 1000)
+      --budget         cut each decode at WHISPER.md's (and hark's) token budget, 10 plus
+                       8 per second of the clip, counting a decode cut there as a runaway
+                       [BUDGET=1] (default: CTranslate2's 224 tokens)
       --top N          clips with the most errors to list per beam size [TOP] (default 10)
       --lines          print every clip's errors and text [LINES=1]
       --jsonl FILE     write one JSON line per clip and beam size (name, reference,
@@ -546,6 +554,13 @@ class Features:
         log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
         return (log_spec + 4.0) / 4.0
 
+    def short(self, audio, tail_ms):
+        """The clip plus `tail_ms` of zeros, its frames only (an even count: the encoder halves it)."""
+        np = self.np
+        audio = np.pad(audio, (0, MODEL_RATE * tail_ms // 1000))
+        mel = self.log_mel(audio)[:, : self.FRAMES]
+        return mel[:, : mel.shape[1] // 2 * 2]
+
     def __call__(self, audio):
         np = self.np
         n_samples = self.FRAMES * self.HOP
@@ -600,7 +615,7 @@ def report(label, rows, top):
     if runaway:
         kept = [r for r in rows if not r["runaway"]]
         e, w = sum(r["errors"] for r in kept), sum(r["words"] for r in kept)
-        print(f"decodes that ran out of tokens (224): {len(runaway)} "
+        print(f"decodes that ran out of tokens: {len(runaway)} "
               f"{[(r['name'], r['errors']) for r in runaway]}; without them WER "
               f"{100.0 * e / w if w else 0.0:.1f} % ({e} errors / {w} words)")
     empty = [r["name"] for r in rows if not r["hypothesis"].strip()]
@@ -628,6 +643,9 @@ def main():
     p.add_argument("--model", default=env("CT2_MODEL", str(home / ".cache/hark/whisper-base-1.0.0")))
     p.add_argument("--threads", type=int, default=int(env("THREADS", 2)))
     p.add_argument("--pad", choices=["zeros", "silence"], default=env("CT2_PAD", "zeros"))
+    p.add_argument("--window", choices=["full", "short"], default=env("CT2_WINDOW", "full"))
+    p.add_argument("--tail-ms", type=int, default=int(env("TAIL_MS", 1000)))
+    p.add_argument("--budget", action="store_true", default=bool(env("BUDGET")))
     p.add_argument("--top", type=int, default=int(env("TOP", 10)))
     p.add_argument("--lines", action="store_true", default=bool(env("LINES")))
     p.add_argument("--jsonl", default=env("JSONL"))
@@ -654,10 +672,18 @@ def main():
     ]
     eot = tokenizer.token_to_id("<|endoftext|>")
     features = Features(args.pad)
+    silence_out = None
+    if args.window == "short":
+        # The encoding of 30 s of silence, whose tail fills out a short window's output.
+        silence = features(np.zeros(Features.FRAMES * Features.HOP, dtype=np.float32))
+        silence_out = np.array(model.encode(
+            ctranslate2.StorageView.from_array(np.ascontiguousarray(silence[None]))))
 
     band = f"through {args.rate} Hz" if args.rate else "16 kHz"
     print(f"ctranslate2 {ctranslate2.__version__}, {model_dir.name} int8, "
-          f"{args.threads} threads; clips {clip_dir} ({band}); pad {args.pad}; beams {beams}")
+          f"{args.threads} threads; clips {clip_dir} ({band}); "
+          + (f"short window, {args.tail_ms} ms of zeros" if silence_out is not None
+             else f"30 s window, pad {args.pad}") + f"; beams {beams}")
 
     rows = {b: [] for b in beams}
     encode_s = 0.0
@@ -675,11 +701,15 @@ def main():
         if len(audio) > Features.FRAMES * Features.HOP:
             print(f"warning: {name} is longer than 30 s: only its first 30 s are decoded")
         audio_s += len(audio) / MODEL_RATE
-        mel = features(audio)
+        mel = features(audio) if silence_out is None else features.short(audio, args.tail_ms)
         t0 = time.process_time()
         encoded = model.encode(
             ctranslate2.StorageView.from_array(np.ascontiguousarray(mel[None], dtype=np.float32))
         )
+        if silence_out is not None:
+            head = np.array(encoded)
+            encoded = ctranslate2.StorageView.from_array(np.ascontiguousarray(
+                np.concatenate([head, silence_out[:, head.shape[1]:]], axis=1)))
         encode_s += time.process_time() - t0
         words = len(normalize(reference))
         for beam in beams:
@@ -690,13 +720,19 @@ def main():
             )[0]
             decode_s[beam] += time.process_time() - t0
             ids = result.sequences_ids[0]
+            limit = 448 // 2
+            if args.budget:
+                # Greedy picks each token from those before it: cutting the sequence is
+                # stopping there.
+                limit = 10 + int(len(audio) / MODEL_RATE * 8.0)
+                ids = ids[:limit]
             hypothesis = tokenizer.decode([t for t in ids if t < eot]).strip()
             errors = word_errors(reference, hypothesis)
             # A decode that ran out of tokens without an end of text: a runaway loop
             # (faster-whisper's temperature fallback would retry it; we do not). CTranslate2
             # lets Whisper write max_length / 2 = 224 tokens after the prompt (openai's
             # sample_len); sequences_ids holds neither the prompt nor <|endoftext|>.
-            runaway = len(ids) >= 448 // 2
+            runaway = len(ids) >= limit
             rows[beam].append(dict(name=name, reference=reference, hypothesis=hypothesis,
                                    errors=errors, words=words, runaway=runaway))
             if args.lines:
@@ -707,7 +743,8 @@ def main():
             for beam in beams:
                 for r in rows[beam]:
                     f.write(json.dumps(dict(r, beam=beam, rate=args.rate or MODEL_RATE,
-                                            pad=args.pad, clips=str(clip_dir))) + "\n")
+                                            pad=args.pad, window=args.window,
+                                            tail_ms=args.tail_ms, clips=str(clip_dir))) + "\n")
     for beam in beams:
         label = "greedy" if beam == 1 else f"beam {beam}"
         report(f"{clip_dir.name}, {band}, {label}", rows[beam], args.top)

@@ -29,6 +29,8 @@ fn write(dir: &Path, name: &str, body: &str) -> String {
 const BAD: &str = r#"
 max_lag_ms = 10
 max_sessions = 0
+[whisper]
+beam = 0
 [moonshine]
 pool_size = 0
 shed = "finals_model"
@@ -62,6 +64,7 @@ fn check_config_lists_every_problem_and_fails_without_printing_secrets() {
         "max_lag_ms must be at least 500",
         "max_sessions must be at least 1",
         "moonshine.pool_size must be at least 1",
+        "whisper.beam must be within 1–16 (got 0)",
         "no finals' model",
         "uses backend \"nope\"",
         "transcribes no channel",
@@ -70,7 +73,7 @@ fn check_config_lists_every_problem_and_fails_without_printing_secrets() {
     ] {
         assert!(stderr.contains(problem), "{problem}: {stderr}");
     }
-    assert!(stderr.contains("8 problem(s)"), "{stderr}");
+    assert!(stderr.contains("9 problem(s)"), "{stderr}");
     // The key that is set is not a problem, and neither it nor the secret is printed.
     assert!(!stderr.contains("HARK_TEST_DG_KEY"), "{stderr}");
     for secret in ["env-secret-value-1", "dg-key-value-2"] {
@@ -139,7 +142,7 @@ fn serve_refuses_a_bad_config_listing_all_its_problems() {
     );
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}\n{stderr}");
-    assert!(stderr.contains("9 problem(s)"), "{stderr}");
+    assert!(stderr.contains("10 problem(s)"), "{stderr}");
     for problem in [
         "max_lag_ms",
         "pool_size",

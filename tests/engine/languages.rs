@@ -73,6 +73,7 @@ fn decoded_wer(
             prompt: "",
             draft: "",
             language,
+            beam: false,
         })
         .collect();
     let texts: Vec<String> = decoder
@@ -128,6 +129,7 @@ fn an_english_only_model_refuses_another_language() {
         prompt: "",
         draft: "",
         language,
+        beam: false,
     };
     let answers = decoder.transcribe(&[ask("es"), ask("auto"), ask("en-US")], Tier::Finals);
     for refused in &answers[..2] {

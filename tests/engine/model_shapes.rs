@@ -279,6 +279,7 @@ fn every_whisper_shape_loads_and_decodes_alone_and_batched_alike() {
             prompt: "a prompt",
             draft: "",
             language,
+            beam: 1,
         };
         let mut decoder = Decoder::new(model.clone());
         let alone: Vec<_> = [&noise[..], &tone[..]]

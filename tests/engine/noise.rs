@@ -213,6 +213,7 @@ fn the_finals_model_hears_keys_and_music_as_sounds() {
             prompt: "",
             draft: "",
             language: "",
+            beam: false,
         };
         let heard = decoder.transcribe(&[one], Tier::Finals).remove(0).unwrap();
         assert_eq!(heard.text, "", "{name}");

@@ -1,6 +1,7 @@
-//! The shedding ladder's finals' model (issue 30): while finals queue, the embedded path has
-//! them decoded by the partials' model, and by their own again once the load falls; a
-//! ladder whose last step is below it never sheds it. An engine of two models whose cost
+//! The shedding ladder's finals' model (issue 30) and finals' beam search: while finals
+//! queue, the embedded path has them decoded greedily, then by the partials' model, and by
+//! their own with the beam again once the load falls; a ladder whose last step is below the
+//! finals' model never sheds it. An engine of two models whose cost
 //! the test sets stands in for the recognizer, so the load is the same on any machine and
 //! each final says which model decoded it; the audio path, segmenter, pool and ladder are
 //! hark's own, fed the dev clips at real time.
@@ -31,7 +32,8 @@ const PARTIALS_COST: Duration = Duration::from_millis(40);
 const TOGETHER_SECS: f64 = 10.0;
 const ALONE_SECS: f64 = 16.0;
 
-/// Two models: a slow one for finals, a fast one for partials; the text says which.
+/// Two models: a slow one for finals, a fast one for partials; the text says which, and
+/// whether the final was searched with the beam.
 struct TwoModels;
 
 impl Engine for TwoModels {
@@ -46,7 +48,13 @@ impl Engine for TwoModels {
             Tier::Partials => (PARTIALS_COST, "partials model"),
         };
         thread::sleep(cost * batch.len() as u32);
-        batch.iter().map(|_| Ok(text.into())).collect()
+        batch
+            .iter()
+            .map(|u| match (tier, u.beam) {
+                (Tier::Finals, true) => Ok(format!("{text}, beam").into()),
+                _ => Ok(text.into()),
+            })
+            .collect()
     }
 }
 
@@ -68,6 +76,7 @@ fn backend(name: &'static str, shed: Shed) -> Arc<Embedded> {
                 judge: None,
                 finals_model: true,
                 max_batch: 1,
+                beam: 5,
             })
         }),
     );
@@ -156,7 +165,7 @@ fn heard(mut rx: UnboundedReceiver<Event>, start: Instant) -> Heard {
 }
 
 #[test]
-fn finals_fall_back_to_the_partials_model_under_load_and_return_after_it() {
+fn finals_shed_the_beam_then_fall_back_to_the_partials_model_under_load_and_return_after_it() {
     let all = clips();
     let audio: Vec<Vec<i16>> = (0..CALLS)
         .map(|c| {
@@ -202,6 +211,15 @@ fn finals_fall_back_to_the_partials_model_under_load_and_return_after_it() {
         capped, 0,
         "a ladder capped at context shed the finals' model"
     );
+    // Before the finals' model, the beam: both ladders decoded finals greedily under load.
+    for (b, channels) in heard.iter().enumerate() {
+        let greedy = channels
+            .iter()
+            .flat_map(|h| &h.finals)
+            .filter(|(_, t)| t == "finals model")
+            .count();
+        assert!(greedy > 0, "backend {b}: no final shed the beam under load");
+    }
     // Alone again: the ladder has come down and the last finals are the finals' model's.
     let last = heard[0][0].finals.last().expect("a final");
     assert!(
@@ -210,7 +228,7 @@ fn finals_fall_back_to_the_partials_model_under_load_and_return_after_it() {
         last.0
     );
     assert_eq!(
-        last.1, "finals model",
-        "finals did not get their model back"
+        last.1, "finals model, beam",
+        "finals did not get their model and beam back"
     );
 }

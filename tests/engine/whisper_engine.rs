@@ -183,6 +183,7 @@ fn finals_come_from_the_finals_model_and_partials_from_the_other() {
                 prompt: "",
                 draft: "",
                 language: "",
+                beam: false,
             };
             let heard = both.transcribe(&[one], tier).remove(0).expect("decode");
             assert_eq!(heard.text, want.text, "{clip} {tier:?}");
@@ -193,6 +194,73 @@ fn finals_come_from_the_finals_model_and_partials_from_the_other() {
         differ > 0,
         "the two models agree on every clip: the test shows nothing"
     );
+}
+
+/// A final searched with the beam: at width 1 the search is greedy's, token for token; at
+/// faster-whisper's 5 it still hears the recording; and in a batch, a beam's utterances
+/// and greedy ones each get what they get alone (the hypotheses share the encoding, never
+/// another utterance's keys).
+#[test]
+fn a_final_searched_with_the_beam_is_greedy_at_width_one_and_its_own_in_a_batch() {
+    let clips: Vec<Vec<f32>> = ["jfk.wav", "beckett.wav", "goforward.wav", "assistant-3.wav"]
+        .iter()
+        .map(|c| at_16k(c))
+        .collect();
+    let final_of = |decoder: &mut Decoder, audio: &[f32], beam: bool| {
+        let one = Utterance {
+            audio,
+            prompt: "",
+            draft: "",
+            language: "",
+            beam,
+        };
+        let heard = decoder.transcribe(&[one], Tier::Finals).remove(0);
+        heard.expect("decode").text
+    };
+    let mut one = Decoder::new(base()).with_beam(1);
+    let mut five = Decoder::new(base()).with_beam(5);
+    let mut greedy = Vec::new();
+    let mut beamed = Vec::new();
+    for audio in &clips {
+        let g = final_of(&mut one, audio, false);
+        assert_eq!(final_of(&mut one, audio, true), g, "width 1 is greedy");
+        assert_eq!(
+            final_of(&mut five, audio, false),
+            g,
+            "no beam asked: greedy"
+        );
+        beamed.push(final_of(&mut five, audio, true));
+        greedy.push(g);
+    }
+    assert!(
+        words(&beamed[0]).contains(KEY_PHRASE),
+        "the beam lost the recording: {:?}",
+        beamed[0]
+    );
+    // Where greedy's first token goes wrong ("Never tried, ever failed." on machine E), the
+    // beam keeps the likelier whole.
+    assert_eq!(
+        words(&beamed[1]),
+        "ever tried ever failed no matter try again fail again fail better",
+        "greedy said {:?}",
+        greedy[1]
+    );
+    let batch: Vec<Utterance<'_>> = clips
+        .iter()
+        .enumerate()
+        .map(|(i, audio)| Utterance {
+            audio,
+            prompt: "",
+            draft: "",
+            language: "",
+            beam: i % 2 == 0,
+        })
+        .collect();
+    let heard = five.transcribe(&batch, Tier::Finals);
+    for (i, h) in heard.into_iter().enumerate() {
+        let want = if i % 2 == 0 { &beamed[i] } else { &greedy[i] };
+        assert_eq!(&h.expect("decode").text, want, "clip {i} in a batch");
+    }
 }
 
 /// A batch says what each of its utterances says alone, whatever else is in it: clips of
@@ -213,12 +281,14 @@ fn a_batch_gives_the_words_of_its_utterances_decoded_one_by_one() {
             prompt: "",
             draft: "",
             language: "",
+            beam: false,
         });
         batch.push(Utterance {
             audio: a,
             prompt: "Dashwood, Kennedy",
             draft: d,
             language: "",
+            beam: false,
         });
     }
     batch.insert(
@@ -228,6 +298,7 @@ fn a_batch_gives_the_words_of_its_utterances_decoded_one_by_one() {
             prompt: "",
             draft: "",
             language: "",
+            beam: false,
         },
     );
     let mut both = Decoder::new(model()).with_finals(base());

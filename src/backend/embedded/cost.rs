@@ -75,9 +75,15 @@ impl std::fmt::Display for Figures {
 impl Figures {
     /// Seconds one decoder takes for a batch of `batch` utterances of `seconds` each.
     pub fn batch(&self, batch: usize, seconds: f64) -> f64 {
+        self.searched(batch, 1, seconds)
+    }
+
+    /// The same, each utterance searched with `width` hypotheses (a beam search): encoded
+    /// once, `width` rows at each decoder step.
+    pub fn searched(&self, batch: usize, width: usize, seconds: f64) -> f64 {
         let b = batch as f64;
         b * (self.encode + self.encode_per_second * seconds)
-            + steps(seconds) * (self.step + self.step_per_row * b)
+            + steps(seconds) * (self.step + self.step_per_row * b * width.max(1) as f64)
     }
 
     /// Least-squares fit of the four figures to timed decodes; figures that come out
@@ -163,6 +169,8 @@ pub struct CostModel {
     /// The partials' model, then the finals' (the same figures for a one-model engine).
     figures: [Figures; 2],
     correction: [f64; 2],
+    /// The hypotheses of the finals' beam search while the decoders have room (1: none).
+    beam: usize,
 }
 
 impl Default for CostModel {
@@ -179,6 +187,7 @@ impl Default for CostModel {
         Self {
             figures: [tiny; 2],
             correction: [1.0; 2],
+            beam: 1,
         }
     }
 }
@@ -246,7 +255,23 @@ impl CostModel {
         Self {
             figures: [partials, finals],
             correction: [1.0; 2],
+            beam: 1,
         }
+    }
+
+    /// Finals searched with `width` hypotheses while the decoders have room.
+    pub fn with_beam(self, width: usize) -> Self {
+        Self {
+            beam: width.max(1),
+            ..self
+        }
+    }
+
+    /// Seconds one decoder takes now for a final of `seconds` alone while the decoders have
+    /// room (with the beam, if the engine has one): what a speculative decode's lead is.
+    pub fn final_alone(&self, seconds: f64) -> f64 {
+        let tier = Tier::Finals as usize;
+        self.figures[tier].searched(1, self.beam, seconds) * self.correction[tier]
     }
 
     /// The figures of `tier`'s model as calibrated.
@@ -260,14 +285,18 @@ impl CostModel {
         self.figures[tier as usize].batch(batch, seconds) * self.correction[tier as usize]
     }
 
-    /// A real decode of `lengths` (seconds of audio each) by `tier`'s model took `spent`:
-    /// moves the correction towards it.
-    pub fn observe(&mut self, tier: Tier, lengths: &[f64], spent: Duration) {
+    /// A real decode of `lengths` (seconds of audio each) by `tier`'s model took `spent`
+    /// (`beam`: with the finals' beam search): moves the correction towards it.
+    pub fn observe(&mut self, tier: Tier, lengths: &[f64], spent: Duration, beam: bool) {
         if lengths.is_empty() {
             return;
         }
         let mean = lengths.iter().sum::<f64>() / lengths.len() as f64;
-        let predicted = self.figures[tier as usize].batch(lengths.len(), mean);
+        let width = match beam && tier == Tier::Finals {
+            true => self.beam,
+            false => 1,
+        };
+        let predicted = self.figures[tier as usize].searched(lengths.len(), width, mean);
         if predicted <= 0.0 {
             return;
         }
@@ -411,18 +440,45 @@ mod tests {
     fn real_decodes_move_the_estimate_up_fast_and_down_slowly() {
         let mut m = CostModel::from_figures(known(), known());
         let base = m.batch(Tier::Finals, 1, 3.0);
-        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(base * 2.0));
+        m.observe(
+            Tier::Finals,
+            &[3.0],
+            Duration::from_secs_f64(base * 2.0),
+            false,
+        );
         let up = m.batch(Tier::Finals, 1, 3.0);
         assert!(up > base * 1.25, "{up} vs {base}");
         // The other tier is another model.
         assert_eq!(m.batch(Tier::Partials, 1, 3.0), base);
-        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(base * 0.5));
+        m.observe(
+            Tier::Finals,
+            &[3.0],
+            Duration::from_secs_f64(base * 0.5),
+            false,
+        );
         assert!(m.batch(Tier::Finals, 1, 3.0) > up * 0.95);
         // Never beyond the bounds, however slow.
         for _ in 0..100 {
-            m.observe(Tier::Finals, &[3.0], Duration::from_secs(60));
+            m.observe(Tier::Finals, &[3.0], Duration::from_secs(60), false);
         }
         assert!((m.batch(Tier::Finals, 1, 3.0) - base * CORRECTION.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_beamed_final_is_priced_with_its_hypotheses_and_moves_the_estimate_only_past_that() {
+        let greedy = CostModel::from_figures(known(), known());
+        let beamed = greedy.with_beam(5);
+        let alone = greedy.final_alone(3.0);
+        assert_eq!(alone, greedy.batch(Tier::Finals, 1, 3.0));
+        let wide = beamed.final_alone(3.0);
+        assert!(wide > alone && wide < 5.0 * alone, "{wide} vs {alone}");
+        // A beam search that took what it is priced at leaves the estimate where it was;
+        // read as a greedy decode, it would have raised it.
+        let mut m = beamed;
+        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), true);
+        assert!((m.final_alone(3.0) - wide).abs() < 1e-9);
+        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), false);
+        assert!(m.final_alone(3.0) > wide);
     }
 
     /// A model whose decoder steps are bound by reading its weights: batches pay.

@@ -60,6 +60,9 @@ pub struct Utterance<'a> {
     /// The language spoken, as the call's options name it (a BCP 47 tag or `auto`, checked
     /// by [`Loaded::speaks`] when the call started); empty: the engine's default, English.
     pub language: &'a str,
+    /// The decoders have room: a final (or a speculative decode) may be searched with the
+    /// engine's beam ([`Loaded::beam`]); the ladder sheds this first ([`Shed::Beam`]).
+    pub beam: bool,
 }
 
 /// What one decode of an utterance heard.
@@ -129,6 +132,7 @@ pub trait Engine: Send {
             prompt,
             draft,
             language: "",
+            beam: false,
         };
         self.transcribe(&[one], tier)
             .pop()
@@ -148,6 +152,7 @@ pub trait Engine: Send {
                 prompt: "",
                 draft: "",
                 language: "",
+                beam: false,
             };
             batch
         ];
@@ -213,6 +218,9 @@ pub struct Loaded {
     pub finals_model: bool,
     /// The most utterances it decodes as one batch (1: one at a time).
     pub max_batch: usize,
+    /// The hypotheses its beam search for finals keeps while the decoders have room (1:
+    /// greedy always): the ladder may shed it ([`Shed::Beam`]).
+    pub beam: usize,
 }
 
 /// Loads an engine (fetching it first if needed): runs on the loader thread, which is
@@ -505,16 +513,19 @@ fn start_pool(name: &'static str, loader: &Loader, pool: &Arc<Pool>) -> Result<S
     }
     let decoders = loaded.engines.len().min(pool.decoders());
     pool.set_finals_model(loaded.finals_model);
+    pool.set_beam(loaded.beam > 1);
     let mut engines = loaded.engines;
     // Timed on one decoder while nothing else runs: what a decode of each model costs.
     let calibrating = Instant::now();
-    let cost = cost::CostModel::calibrate(engines[0].as_mut(), loaded.finals_model);
+    let cost =
+        cost::CostModel::calibrate(engines[0].as_mut(), loaded.finals_model).with_beam(loaded.beam);
     pool.set_engine(cost, loaded.max_batch);
     info!(
         backend = name,
         partials = %cost.figures(Tier::Partials),
         finals = %cost.figures(Tier::Finals),
         max_batch = loaded.max_batch,
+        beam = loaded.beam,
         calibrate_ms = calibrating.elapsed().as_millis() as u64,
         "decode cost calibrated"
     );
@@ -705,6 +716,7 @@ mod tests {
                     judge: None,
                     finals_model: false,
                     max_batch: 1,
+                    beam: 1,
                 })
             }),
         );

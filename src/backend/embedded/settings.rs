@@ -49,6 +49,10 @@ impl Default for Settings {
 pub enum Shed {
     #[default]
     Nothing,
+    /// Finals' beam search, for an engine that has one (Whisper's default): finals are
+    /// decoded greedily, with a few more errors, for less decoder time (BENCHMARKS.md,
+    /// "Beam search for finals").
+    Beam,
     /// Partials (and first partials): the platform acts on finals.
     Partials,
     /// Finals' left context: their decodes get shorter, a little less accurate.
@@ -65,6 +69,7 @@ impl Shed {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Nothing => "nothing",
+            Self::Beam => "beam",
             Self::Partials => "partials",
             Self::Context => "context",
             Self::FinalsModel => "finals_model",

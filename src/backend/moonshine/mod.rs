@@ -112,6 +112,7 @@ pub fn load(config: &MoonshineConfig, turn_model: bool) -> Result<Loaded, String
         speaks: crate::backend::embedded::english_only(NAME),
         finals_model: false,
         max_batch: 1,
+        beam: 1,
     })
 }
 

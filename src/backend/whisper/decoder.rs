@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::beam::Beam;
 use super::error::{DecodeError, LoadError};
 use super::language::Spoken;
 use super::model::{self, EncoderProducts, Scratch, Silence, Weights};
@@ -73,6 +74,7 @@ impl Model {
                     prompt: "",
                     draft: "",
                     language: Spoken::Known("en"),
+                    beam: 1,
                 };
                 decoder.decode_batch(self, &[request], None)[0].no_speech
             })
@@ -90,6 +92,8 @@ pub struct Decoder {
     model: Arc<Model>,
     /// The finals' model, when it is not `model`.
     finals: Option<Arc<Model>>,
+    /// The hypotheses of a final's beam search, when the caller asks for it.
+    pub(super) beam_width: usize,
     /// The spectrogram of each mel band count its models read (80, 128).
     mels: Vec<mel::Mel>,
     scratch: Scratch,
@@ -99,6 +103,7 @@ pub struct Decoder {
     logits: Vec<f32>,
     /// Scores of one token decoded after the draft.
     step: Vec<f32>,
+    beam: Beam,
 }
 
 impl Decoder {
@@ -106,13 +111,21 @@ impl Decoder {
         Self {
             model,
             finals: None,
+            beam_width: 1,
             mels: Vec::new(),
             scratch: Scratch::default(),
             padded: Vec::new(),
             features: Vec::new(),
             logits: Vec::new(),
             step: Vec::new(),
+            beam: Beam::default(),
         }
+    }
+
+    /// Searches finals with `width` hypotheses when the caller asks for the beam.
+    pub fn with_beam(mut self, width: usize) -> Self {
+        self.beam_width = width.max(1);
+        self
     }
 
     /// Decodes finals with `finals` rather than the partials' model.
@@ -140,6 +153,7 @@ impl Decoder {
             prompt,
             draft,
             language: Spoken::Known("en"),
+            beam: 1,
         };
         self.decode_batch(&model, &[request], None).remove(0)
     }
@@ -200,7 +214,9 @@ impl Decoder {
         drop(states);
         drop(inputs);
         let mut row0 = 0;
-        for (search, state) in searches.iter_mut().zip(owned) {
+        // The scores after the start, for each decode a beam search finds.
+        let mut firsts: Vec<(usize, Vec<f32>)> = Vec::new();
+        for (at, (search, state)) in searches.iter_mut().zip(owned).enumerate() {
             search.state = Some(state);
             let rows = &hidden[(row0 + search.sot_at) * d..(row0 + search.tokens.len()) * d];
             row0 += search.tokens.len();
@@ -216,11 +232,31 @@ impl Decoder {
                 &self.logits[drafted_row * vocab..(drafted_row + 1) * vocab],
                 &m.vocab.sounds,
             );
+            if search.beamed() {
+                let row = &self.logits[drafted_row * vocab..(drafted_row + 1) * vocab];
+                firsts.push((at, row.to_vec()));
+                continue;
+            }
             let rows = self.logits[drafted_row * vocab..].chunks_exact_mut(vocab);
             search.picks = rows
                 .enumerate()
                 .map_while(|(step, logits)| search.pick(&m.vocab, logits, step))
                 .collect();
+        }
+        // Beam searches, each its hypotheses' rows in one pass per step.
+        for (at, first) in firsts {
+            let search = &mut searches[at];
+            let state = search.state.take().expect("prepared");
+            let found = self.beam.search(
+                w,
+                &m.vocab,
+                state,
+                &first,
+                search.beam,
+                search.budget(),
+                &mut self.scratch,
+            );
+            search.settle(found);
         }
         // Greedy search, every decode one step at a time: those past their draft get their
         // next scores in one product, those that picked a token get it decoded in one pass.
@@ -322,16 +358,19 @@ impl Decoder {
             Spoken::Auto => self.detect(m, &mut state),
         };
         let budget = forced.unwrap_or(m.options.budget(audio.len()));
+        // A beam search reads no draft: the draft is greedy's text, checked against greedy's picks.
+        let beam = if forced.is_some() { 1 } else { r.beam.max(1) };
+        let draft = if beam > 1 { "" } else { r.draft };
         let layout = Layout::new(
             &m.vocab,
             &m.options,
             w.max_positions,
             r.prompt,
-            r.draft,
+            draft,
             code,
             budget,
         );
-        Search::new(state, layout, forced.is_some())
+        Search::new(state, layout, forced.is_some(), beam)
     }
 }
 
@@ -342,4 +381,6 @@ pub struct Request<'a> {
     pub draft: &'a str,
     /// A language the model speaks ([`Model::speaks`]); English for an English-only one.
     pub language: Spoken,
+    /// Hypotheses a beam search keeps; 1: greedy.
+    pub beam: usize,
 }

@@ -19,6 +19,7 @@
 //!   [`qmatmul`] its int8 products, [`ct2`] the model file, `vocabulary` the tokenizer and
 //!   special tokens, [`mel`] the features, [`language`] the language codes.
 
+mod beam;
 pub mod ct2;
 mod decoder;
 mod error;
@@ -81,6 +82,11 @@ pub struct WhisperConfig {
     /// The most utterances a decoder decodes as one batch: their decoder steps share one
     /// read of the weights (BENCHMARKS.md, "Batched decoding"). 1: one at a time.
     pub max_batch: usize,
+    /// The hypotheses a final's beam search keeps while the decoders have room (the ladder
+    /// sheds it first, `shed = "beam"`); 1: finals greedy always. 5, as faster-whisper:
+    /// base's finals write about 7 % fewer errors for about a third more decoder time
+    /// (BENCHMARKS.md, "Beam search for finals").
+    pub beam: usize,
     /// How often an utterance still being spoken is re-decoded for a partial.
     pub partial_interval_ms: u64,
     /// Silence that ends an utterance (as `moonshine.endpoint_ms`).
@@ -127,6 +133,7 @@ impl Default for WhisperConfig {
             final_wheels: Vec::new(),
             decoders: 2,
             max_batch: 16,
+            beam: 5,
             partial_interval_ms: 500,
             endpoint_ms: 200,
             narrowband_endpoint_ms: 200,
@@ -154,6 +161,12 @@ impl WhisperConfig {
             out.push(format!(
                 "whisper.max_batch must be within 1–64 (got {})",
                 self.max_batch
+            ));
+        }
+        if self.beam == 0 || self.beam > 16 {
+            out.push(format!(
+                "whisper.beam must be within 1–16 (got {})",
+                self.beam
             ));
         }
         if !(0.05..=1.0).contains(&self.max_load) {
@@ -342,7 +355,7 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, LoadError> {
         .unwrap_or_default();
     let engines = (0..config.decoders.max(1))
         .map(|_| {
-            let decoder = Decoder::new(model.clone());
+            let decoder = Decoder::new(model.clone()).with_beam(config.beam);
             let decoder = match &finals {
                 Some(f) => decoder.with_finals(f.clone()),
                 None => decoder,
@@ -355,9 +368,15 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, LoadError> {
         context: config.context_as,
         prompted: true,
         describe: format!(
-            "whisper {}{finals_from} ({} encoder layers, int8 decoder, short window, greedy, 1 thread per decoder, batches of up to {}, left context as {}, {})",
+            "whisper {}{finals_from} ({} encoder layers, int8 decoder, short window, {}, 1 thread per decoder, batches of up to {}, left context as {}, {})",
             model.name,
             model.weights.encoder,
+            match config.beam {
+                0 | 1 => "greedy".to_string(),
+                n => format!(
+                    "finals by beam search of {n} while the decoders have room, else greedy"
+                ),
+            },
             config.max_batch,
             config.context_as.as_str(),
             paths.dir.display()
@@ -366,6 +385,7 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, LoadError> {
         judge: None,
         finals_model: finals.is_some(),
         max_batch: config.max_batch.max(1),
+        beam: config.beam.max(1),
     })
 }
 
@@ -427,6 +447,10 @@ impl Engine for Decoder {
                 prompt: u.prompt,
                 draft: u.draft,
                 language: spoken,
+                beam: match (tier, u.beam) {
+                    (Tier::Finals, true) => self.beam_width,
+                    _ => 1,
+                },
             };
             match groups.iter_mut().find(|(m, _, _)| Arc::ptr_eq(m, &model)) {
                 Some((_, at, requests)) => {
@@ -461,6 +485,7 @@ impl Engine for Decoder {
                 prompt: "",
                 draft: "",
                 language: Spoken::Known("en"),
+                beam: 1,
             })
             .collect();
         self.decode_batch(&model, &requests, Some(steps));

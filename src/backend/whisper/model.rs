@@ -11,6 +11,7 @@
 //! "float32"` keeps the encoder's layers `f32` too.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use gemm::Parallelism;
 
@@ -427,7 +428,7 @@ impl Weights {
             .map(|(kv, silence)| CrossKv::padded(&kv, silence))
             .collect();
         DecoderState {
-            cross,
+            cross: Arc::new(cross),
             keys: vec![Vec::new(); self.dec_layers.len()],
             values: vec![Vec::new(); self.dec_layers.len()],
             len: 0,
@@ -755,8 +756,10 @@ impl CrossKv {
 }
 
 /// One decode's keys and values: cross-attention (fixed) and self-attention (growing).
+#[derive(Clone)]
 pub struct DecoderState {
-    cross: Vec<CrossKv>,
+    /// Shared by a beam's hypotheses, which differ only in the tokens they decoded.
+    cross: Arc<Vec<CrossKv>>,
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
     len: usize,

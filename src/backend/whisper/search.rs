@@ -50,12 +50,14 @@ pub struct Search {
     pub no_speech: f32,
     /// The probability of a sound's caption as the first token ([`Vocabulary::sounds`]).
     pub sound: f32,
+    /// Hypotheses kept by a beam search ([`super::beam`]); 1: greedy.
+    pub beam: usize,
 }
 
 impl Search {
     /// A search over `layout`'s tokens, its keys and values in `state`. `forced`: timing the
     /// engine, the end of text does not end it.
-    pub fn new(state: model::DecoderState, layout: Layout, forced: bool) -> Self {
+    pub fn new(state: model::DecoderState, layout: Layout, forced: bool, beam: usize) -> Self {
         Self {
             state: Some(state),
             done: layout.budget == 0,
@@ -75,7 +77,26 @@ impl Search {
             cut: true,
             no_speech: 0.0,
             sound: 0.0,
+            beam,
         }
+    }
+
+    /// Whether a beam search decodes it rather than greedy steps.
+    pub fn beamed(&self) -> bool {
+        self.beam > 1 && !self.forced && !self.done
+    }
+
+    /// The decode's budget.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Ends the search with what a beam search found.
+    pub fn settle(&mut self, found: super::beam::Found) {
+        self.out = found.tokens;
+        self.logprob = found.logprob;
+        self.cut = found.cut;
+        self.done = true;
     }
 
     /// Whether this step's pick needs scores after `last` (it is past its draft).
@@ -179,7 +200,7 @@ pub fn probability(logits: &[f32], ids: &[u32]) -> f32 {
 /// piece said again and again in a row (one token 5 times, 2–12 tokens 3 times, a sentence
 /// of 13–40 tokens twice: speech repeats a word or a phrase, a decoder a whole menu), or
 /// `None`.
-fn repeating(tokens: &[u32]) -> Option<usize> {
+pub(super) fn repeating(tokens: &[u32]) -> Option<usize> {
     for n in 1..=40 {
         let times = match n {
             1 => 5,

@@ -257,7 +257,12 @@ mod tests {
         for _ in 0..20 {
             let lengths = [TYPICAL_UTTERANCE];
             let took = slow.batch(Tier::Partials, 1, TYPICAL_UTTERANCE) * 2.0;
-            slow.observe(Tier::Partials, &lengths, Duration::from_secs_f64(took));
+            slow.observe(
+                Tier::Partials,
+                &lengths,
+                Duration::from_secs_f64(took),
+                false,
+            );
         }
         let slower = burst(Demand {
             cost: slow,

@@ -7,8 +7,9 @@ use crate::backend::embedded::Shed;
 use crate::metrics as m;
 
 impl Shed {
-    pub(super) const ALL: [Shed; 5] = [
+    pub(super) const ALL: [Shed; 6] = [
         Self::Nothing,
+        Self::Beam,
         Self::Partials,
         Self::Context,
         Self::FinalsModel,
@@ -19,6 +20,9 @@ impl Shed {
     pub(super) fn late_at(self) -> Duration {
         match self {
             Self::Nothing => Duration::ZERO,
+            // The beam is for decoders with room: a final that waits at all for one
+            // (behind another decode) is decoded greedily.
+            Self::Beam => Duration::from_millis(50),
             Self::Partials => Duration::from_millis(100),
             Self::Context => Duration::from_millis(250),
             Self::FinalsModel => Duration::from_millis(400),
@@ -33,17 +37,19 @@ impl Shed {
 /// The degradation ladder: climbs at once to the step that how late the oldest waiting
 /// final is calls for, and comes down one step per `CALM` in which no final was that late,
 /// so partials come back when the load falls. It takes only the steps it may: up to the
-/// configured last one, and the finals' model only where the engine has one.
+/// configured last one, the beam and the finals' model only where the engine has them.
 #[derive(Debug)]
 pub(super) struct Ladder {
     pub(super) step: Shed,
     /// The last step it may take, and whether the engine has a finals' model to shed.
     pub(super) last: Shed,
     pub(super) finals_model: bool,
+    /// Whether the engine has a beam search for finals to shed.
+    pub(super) beam: bool,
     /// Since when no final has been late enough for `step`.
     calm_since: Instant,
     /// Seconds spent on each step since the last count went to the metrics, and when.
-    spent: [f64; 5],
+    spent: [f64; 6],
     counted: Instant,
 }
 
@@ -118,15 +124,18 @@ impl Ladder {
             step: Shed::Nothing,
             last,
             finals_model: false,
+            beam: false,
             calm_since: now,
-            spent: [0.0; 5],
+            spent: [0.0; 6],
             counted: now,
         }
     }
 
     /// Whether the ladder may stand on `step`.
     pub(super) fn takes(&self, step: Shed) -> bool {
-        step <= self.last && (step != Shed::FinalsModel || self.finals_model)
+        step <= self.last
+            && (step != Shed::FinalsModel || self.finals_model)
+            && (step != Shed::Beam || self.beam)
     }
 
     /// The step for the oldest waiting final being `late` at `now`.
@@ -208,15 +217,17 @@ mod tests {
     }
 
     #[test]
-    fn the_ladder_sheds_partials_then_context_then_the_finals_model_then_speculative_and_comes_back_down()
+    fn the_ladder_sheds_the_beam_then_partials_then_context_then_the_finals_model_then_speculative_and_comes_back_down()
      {
         let t0 = Instant::now();
         let ms = |v: u64| Duration::from_millis(v);
         let mut ladder = Ladder::new(Shed::Speculative, t0);
         ladder.finals_model = true;
+        ladder.beam = true;
         assert_eq!(ladder.update(ms(0), t0), Shed::Nothing);
-        assert_eq!(ladder.update(ms(50), t0), Shed::Nothing);
+        assert_eq!(ladder.update(ms(20), t0), Shed::Nothing);
         for step in [
+            Shed::Beam,
             Shed::Partials,
             Shed::Context,
             Shed::FinalsModel,
@@ -239,6 +250,8 @@ mod tests {
         at += CALM / 2;
         assert_eq!(ladder.update(ms(0), at), Shed::Partials);
         at += CALM;
+        assert_eq!(ladder.update(ms(0), at), Shed::Beam);
+        at += CALM;
         assert_eq!(ladder.update(ms(0), at), Shed::Nothing);
         // Very late finals climb every step at once.
         assert_eq!(ladder.update(ms(2_000), at), Shed::Speculative);
@@ -249,15 +262,20 @@ mod tests {
     fn the_ladder_takes_only_the_steps_it_may() {
         let t0 = Instant::now();
         let late = Duration::from_secs(2);
-        // One model: nothing to shed between context and speculative decodes, up or down.
+        // One model and no beam: nothing to shed between context and speculative decodes,
+        // nor before partials, up or down.
         let mut one = Ladder::new(Shed::Speculative, t0);
+        assert_eq!(one.update(Shed::Beam.late_at(), t0), Shed::Nothing);
         assert_eq!(one.update(Shed::FinalsModel.late_at(), t0), Shed::Context);
         assert_eq!(one.update(late, t0), Shed::Speculative);
         assert_eq!(one.update(Duration::ZERO, t0 + CALM), Shed::Context);
+        assert_eq!(one.update(Duration::ZERO, t0 + CALM * 2), Shed::Partials);
+        assert_eq!(one.update(Duration::ZERO, t0 + CALM * 3), Shed::Nothing);
         // Capped: never past the last step allowed, however late.
         for last in Shed::ALL {
             let mut capped = Ladder::new(last, t0);
             capped.finals_model = true;
+            capped.beam = true;
             assert_eq!(capped.update(late, t0), last);
             assert_eq!(
                 capped.update(Duration::ZERO, t0 + CALM * 5),

@@ -266,6 +266,12 @@ impl Pool {
         lock(&self.ladder).finals_model = has;
     }
 
+    /// Whether the engine searches finals with a beam while the decoders have room, which
+    /// the ladder may then shed.
+    pub fn set_beam(&self, has: bool) {
+        lock(&self.ladder).beam = has;
+    }
+
     /// Whether the ladder may shed the finals' model.
     fn sheds_finals_model(&self) -> bool {
         lock(&self.ladder).takes(Shed::FinalsModel)
@@ -482,10 +488,12 @@ struct Input {
     language: String,
 }
 
-/// A batch a decoder claimed: the channels, what each wants, and which model decodes it.
+/// A batch a decoder claimed: the channels, what each wants, which model decodes it, and
+/// whether finals may be searched with the engine's beam (nothing is shed).
 struct Batch {
     items: Vec<(Arc<Channel>, Want)>,
     tier: Tier,
+    beam: bool,
 }
 
 fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
@@ -508,6 +516,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
                 prompt: &i.prompt,
                 draft: &i.draft,
                 language: &i.language,
+                beam: batch.beam,
             })
             .collect();
         pool.set_busy(index, true);
@@ -533,7 +542,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
             .iter()
             .map(|u| u.audio.len() as f64 / f64::from(super::MODEL_RATE))
             .collect();
-        lock(&pool.cost).observe(batch.tier, &lengths, spent);
+        lock(&pool.cost).observe(batch.tier, &lengths, spent, batch.beam);
         if batch.items.iter().any(|(_, w)| w.kind.is_essential()) {
             // Context included: it is shed as the load grows, but until then it is work the
             // decoders really do, and admission must not count on time they do not have.
@@ -677,7 +686,9 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         if items.is_empty() {
             continue;
         }
-        return Some(Batch { items, tier });
+        // The beam while nothing is shed: finals wait for no decoder.
+        let beam = tier == Tier::Finals && step < Shed::Beam;
+        return Some(Batch { items, tier, beam });
     }
 }
 

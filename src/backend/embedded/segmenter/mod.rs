@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use context::Said;
 
+use super::Transcribed;
 use super::cost::CostModel;
-use super::{Tier, Transcribed};
 pub use context::{drop_repeat, strip_context};
 use verdict::TURN_WAIT;
 pub use verdict::{TURN_WINDOW, TurnTicket, end_turn};
@@ -267,9 +267,10 @@ impl Default for Lead {
 }
 
 impl Lead {
-    /// A final's decode alone, by the finals' model, with a 10 ms margin.
+    /// A final's decode alone, by the finals' model (with its beam: the decoders have room
+    /// when nothing is shed), with a 10 ms margin.
     pub fn of(cost: &CostModel) -> Self {
-        let at = |seconds: f64| cost.batch(Tier::Finals, 1, seconds);
+        let at = |seconds: f64| cost.final_alone(seconds);
         let samples = |s: f64| (s * RATE as f64).round().max(0.0) as usize;
         Self {
             base: samples(at(0.0) + 0.010),

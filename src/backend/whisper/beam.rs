@@ -1,0 +1,260 @@
+//! Beam search, for finals when the decoders have room: the `width` likeliest token
+//! sequences kept at each step rather than greedy's one, as CTranslate2 decodes for
+//! faster-whisper (its default beam 5, patience 1, length penalty 1). A beam's hypotheses go
+//! through the decoder as the rows of one batched pass, so a step still reads the decoder's
+//! weights once; they share the encoding's cross-attention keys and values.
+
+use super::model::{self, DecoderState, Scratch, Weights};
+use super::search::repeating;
+use super::vocabulary::Vocabulary;
+
+/// What a beam search found: the tokens, their summed log-probability (the end of text's
+/// included when it ended), and whether it was cut (no hypothesis ended within the budget
+/// without repeating itself).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub tokens: Vec<u32>,
+    pub logprob: f32,
+    pub cut: bool,
+}
+
+/// One hypothesis still being extended.
+struct Hyp {
+    tokens: Vec<u32>,
+    logprob: f32,
+    state: Option<DecoderState>,
+    /// Hidden state after its last token.
+    last: Vec<f32>,
+}
+
+/// A candidate extension: the hypothesis it extends, the token, the new total.
+struct Candidate {
+    parent: usize,
+    token: u32,
+    logprob: f32,
+}
+
+/// The beam's buffers, reused across decodes.
+#[derive(Default)]
+pub struct Beam {
+    lasts: Vec<f32>,
+    scores: Vec<f32>,
+}
+
+impl Beam {
+    /// Searches from `state` (the keys and values after the start), `first` holding the
+    /// scores after the start's last token, for at most `budget` tokens.
+    #[allow(clippy::too_many_arguments)]
+    pub fn search(
+        &mut self,
+        w: &Weights,
+        v: &Vocabulary,
+        state: DecoderState,
+        first: &[f32],
+        width: usize,
+        budget: usize,
+        scratch: &mut Scratch,
+    ) -> Found {
+        let width = width.max(1);
+        let vocab = w.vocab;
+        let mut alive = vec![Hyp {
+            tokens: Vec::new(),
+            logprob: 0.0,
+            state: Some(state),
+            last: Vec::new(),
+        }];
+        let mut ended: Vec<Found> = Vec::new();
+        // The best of those cut (a loop, or the budget reached), should none end.
+        let mut cut: Option<Found> = None;
+        let keep_cut = |cut: &mut Option<Found>, found: Found| {
+            if cut
+                .as_ref()
+                .is_none_or(|c| normalized(&found) > normalized(c))
+            {
+                *cut = Some(found);
+            }
+        };
+        for step in 0..budget {
+            if step == 0 {
+                self.scores.clear();
+                self.scores.extend_from_slice(&first[..vocab]);
+            } else {
+                self.lasts.clear();
+                for hyp in &alive {
+                    self.lasts.extend_from_slice(&hyp.last);
+                }
+                w.logits(&self.lasts, &mut self.scores, scratch);
+            }
+            let mut candidates: Vec<Candidate> = Vec::with_capacity(alive.len() * (width + 1));
+            for (parent, (hyp, scores)) in alive
+                .iter()
+                .zip(self.scores.chunks_exact_mut(vocab))
+                .enumerate()
+            {
+                for rule in &v.rules {
+                    rule.apply(scores, step);
+                }
+                let norm = log_sum_exp(scores);
+                for (token, score) in top(scores, width + 1) {
+                    candidates.push(Candidate {
+                        parent,
+                        token,
+                        logprob: hyp.logprob + score - norm,
+                    });
+                }
+            }
+            candidates.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
+            let mut next: Vec<(usize, u32, Vec<u32>, f32)> = Vec::with_capacity(width);
+            for (rank, c) in candidates.iter().enumerate() {
+                if next.len() == width {
+                    break;
+                }
+                let parent = &alive[c.parent].tokens;
+                if c.token == v.eot {
+                    // An end among the step's best `width` ends a hypothesis.
+                    if rank < width {
+                        ended.push(Found {
+                            tokens: parent.clone(),
+                            logprob: c.logprob,
+                            cut: false,
+                        });
+                    }
+                    continue;
+                }
+                let mut tokens = Vec::with_capacity(parent.len() + 1);
+                tokens.extend_from_slice(parent);
+                tokens.push(c.token);
+                if let Some(keep) = repeating(&tokens) {
+                    tokens.truncate(keep);
+                    keep_cut(
+                        &mut cut,
+                        Found {
+                            tokens,
+                            logprob: c.logprob,
+                            cut: true,
+                        },
+                    );
+                    continue;
+                }
+                if tokens.len() == budget {
+                    // As greedy: a decode writes at most `budget` tokens.
+                    keep_cut(
+                        &mut cut,
+                        Found {
+                            tokens,
+                            logprob: c.logprob,
+                            cut: true,
+                        },
+                    );
+                    continue;
+                }
+                next.push((c.parent, c.token, tokens, c.logprob));
+            }
+            // Patience 1: done once as many hypotheses have ended as the beam is wide.
+            if ended.len() >= width || next.is_empty() {
+                break;
+            }
+            // Each new hypothesis takes its parent's keys and values: the last of a parent's
+            // children takes them over, the others copy them.
+            let mut children = vec![0usize; alive.len()];
+            for (parent, ..) in &next {
+                children[*parent] += 1;
+            }
+            let mut grown: Vec<Hyp> = Vec::with_capacity(next.len());
+            for (parent, _, tokens, logprob) in next.iter().cloned() {
+                children[parent] -= 1;
+                let state = match children[parent] {
+                    0 => alive[parent].state.take(),
+                    _ => alive[parent].state.clone(),
+                };
+                grown.push(Hyp {
+                    tokens,
+                    logprob,
+                    state,
+                    last: Vec::new(),
+                });
+            }
+            let inputs: Vec<[u32; 1]> = next.iter().map(|(_, token, ..)| [*token]).collect();
+            let inputs: Vec<&[u32]> = inputs.iter().map(|t| &t[..]).collect();
+            let mut states: Vec<&mut DecoderState> = grown
+                .iter_mut()
+                .map(|h| h.state.as_mut().expect("every parent hands its keys on"))
+                .collect();
+            let hidden = w.decode_batch(&inputs, &mut states, scratch);
+            drop(states);
+            for (hyp, h) in grown.iter_mut().zip(hidden.chunks_exact(w.dim)) {
+                hyp.last.extend_from_slice(h);
+            }
+            alive = grown;
+        }
+        ended
+            .into_iter()
+            .max_by(|a, b| normalized(a).total_cmp(&normalized(b)))
+            .or(cut)
+            .unwrap_or(Found {
+                tokens: Vec::new(),
+                logprob: 0.0,
+                cut: true,
+            })
+    }
+}
+
+/// A hypothesis's score with length penalty 1: its log-probability per token (the end of
+/// text counted when it ended), so that short hypotheses do not win for being short.
+fn normalized(f: &Found) -> f32 {
+    f.logprob / (f.tokens.len() + usize::from(!f.cut)).max(1) as f32
+}
+
+/// ln Σ exp(scores), with the model's vectorising `exp` (this runs over the vocabulary for
+/// every hypothesis at every step).
+fn log_sum_exp(scores: &[f32]) -> f32 {
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if !max.is_finite() {
+        return max;
+    }
+    let sum: f32 = scores.iter().map(|s| model::exp(s - max)).sum();
+    max + sum.ln()
+}
+
+/// The `k` highest scores and their tokens, best first (masked tokens, at -inf, never).
+fn top(scores: &[f32], k: usize) -> Vec<(u32, f32)> {
+    let mut best: Vec<(u32, f32)> = Vec::with_capacity(k + 1);
+    for (token, &score) in scores.iter().enumerate() {
+        if score == f32::NEG_INFINITY || (best.len() == k && score <= best[k - 1].1) {
+            continue;
+        }
+        let at = best.partition_point(|&(_, s)| s >= score);
+        best.insert(at, (token as u32, score));
+        best.truncate(k);
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_keeps_the_best_in_order_and_never_a_masked_token() {
+        let scores = [0.5, f32::NEG_INFINITY, 2.0, -1.0, 2.0, 1.5];
+        assert_eq!(top(&scores, 3), vec![(2, 2.0), (4, 2.0), (5, 1.5)]);
+        assert_eq!(top(&[f32::NEG_INFINITY; 3], 2), vec![]);
+        assert_eq!(top(&scores, 10).len(), 5);
+    }
+
+    #[test]
+    fn scores_are_normalised_per_token_and_the_end_counts_as_one() {
+        let ended = Found {
+            tokens: vec![1, 2, 3],
+            logprob: -2.0,
+            cut: false,
+        };
+        let cut = Found {
+            cut: true,
+            ..ended.clone()
+        };
+        assert_eq!(normalized(&ended), -0.5);
+        assert!((normalized(&cut) + 2.0 / 3.0).abs() < 1e-6);
+        assert!((log_sum_exp(&[0.0, 0.0]) - 2f32.ln()).abs() < 1e-5);
+    }
+}
