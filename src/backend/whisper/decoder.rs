@@ -232,7 +232,7 @@ impl Decoder {
                 &self.logits[drafted_row * vocab..(drafted_row + 1) * vocab],
                 &m.vocab.sounds,
             );
-            if search.beamed() {
+            if search.beamed() && !m.options.speech.doubts(search.no_speech, search.sound) {
                 let row = &self.logits[drafted_row * vocab..(drafted_row + 1) * vocab];
                 firsts.push((at, row.to_vec()));
                 continue;

@@ -55,6 +55,15 @@ pub enum Verdict {
 }
 
 impl SpeechFilter {
+    /// Whether the first pass already doubts the audio is speech: a sound's caption or
+    /// no speech likelier than the thresholds. Such a decode is searched greedily, as the
+    /// thresholds were measured: over a sound a beam finds surer-looking words (a sung
+    /// "la la la", a scream as "na na na") that the unsure test then lets through
+    /// (BENCHMARKS.md, "Beam search for finals").
+    pub fn doubts(&self, no_speech: f32, sound: f32) -> bool {
+        sound > self.sound || no_speech > self.no_speech
+    }
+
     /// What `text` is, decoded with this no-speech probability, mean log-probability and
     /// probability of a sound's caption first.
     pub fn verdict(&self, text: &str, no_speech: f32, mean_logprob: f32, sound: f32) -> Verdict {
@@ -119,6 +128,20 @@ mod tests {
             -1.5,
             0.1
         ));
+    }
+
+    #[test]
+    fn the_first_pass_doubts_a_likely_caption_or_silence_and_nothing_else() {
+        assert!(!FILTER.doubts(0.2, 0.1), "speech");
+        assert!(FILTER.doubts(0.2, 0.45), "a sound's caption first");
+        assert!(
+            FILTER.doubts(0.85, 0.1),
+            "no speech likelier than the threshold"
+        );
+        assert!(
+            !FILTER.doubts(0.8, 0.3),
+            "the thresholds themselves are not doubt"
+        );
     }
 
     #[test]
