@@ -10,6 +10,9 @@
 //! (the files taken in turn), checks each batch says what its utterances say alone, and
 //! prints a decode's cost in the batch and the throughput against one at a time. Best of 2.
 //!
+//! With `BEAMS=1`, times a decode of each file's first 2, 3 and 5 s searched with 1
+//! (greedy), 2, 3 and 5 hypotheses, and prints its text. Best of 3, one thread.
+//!
 //! With `ENCODE=1`, times the encoder alone on each file's first 2-13 s, its layers' products
 //! in `f32` and in int8, and prints how far the int8 encoding is from the `f32` one.
 use hark::backend::whisper::language::Spoken;
@@ -28,6 +31,35 @@ fn main() {
     }
     let model = Model::load(&paths).unwrap();
     let mut d = Decoder::new(model.clone());
+    if std::env::var_os("BEAMS").is_some() {
+        for file in std::env::args().skip(1) {
+            let (audio, _) = hark_bench::wav::read_mono_f32(std::path::Path::new(&file)).unwrap();
+            for secs in [2usize, 3, 5] {
+                let audio = &audio[..audio.len().min(secs * 16_000)];
+                for beam in [1usize, 2, 3, 5] {
+                    let request = Request {
+                        audio,
+                        prompt: "",
+                        draft: "",
+                        language: Spoken::Known("en"),
+                        beam,
+                    };
+                    let mut text = String::new();
+                    let ms = (0..3)
+                        .map(|_| {
+                            let s = std::time::Instant::now();
+                            text = d.decode_batch(&model, std::slice::from_ref(&request), None)[0]
+                                .text
+                                .clone();
+                            s.elapsed().as_secs_f64() * 1000.0
+                        })
+                        .fold(f64::MAX, f64::min);
+                    println!("{file} {secs} s, beam {beam}: {ms:6.1} ms  {text}");
+                }
+            }
+        }
+        return;
+    }
     if std::env::var_os("STEPS").is_some() {
         let audio = vec![0.001f32; 16_000];
         for b in [1usize, 2, 4, 8, 16] {

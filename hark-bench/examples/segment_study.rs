@@ -26,9 +26,9 @@
 //!   LANGUAGE=es|auto    the language the decodes are told (Whisper; default English)
 //!   ENCODER=float32     Whisper's encoder layers in float32 rather than int8
 //!   BEAM=N              hypotheses of Whisper's beam search for finals (default: the
-//!                       server's, `[whisper] beam`, used while its decoders have room; 1 greedy)
-//!   LEAD=MS             how long before the endpoint a speculative decode starts (default:
-//!                       the segmenter's before calibration)
+//!                       server's, `[whisper] beam`; 1 greedy). Which finals it takes, and
+//!                       how early speculative decodes start, come from the cost model
+//!                       calibrated on the engine at start, as in the server
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
 //!                       default: FADE_DB; inf never)
 //! ```
@@ -38,20 +38,26 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use hark::backend::embedded::segmenter::{DecodeKind, Emit, Segmenter, SegmenterConfig};
+use hark::backend::embedded::cost::CostModel;
+use hark::backend::embedded::segmenter::{DecodeKind, Emit, Lead, Segmenter, SegmenterConfig};
 use hark::backend::embedded::{ContextKind, Engine, Tier, Utterance};
 use hark::backend::{moonshine, whisper};
 use hark_bench::wer;
 
-/// One utterance to decode, in `language` (empty: English).
-fn utterance<'a>(audio: &'a [f32], prompt: &'a str, language: &'a str) -> Utterance<'a> {
+/// One utterance to decode, in `language` (empty: English); `beam`: a final the engine's
+/// beam may take (as the server's decoders with room; BEAM=1: greedy).
+fn utterance<'a>(
+    audio: &'a [f32],
+    prompt: &'a str,
+    language: &'a str,
+    beam: bool,
+) -> Utterance<'a> {
     Utterance {
         audio,
         prompt,
         draft: "",
         language,
-        // As the server's decoders with room: finals by the engine's beam (BEAM=1: greedy).
-        beam: true,
+        beam,
     }
 }
 
@@ -102,12 +108,6 @@ fn main() {
     if let Some(db) = std::env::var("FADE").ok().and_then(|v| v.parse().ok()) {
         config.fade_db = db;
     }
-    if let Some(ms) = ms_var("LEAD") {
-        config.lead = hark::backend::embedded::segmenter::Lead {
-            base: ms * 16,
-            per_second: 0,
-        };
-    }
     if let Some(frames) = ms_var("LOUD_FRAMES") {
         config.loud_frames = frames;
     }
@@ -151,6 +151,11 @@ fn main() {
     };
     config.prompted = loaded.prompted;
     let mut t: Box<dyn Engine> = loaded.engines.remove(0);
+    // How early speculative decodes start and which finals the beam takes (those it leaves
+    // ready by the endpoint), as the server decides them: from the cost model calibrated on
+    // this engine.
+    let cost = CostModel::calibrate(t.as_mut(), loaded.finals_model).with_beam(loaded.beam);
+    config.lead = Lead::of(&cost);
     let mut prompt = String::new();
     let (mut cpu, mut decoded_secs) = (0.0f64, 0.0f64);
     let mut shared = Segmenter::new(config);
@@ -180,7 +185,7 @@ fn main() {
         if std::env::var("WHOLE").is_ok() {
             let before = cpu_secs();
             let text = t
-                .transcribe(&[utterance(&clip, "", &language)], Tier::Finals)
+                .transcribe(&[utterance(&clip, "", &language, true)], Tier::Finals)
                 .remove(0)
                 .expect("decode")
                 .text;
@@ -215,7 +220,7 @@ fn main() {
                 let before = cpu_secs();
                 let heard = t
                     .transcribe(
-                        &[utterance(&input, &prompt, &language)],
+                        &[utterance(&input, &prompt, &language, want.ticket.beam)],
                         Tier::of(want.kind),
                     )
                     .remove(0)
@@ -263,7 +268,7 @@ fn main() {
             seg.prompt(&want, &mut prompt);
             let heard = t
                 .transcribe(
-                    &[utterance(&input, &prompt, &language)],
+                    &[utterance(&input, &prompt, &language, want.ticket.beam)],
                     Tier::of(want.kind),
                 )
                 .remove(0)

@@ -61,6 +61,9 @@ impl Engine for TwoModels {
 fn backend(name: &'static str, shed: Shed) -> Arc<Embedded> {
     let settings = Settings {
         shed,
+        // Time for the beam: a final of this engine takes 300 ms, and the beam takes a final
+        // only where its decode is ready by the endpoint.
+        endpoint_ms: 600,
         ..Settings::default()
     };
     let backend = Embedded::spawn(

@@ -75,15 +75,15 @@ impl std::fmt::Display for Figures {
 impl Figures {
     /// Seconds one decoder takes for a batch of `batch` utterances of `seconds` each.
     pub fn batch(&self, batch: usize, seconds: f64) -> f64 {
-        self.searched(batch, 1, seconds)
+        self.searched(batch, batch, seconds)
     }
 
-    /// The same, each utterance searched with `width` hypotheses (a beam search): encoded
-    /// once, `width` rows at each decoder step.
-    pub fn searched(&self, batch: usize, width: usize, seconds: f64) -> f64 {
+    /// The same with `rows` hypotheses at each decoder step in all (a beam search's
+    /// utterance is encoded once and has as many rows as the beam is wide).
+    pub fn searched(&self, batch: usize, rows: usize, seconds: f64) -> f64 {
         let b = batch as f64;
         b * (self.encode + self.encode_per_second * seconds)
-            + steps(seconds) * (self.step + self.step_per_row * b * width.max(1) as f64)
+            + steps(seconds) * (self.step + self.step_per_row * rows.max(batch) as f64)
     }
 
     /// Least-squares fit of the four figures to timed decodes; figures that come out
@@ -267,11 +267,17 @@ impl CostModel {
         }
     }
 
-    /// Seconds one decoder takes now for a final of `seconds` alone while the decoders have
-    /// room (with the beam, if the engine has one): what a speculative decode's lead is.
-    pub fn final_alone(&self, seconds: f64) -> f64 {
+    /// The hypotheses of the finals' beam search (1: none).
+    pub fn beam(&self) -> usize {
+        self.beam
+    }
+
+    /// Seconds one decoder takes now for a final of `seconds` alone, searched with the
+    /// beam or greedily: what a speculative decode's lead is.
+    pub fn final_alone(&self, seconds: f64, beam: bool) -> f64 {
         let tier = Tier::Finals as usize;
-        self.figures[tier].searched(1, self.beam, seconds) * self.correction[tier]
+        let rows = if beam { self.beam } else { 1 };
+        self.figures[tier].searched(1, rows, seconds) * self.correction[tier]
     }
 
     /// The figures of `tier`'s model as calibrated.
@@ -285,18 +291,15 @@ impl CostModel {
         self.figures[tier as usize].batch(batch, seconds) * self.correction[tier as usize]
     }
 
-    /// A real decode of `lengths` (seconds of audio each) by `tier`'s model took `spent`
-    /// (`beam`: with the finals' beam search): moves the correction towards it.
-    pub fn observe(&mut self, tier: Tier, lengths: &[f64], spent: Duration, beam: bool) {
+    /// A real decode of `lengths` (seconds of audio each) by `tier`'s model took `spent`,
+    /// `beamed` of them searched with the finals' beam: moves the correction towards it.
+    pub fn observe(&mut self, tier: Tier, lengths: &[f64], spent: Duration, beamed: usize) {
         if lengths.is_empty() {
             return;
         }
         let mean = lengths.iter().sum::<f64>() / lengths.len() as f64;
-        let width = match beam && tier == Tier::Finals {
-            true => self.beam,
-            false => 1,
-        };
-        let predicted = self.figures[tier as usize].searched(lengths.len(), width, mean);
+        let rows = lengths.len() + beamed * (self.beam - 1);
+        let predicted = self.figures[tier as usize].searched(lengths.len(), rows, mean);
         if predicted <= 0.0 {
             return;
         }
@@ -440,26 +443,16 @@ mod tests {
     fn real_decodes_move_the_estimate_up_fast_and_down_slowly() {
         let mut m = CostModel::from_figures(known(), known());
         let base = m.batch(Tier::Finals, 1, 3.0);
-        m.observe(
-            Tier::Finals,
-            &[3.0],
-            Duration::from_secs_f64(base * 2.0),
-            false,
-        );
+        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(base * 2.0), 0);
         let up = m.batch(Tier::Finals, 1, 3.0);
         assert!(up > base * 1.25, "{up} vs {base}");
         // The other tier is another model.
         assert_eq!(m.batch(Tier::Partials, 1, 3.0), base);
-        m.observe(
-            Tier::Finals,
-            &[3.0],
-            Duration::from_secs_f64(base * 0.5),
-            false,
-        );
+        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(base * 0.5), 0);
         assert!(m.batch(Tier::Finals, 1, 3.0) > up * 0.95);
         // Never beyond the bounds, however slow.
         for _ in 0..100 {
-            m.observe(Tier::Finals, &[3.0], Duration::from_secs(60), false);
+            m.observe(Tier::Finals, &[3.0], Duration::from_secs(60), 0);
         }
         assert!((m.batch(Tier::Finals, 1, 3.0) - base * CORRECTION.1).abs() < 1e-9);
     }
@@ -468,17 +461,18 @@ mod tests {
     fn a_beamed_final_is_priced_with_its_hypotheses_and_moves_the_estimate_only_past_that() {
         let greedy = CostModel::from_figures(known(), known());
         let beamed = greedy.with_beam(5);
-        let alone = greedy.final_alone(3.0);
-        assert_eq!(alone, greedy.batch(Tier::Finals, 1, 3.0));
-        let wide = beamed.final_alone(3.0);
+        let alone = greedy.final_alone(3.0, true);
+        assert_eq!(alone, greedy.batch(Tier::Finals, 1, 3.0), "no beam: greedy");
+        assert_eq!(beamed.final_alone(3.0, false), alone);
+        let wide = beamed.final_alone(3.0, true);
         assert!(wide > alone && wide < 5.0 * alone, "{wide} vs {alone}");
         // A beam search that took what it is priced at leaves the estimate where it was;
         // read as a greedy decode, it would have raised it.
         let mut m = beamed;
-        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), true);
-        assert!((m.final_alone(3.0) - wide).abs() < 1e-9);
-        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), false);
-        assert!(m.final_alone(3.0) > wide);
+        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), 1);
+        assert!((m.final_alone(3.0, true) - wide).abs() < 1e-9);
+        m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), 0);
+        assert!(m.final_alone(3.0, true) > wide);
     }
 
     /// A model whose decoder steps are bound by reading its weights: batches pay.

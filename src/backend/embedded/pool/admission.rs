@@ -257,12 +257,7 @@ mod tests {
         for _ in 0..20 {
             let lengths = [TYPICAL_UTTERANCE];
             let took = slow.batch(Tier::Partials, 1, TYPICAL_UTTERANCE) * 2.0;
-            slow.observe(
-                Tier::Partials,
-                &lengths,
-                Duration::from_secs_f64(took),
-                false,
-            );
+            slow.observe(Tier::Partials, &lengths, Duration::from_secs_f64(took), 0);
         }
         let slower = burst(Demand {
             cost: slow,

@@ -489,7 +489,8 @@ struct Input {
 }
 
 /// A batch a decoder claimed: the channels, what each wants, which model decodes it, and
-/// whether finals may be searched with the engine's beam (nothing is shed).
+/// whether finals may be searched with the engine's beam (nothing is shed; each final's
+/// ticket says whether its endpoint leaves the time for it).
 struct Batch {
     items: Vec<(Arc<Channel>, Want)>,
     tier: Tier,
@@ -511,14 +512,16 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
         }
         let utterances: Vec<Utterance<'_>> = inputs[..batch.items.len()]
             .iter()
-            .map(|i| Utterance {
+            .zip(&batch.items)
+            .map(|(i, (_, want))| Utterance {
                 audio: &i.audio,
                 prompt: &i.prompt,
                 draft: &i.draft,
                 language: &i.language,
-                beam: batch.beam,
+                beam: batch.beam && want.ticket.beam,
             })
             .collect();
+        let beamed = utterances.iter().filter(|u| u.beam).count();
         pool.set_busy(index, true);
         let waited_before = m::thread_run_queue_wait();
         let results = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -542,7 +545,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
             .iter()
             .map(|u| u.audio.len() as f64 / f64::from(super::MODEL_RATE))
             .collect();
-        lock(&pool.cost).observe(batch.tier, &lengths, spent, batch.beam);
+        lock(&pool.cost).observe(batch.tier, &lengths, spent, beamed);
         if batch.items.iter().any(|(_, w)| w.kind.is_essential()) {
             // Context included: it is shed as the load grows, but until then it is work the
             // decoders really do, and admission must not count on time they do not have.

@@ -191,6 +191,9 @@ pub struct Ticket {
     /// A second try at a final whose first decode heard no words: alone, after more
     /// silence (see [`RETRY_LEAD`]).
     retry: bool,
+    /// A final (or speculative) decode the engine's beam search may take: its decode, so
+    /// searched, is ready by the endpoint (see [`Lead::for_final`]).
+    pub beam: bool,
 }
 
 /// What the detector made of a frame: at `threshold` (or opening on a loud line), at
@@ -253,6 +256,8 @@ const RETRY_LEAD: usize = RATE * 3 / 10;
 pub struct Lead {
     pub base: usize,
     pub per_second: usize,
+    /// The same for a final searched with the engine's beam, if it has one.
+    pub beam: Option<(usize, usize)>,
 }
 
 impl Default for Lead {
@@ -262,24 +267,46 @@ impl Default for Lead {
         Self {
             base: 50 * RATE / 1000,
             per_second: 40 * RATE / 1000,
+            beam: None,
         }
     }
 }
 
 impl Lead {
-    /// A final's decode alone, by the finals' model (with its beam: the decoders have room
-    /// when nothing is shed), with a 10 ms margin.
+    /// A final's decode alone, by the finals' model, greedy and with its beam, with a 10 ms
+    /// margin.
     pub fn of(cost: &CostModel) -> Self {
-        let at = |seconds: f64| cost.final_alone(seconds);
         let samples = |s: f64| (s * RATE as f64).round().max(0.0) as usize;
+        let line = |at: &dyn Fn(f64) -> f64| (samples(at(0.0) + 0.010), samples(at(1.0) - at(0.0)));
+        let (base, per_second) = line(&|s| cost.final_alone(s, false));
         Self {
-            base: samples(at(0.0) + 0.010),
-            per_second: samples(at(1.0) - at(0.0)),
+            base,
+            per_second,
+            beam: (cost.beam() > 1).then(|| line(&|s| cost.final_alone(s, true))),
         }
     }
 
     fn samples(&self, audio: usize) -> usize {
         self.base + self.per_second * audio / RATE
+    }
+
+    /// How early a final's decode of `audio` samples starts before an `endpoint`, and
+    /// whether it is searched with the beam: only where that decode, started at the
+    /// earliest a speculative decode may (two frames into the pause), is ready by the
+    /// endpoint. The beam never delays a final: at the customer's 200 ms it takes short
+    /// utterances, at the assistant's 1000 ms nearly all (BENCHMARKS.md, "Beam search for
+    /// finals").
+    pub fn for_final(&self, audio: usize, endpoint: usize) -> (usize, bool) {
+        match self.beam {
+            Some((base, per_second)) => {
+                let lead = base + per_second * audio / RATE;
+                match lead + 2 * FRAME <= endpoint {
+                    true => (lead, true),
+                    false => (self.samples(audio), false),
+                }
+            }
+            None => (self.samples(audio), false),
+        }
     }
 }
 
@@ -487,29 +514,34 @@ impl Segmenter {
     /// The one decode this channel wants most now, if any.
     pub fn want(&self) -> Option<Want> {
         if let Some(ended) = self.ended.front() {
+            let context_from = if ended.retry {
+                0
+            } else {
+                self.context_for(ended.id)
+            };
+            let own = self.whole_len(ended.audio.len(), ended.voiced_end);
+            let (_, beam) = self.lead(context_from, ended.start, own);
             return Some(Want {
                 kind: DecodeKind::Final,
                 since: ended.since,
                 ticket: Ticket {
                     utterance: ended.id,
                     len: ended.audio.len(),
-                    context_from: if ended.retry {
-                        0
-                    } else {
-                        self.context_for(ended.id)
-                    },
+                    context_from,
                     whole: true,
                     retry: ended.retry,
+                    beam,
                 },
             });
         }
         let open = self.open.as_ref()?;
-        let ticket = |context_from, whole| Ticket {
+        let ticket = |context_from, whole, beam| Ticket {
             utterance: open.id,
             len: open.audio.len(),
             context_from,
             whole,
             retry: false,
+            beam,
         };
         if open.silence > 0 {
             if open
@@ -521,19 +553,12 @@ impl Segmenter {
             }
             let own = self.whole_len(open.audio.len(), open.voiced_end);
             let context_from = self.context_for(open.id);
-            let context: usize = match self.config.context_as_text {
-                true => 0,
-                false => self
-                    .context(context_from, open.start)
-                    .map(|(audio, _)| audio.len())
-                    .sum(),
-            };
-            let lead = self.config.lead.samples(context + own);
+            let (lead, beam) = self.lead(context_from, open.start, own);
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
             return (open.silence >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
                 since: open.since,
-                ticket: ticket(context_from, true),
+                ticket: ticket(context_from, true, beam),
             });
         }
         if open.decoded_len >= open.voiced_end {
@@ -555,8 +580,23 @@ impl Segmenter {
         kind.map(|kind| Want {
             kind,
             since: open.since,
-            ticket: ticket(0, false),
+            ticket: ticket(0, false, false),
         })
+    }
+
+    /// A final's lead and whether the beam takes it ([`Lead::for_final`]), for its `own`
+    /// samples (padding included) after the context from `context_from`.
+    fn lead(&self, context_from: u64, start: u64, own: usize) -> (usize, bool) {
+        let context: usize = match self.config.context_as_text {
+            true => 0,
+            false => self
+                .context(context_from, start)
+                .map(|(audio, _)| audio.len())
+                .sum(),
+        };
+        self.config
+            .lead
+            .for_final(context + own, self.config.endpoint)
     }
 
     /// The audio a ticket's decode is to read, without context (empty if that utterance is
@@ -1016,6 +1056,7 @@ mod tests {
             context_from: s.context_for(open.id),
             whole: true,
             retry: false,
+            beam: false,
         }
     }
 
@@ -1042,6 +1083,26 @@ mod tests {
             *at += FRAME as u64;
             s.frame(&frame, heard, db(&frame), *at, Instant::now());
         }
+    }
+
+    #[test]
+    fn the_beam_takes_a_final_only_where_it_is_ready_by_the_endpoint() {
+        let ms = |v: usize| v * RATE / 1000;
+        // Greedy: 30 ms + 20 ms/s; the beam: 60 ms + 40 ms/s.
+        let lead = Lead {
+            base: ms(30),
+            per_second: ms(20),
+            beam: Some((ms(60), ms(40))),
+        };
+        // At 200 ms, a 1 s utterance's beam (100 ms, started two frames into the pause)
+        // is ready in time, a 4 s one's (220 ms) is not: greedy, with greedy's lead.
+        assert_eq!(lead.for_final(ms(1000), ms(200)), (ms(100), true));
+        assert_eq!(lead.for_final(ms(4000), ms(200)), (ms(110), false));
+        // The assistant's 1000 ms leave it the time.
+        assert_eq!(lead.for_final(ms(4000), ms(1000)), (ms(220), true));
+        // No beam: greedy always.
+        let greedy = Lead { beam: None, ..lead };
+        assert_eq!(greedy.for_final(ms(1000), ms(1000)), (ms(50), false));
     }
 
     #[test]
