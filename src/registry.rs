@@ -136,12 +136,16 @@ pub fn engines(config: &Config) -> Vec<String> {
             None => model,
         };
         out.push(format!(
-            "engine whisper: {model}, {} encoder layers{}, int8 decoder, short window, greedy, \
+            "engine whisper: {model}, {} encoder layers{}, int8 decoder, short window, {}, \
              {} decoder(s) of 1 thread; profiles: {}",
             w.encoder.as_str(),
             match w.encoder {
                 whisper::model::EncoderProducts::Int8 => " (float32 on a CPU without AVX2)",
                 whisper::model::EncoderProducts::F32 => "",
+            },
+            match w.beam {
+                0 | 1 => "greedy".to_string(),
+                n => format!("finals by beam search of {n} where ready by the endpoint"),
             },
             w.decoders,
             users(whisper::NAME)

@@ -309,6 +309,23 @@ impl CostModel {
         *c = (*c + rate * (ratio - *c)).clamp(CORRECTION.0, CORRECTION.1);
     }
 
+    /// The share of a decode of `lengths` (`beamed` of them searched with the beam) that
+    /// greedy decodes would have taken, by the figures: what is left of it once the ladder
+    /// sheds the beam, its first step, and so all that admission may count on.
+    pub fn greedy_share(&self, tier: Tier, lengths: &[f64], beamed: usize) -> f64 {
+        if lengths.is_empty() || beamed == 0 {
+            return 1.0;
+        }
+        let n = lengths.len();
+        let mean = lengths.iter().sum::<f64>() / n as f64;
+        let f = &self.figures[tier as usize];
+        let all = f.searched(n, n + beamed * (self.beam - 1), mean);
+        match all > 0.0 {
+            true => (f.searched(n, n, mean) / all).clamp(0.0, 1.0),
+            false => 1.0,
+        }
+    }
+
     /// How many of `queued` alike decodes (`seconds` each) one of `decoders` idle decoders
     /// should take as one batch: its share of them, in the batch size that brings its
     /// share's decodes out soonest on average (a batch's decodes all come out when it ends,
@@ -473,6 +490,10 @@ mod tests {
         assert!((m.final_alone(3.0, true) - wide).abs() < 1e-9);
         m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), 0);
         assert!(m.final_alone(3.0, true) > wide);
+        // Admission counts what is left once the beam is shed.
+        let share = beamed.greedy_share(Tier::Finals, &[3.0], 1);
+        assert!((share - alone / wide).abs() < 1e-9, "{share}");
+        assert_eq!(beamed.greedy_share(Tier::Finals, &[3.0], 0), 1.0);
     }
 
     /// A model whose decoder steps are bound by reading its weights: batches pay.

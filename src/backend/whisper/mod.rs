@@ -82,10 +82,11 @@ pub struct WhisperConfig {
     /// The most utterances a decoder decodes as one batch: their decoder steps share one
     /// read of the weights (BENCHMARKS.md, "Batched decoding"). 1: one at a time.
     pub max_batch: usize,
-    /// The hypotheses a final's beam search keeps while the decoders have room (the ladder
-    /// sheds it first, `shed = "beam"`); 1: finals greedy always. 5, as faster-whisper:
-    /// base's finals write about 7 % fewer errors for about a third more decoder time
-    /// (BENCHMARKS.md, "Beam search for finals").
+    /// The hypotheses of a final's beam search (1: finals greedy always), for finals whose
+    /// decode so searched is ready by their endpoint while the decoders have room (the
+    /// ladder sheds it first, `shed = "beam"`). 5, as faster-whisper: 5–8 % fewer errors
+    /// than greedy where it decodes, for about a third more decoder time (BENCHMARKS.md,
+    /// "Beam search for finals").
     pub beam: usize,
     /// How often an utterance still being spoken is re-decoded for a partial.
     pub partial_interval_ms: u64,

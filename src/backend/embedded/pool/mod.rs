@@ -545,11 +545,16 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
             .iter()
             .map(|u| u.audio.len() as f64 / f64::from(super::MODEL_RATE))
             .collect();
-        lock(&pool.cost).observe(batch.tier, &lengths, spent, beamed);
+        let greedy_share = {
+            let mut cost = lock(&pool.cost);
+            cost.observe(batch.tier, &lengths, spent, beamed);
+            cost.greedy_share(batch.tier, &lengths, beamed)
+        };
         if batch.items.iter().any(|(_, w)| w.kind.is_essential()) {
             // Context included: it is shed as the load grows, but until then it is work the
             // decoders really do, and admission must not count on time they do not have.
-            pool.add_load(spent);
+            // The beam's share is left out: the ladder sheds it before anything else.
+            pool.add_load(spent.mul_f64(greedy_share));
         }
         let results = match results {
             Ok(r) if r.len() == batch.items.len() => r,
