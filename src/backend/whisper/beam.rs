@@ -124,20 +124,16 @@ impl Beam {
                 let mut tokens = Vec::with_capacity(parent.len() + 1);
                 tokens.extend_from_slice(parent);
                 tokens.push(c.token);
-                if let Some(keep) = repeating(&tokens) {
-                    tokens.truncate(keep);
-                    keep_cut(
-                        &mut cut,
-                        Found {
-                            tokens,
-                            logprob: c.logprob,
-                            cut: true,
-                        },
-                    );
-                    continue;
-                }
-                if tokens.len() == budget {
-                    // As greedy: a decode writes at most `budget` tokens.
+                // A loop is cut after its first time, as greedy cuts it; at the budget a
+                // decode writes no more. Either is kept only should no hypothesis end.
+                let ended_here = match repeating(&tokens) {
+                    Some(keep) => {
+                        tokens.truncate(keep);
+                        true
+                    }
+                    None => tokens.len() == budget,
+                };
+                if ended_here {
                     keep_cut(
                         &mut cut,
                         Found {

@@ -256,7 +256,7 @@ impl Decoder {
                 search.budget(),
                 &mut self.scratch,
             );
-            search.settle(found);
+            search.settle(found.tokens, found.logprob, found.cut);
         }
         // Greedy search, every decode one step at a time: those past their draft get their
         // next scores in one product, those that picked a token get it decoded in one pass.

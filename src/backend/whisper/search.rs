@@ -91,11 +91,12 @@ impl Search {
         self.budget
     }
 
-    /// Ends the search with what a beam search found.
-    pub fn settle(&mut self, found: super::beam::Found) {
-        self.out = found.tokens;
-        self.logprob = found.logprob;
-        self.cut = found.cut;
+    /// Ends the search with what a beam search found: its tokens, their log-probability
+    /// and whether it was cut.
+    pub fn settle(&mut self, tokens: Vec<u32>, logprob: f32, cut: bool) {
+        self.out = tokens;
+        self.logprob = logprob;
+        self.cut = cut;
         self.done = true;
     }
 
