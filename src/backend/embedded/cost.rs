@@ -298,7 +298,7 @@ impl CostModel {
             return;
         }
         let mean = lengths.iter().sum::<f64>() / lengths.len() as f64;
-        let rows = lengths.len() + beamed * (self.beam - 1);
+        let rows = self.rows(lengths.len(), beamed);
         let predicted = self.figures[tier as usize].searched(lengths.len(), rows, mean);
         if predicted <= 0.0 {
             return;
@@ -307,6 +307,12 @@ impl CostModel {
         let c = &mut self.correction[tier as usize];
         let rate = if ratio > *c { RISE } else { FALL };
         *c = (*c + rate * (ratio - *c)).clamp(CORRECTION.0, CORRECTION.1);
+    }
+
+    /// Decoder rows at each step of a batch of `batch` utterances, `beamed` of them searched
+    /// with the beam.
+    fn rows(&self, batch: usize, beamed: usize) -> usize {
+        batch + beamed * (self.beam - 1)
     }
 
     /// The share of a decode of `lengths` (`beamed` of them searched with the beam) that
@@ -319,7 +325,7 @@ impl CostModel {
         let n = lengths.len();
         let mean = lengths.iter().sum::<f64>() / n as f64;
         let f = &self.figures[tier as usize];
-        let all = f.searched(n, n + beamed * (self.beam - 1), mean);
+        let all = f.searched(n, self.rows(n, beamed), mean);
         match all > 0.0 {
             true => (f.searched(n, n, mean) / all).clamp(0.0, 1.0),
             false => 1.0,
