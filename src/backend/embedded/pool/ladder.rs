@@ -75,9 +75,11 @@ impl Why {
 }
 
 /// What a claim leaves out, and why: one decision from the ladder's step, the load average
-/// (its speculative shed and its share of the context span) and the finals queued.
+/// (the beam, speculative decodes and its share of the context span) and the finals queued.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Shedding {
+    /// Finals are searched greedily.
+    pub beam: Option<Why>,
     pub partials: bool,
     pub speculative: Option<Why>,
     /// The share of the context span finals may read (1: all), and why it is less.
@@ -85,7 +87,17 @@ pub(super) struct Shedding {
 }
 
 impl Shedding {
-    pub(super) fn decide(step: Shed, load_sheds_speculative: bool, load_context: f64) -> Self {
+    pub(super) fn decide(step: Shed, load: LoadSheds) -> Self {
+        let LoadSheds {
+            beam,
+            speculative: load_sheds_speculative,
+            context: load_context,
+        } = load;
+        let beam = match (step >= Shed::Beam, beam) {
+            (true, _) => Some(Why::Late),
+            (false, true) => Some(Why::Load),
+            _ => None,
+        };
         let speculative = match (step >= Shed::Speculative, load_sheds_speculative) {
             (true, _) => Some(Why::Late),
             (false, true) => Some(Why::Load),
@@ -97,6 +109,7 @@ impl Shedding {
             _ => (1.0, None),
         };
         Self {
+            beam,
             partials: step >= Shed::Partials,
             speculative,
             context,
@@ -113,6 +126,15 @@ impl Shedding {
             (context, false) => context,
         }
     }
+}
+
+/// What the load average alone sheds: the beam, speculative decodes, and the share of the
+/// context span finals may read (1: all).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct LoadSheds {
+    pub beam: bool,
+    pub speculative: bool,
+    pub context: f64,
 }
 
 /// How long finals must be on time before the ladder comes down a step.
@@ -194,10 +216,16 @@ mod tests {
 
     #[test]
     fn one_decision_says_what_is_shed_and_why() {
-        let calm = Shedding::decide(Shed::Nothing, false, 1.0);
+        let load = |beam, speculative, context| LoadSheds {
+            beam,
+            speculative,
+            context,
+        };
+        let calm = Shedding::decide(Shed::Nothing, load(false, false, 1.0));
         assert_eq!(
             calm,
             Shedding {
+                beam: None,
                 partials: false,
                 speculative: None,
                 context: (1.0, None)
@@ -205,13 +233,17 @@ mod tests {
         );
         assert_eq!(calm.context_for(1), (1.0, None));
         assert_eq!(calm.context_for(3), (0.0, Some(Why::Queued)));
-        // The load average alone: speculative decodes and part of the context.
-        let loaded = Shedding::decide(Shed::Partials, true, 0.5);
+        // The load average alone: the beam, speculative decodes and part of the context.
+        let busy = Shedding::decide(Shed::Nothing, load(true, false, 1.0));
+        assert_eq!(busy.beam, Some(Why::Load));
+        assert!(!busy.partials);
+        let loaded = Shedding::decide(Shed::Partials, load(true, true, 0.5));
+        assert_eq!(loaded.beam, Some(Why::Late));
         assert!(loaded.partials);
         assert_eq!(loaded.speculative, Some(Why::Load));
         assert_eq!(loaded.context, (0.5, Some(Why::Load)));
         // The ladder wins where both say so.
-        let late = Shedding::decide(Shed::Speculative, true, 0.5);
+        let late = Shedding::decide(Shed::Speculative, load(true, true, 0.5));
         assert_eq!(late.speculative, Some(Why::Late));
         assert_eq!(late.context_for(3), (0.0, Some(Why::Late)));
     }

@@ -35,7 +35,7 @@ mod ladder;
 
 use self::admission::{Demand, held_bookings, promise};
 use self::channel::{Channel, ChannelState};
-use self::ladder::{Ladder, Shedding};
+use self::ladder::{Ladder, LoadSheds, Shedding};
 use super::Shed;
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
 use super::segmenter::{DecodeKind, SegmenterConfig, Want};
@@ -47,6 +47,11 @@ use crate::turn::TurnModel;
 
 /// Over how long the recognizer's essential load is averaged (see [`Pool::load`]).
 pub(super) const LOAD_WINDOW: Duration = Duration::from_secs(10);
+/// Essential load from which finals are searched greedily: the beam takes a third more
+/// decoder time for a few per cent of the errors, and where finals queue behind one
+/// another that time is better spent on them (BENCHMARKS.md, "Beam search for finals").
+/// The load leaves the beam's own share out, so turning it off does not turn it back on.
+const SHED_BEAM_LOAD: f64 = 0.3;
 /// Essential load above which speculative decodes are shed: they save a decode only when
 /// the pause really is the end, and under that much load finals need the time.
 const SHED_SPECULATIVE_LOAD: f64 = 0.9;
@@ -97,6 +102,8 @@ pub struct Pool {
     load: Mutex<(f64, f64, Instant)>,
     /// Speculative decodes are not wanted (the load is too high).
     shedding: AtomicBool,
+    /// Finals are searched greedily (the load is too high for the beam).
+    greedy: AtomicBool,
     /// The share of each channel's context span finals may use now (`f64` bits).
     context_scale: AtomicU64,
     /// Channels of admitted calls whose start frame is still to come, booked by their
@@ -130,6 +137,7 @@ impl Pool {
             epoch: Instant::now(),
             load: Mutex::new((0.0, 0.0, Instant::now())),
             shedding: AtomicBool::new(false),
+            greedy: AtomicBool::new(false),
             context_scale: AtomicU64::new(1f64.to_bits()),
             booked: Mutex::new(Vec::new()),
             next_booking: AtomicU64::new(0),
@@ -181,6 +189,8 @@ impl Pool {
         let share = load.0 / (LOAD_WINDOW.as_secs_f64() * self.busy.len().max(1) as f64);
         self.shedding
             .store(share > SHED_SPECULATIVE_LOAD, Ordering::Relaxed);
+        self.greedy
+            .store(share >= SHED_BEAM_LOAD, Ordering::Relaxed);
         let scale =
             ((SHED_CONTEXT_AT - share) / (SHED_CONTEXT_AT - SHED_CONTEXT_FROM)).clamp(0.0, 1.0);
         self.context_scale.store(scale.to_bits(), Ordering::Relaxed);
@@ -489,8 +499,8 @@ struct Input {
 }
 
 /// A batch a decoder claimed: the channels, what each wants, which model decodes it, and
-/// whether finals may be searched with the engine's beam (nothing is shed; each final's
-/// ticket says whether its endpoint leaves the time for it).
+/// whether finals may be searched with the engine's beam (neither the ladder nor the load
+/// sheds it; each final's ticket says whether its endpoint leaves the time for it).
 struct Batch {
     items: Vec<(Arc<Channel>, Want)>,
     tier: Tier,
@@ -553,7 +563,8 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
         if batch.items.iter().any(|(_, w)| w.kind.is_essential()) {
             // Context included: it is shed as the load grows, but until then it is work the
             // decoders really do, and admission must not count on time they do not have.
-            // The beam's share is left out: the ladder sheds it before anything else.
+            // The beam's share is left out: the load and the ladder shed it before anything
+            // else.
             pool.add_load(spent.mul_f64(greedy_share));
         }
         let results = match results {
@@ -596,11 +607,18 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
 /// channels as decoding and copies their inputs into `inputs`.
 fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
     loop {
-        let step = lock(&pool.ladder).step;
+        // `shed = "nothing"` keeps the beam whatever the load, as it keeps partials.
+        let (step, sheds_beam) = {
+            let ladder = lock(&pool.ladder);
+            (ladder.step, ladder.takes(Shed::Beam))
+        };
         let shed = Shedding::decide(
             step,
-            pool.shedding.load(Ordering::Relaxed),
-            f64::from_bits(pool.context_scale.load(Ordering::Relaxed)),
+            LoadSheds {
+                beam: sheds_beam && pool.greedy.load(Ordering::Relaxed),
+                speculative: pool.shedding.load(Ordering::Relaxed),
+                context: f64::from_bits(pool.context_scale.load(Ordering::Relaxed)),
+            },
         );
         let (wanted, finals, wave, late) = {
             let channels = lock(&pool.channels);
@@ -612,6 +630,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
             for c in channels.iter() {
                 let mut state = c.lock();
                 state.segmenter.scale_context(shed.context.0);
+                state.segmenter.allow_beam(shed.beam.is_none());
                 let Some(w) = state.want() else { continue };
                 wave += usize::from(w.kind.is_essential());
                 match w.kind {
@@ -694,8 +713,8 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         if items.is_empty() {
             continue;
         }
-        // The beam while nothing is shed: finals wait for no decoder.
-        let beam = tier == Tier::Finals && step < Shed::Beam;
+        // The beam while neither the ladder nor the load sheds it.
+        let beam = tier == Tier::Finals && shed.beam.is_none();
         return Some(Batch { items, tier, beam });
     }
 }

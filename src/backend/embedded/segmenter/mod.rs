@@ -417,6 +417,9 @@ pub struct Segmenter {
     said: VecDeque<Said>,
     /// `config.context_span`, or less while the decoders are short of time.
     context_span: usize,
+    /// Whether finals may be searched with the engine's beam now (see [`Lead::for_final`]):
+    /// not while the decoders are short of time.
+    beam: bool,
     /// An utterance whose decode with context left none of its own words, to be decoded
     /// alone (0: none). Only the oldest utterance without a final gets context, so one id.
     plain: u64,
@@ -456,6 +459,7 @@ impl Segmenter {
             position: 0,
             said: VecDeque::new(),
             context_span: config.context_span,
+            beam: true,
             plain: 0,
             detector: earshot::Detector::default(),
             heard: Vec::with_capacity(FRAME),
@@ -584,6 +588,13 @@ impl Segmenter {
         })
     }
 
+    /// Lets finals be searched with the engine's beam where their endpoint leaves the time,
+    /// or not: the decoders' load decides, and a speculative decode then starts when a
+    /// greedy one must.
+    pub fn allow_beam(&mut self, allow: bool) {
+        self.beam = allow;
+    }
+
     /// A final's lead and whether the beam takes it ([`Lead::for_final`]), for its `own`
     /// samples (padding included) after the context from `context_from`.
     fn lead(&self, context_from: u64, start: u64, own: usize) -> (usize, bool) {
@@ -594,9 +605,14 @@ impl Segmenter {
                 .map(|(audio, _)| audio.len())
                 .sum(),
         };
-        self.config
-            .lead
-            .for_final(context + own, self.config.endpoint)
+        let lead = match self.beam {
+            true => self.config.lead,
+            false => Lead {
+                beam: None,
+                ..self.config.lead
+            },
+        };
+        lead.for_final(context + own, self.config.endpoint)
     }
 
     /// The audio a ticket's decode is to read, without context (empty if that utterance is
@@ -1103,6 +1119,37 @@ mod tests {
         // No beam: greedy always.
         let greedy = Lead { beam: None, ..lead };
         assert_eq!(greedy.for_final(ms(1000), ms(1000)), (ms(50), false));
+    }
+
+    #[test]
+    fn a_final_is_searched_greedily_and_started_later_while_the_decoders_are_short_of_time() {
+        let ms = |v: usize| v * RATE / 1000;
+        let mut config = config();
+        config.endpoint = ms(1000);
+        config.lead = Lead {
+            base: ms(30),
+            per_second: ms(20),
+            beam: Some((ms(60), ms(40))),
+        };
+        // Silence frames until the pause's speculative decode is wanted, and its ticket.
+        let speculative = |allow: bool| {
+            let mut s = Segmenter::new(config);
+            s.allow_beam(allow);
+            let mut at = 0;
+            feed(&mut s, 60, true, &mut at);
+            for frames in 1.. {
+                feed(&mut s, 1, false, &mut at);
+                if let Some(w) = s.want().filter(|w| w.kind == DecodeKind::Speculative) {
+                    return (frames, w.ticket.beam);
+                }
+            }
+            unreachable!()
+        };
+        let (beamed_at, beamed) = speculative(true);
+        let (greedy_at, greedy) = speculative(false);
+        assert!(beamed && !greedy);
+        // The beam's longer decode starts earlier in the pause, greedy's when it must.
+        assert!(beamed_at < greedy_at, "{beamed_at} vs {greedy_at}");
     }
 
     #[test]
