@@ -83,8 +83,9 @@ pub struct WhisperConfig {
     /// read of the weights (BENCHMARKS.md, "Batched decoding"). 1: one at a time.
     pub max_batch: usize,
     /// The hypotheses of a final's beam search (1: finals greedy always), for finals whose
-    /// decode so searched is ready by their endpoint while the decoders have room (the
-    /// ladder sheds it first, `shed = "beam"`). 5, as faster-whisper: 2–8 % fewer errors
+    /// decode so searched is ready by their endpoint while the decoders have room (under an
+    /// essential load of 0.3; the ladder sheds it first, `shed = "beam"`). 5, as
+    /// faster-whisper: 2–8 % fewer errors
     /// than greedy where it decodes, for about a third more decoder time (BENCHMARKS.md,
     /// "Beam search for finals").
     pub beam: usize,
