@@ -85,9 +85,8 @@ pub struct WhisperConfig {
     /// The hypotheses of a final's beam search (1: finals greedy always), for finals whose
     /// decode so searched is ready by their endpoint while the decoders have room (under an
     /// essential load of 0.3; the ladder sheds it first, `shed = "beam"`). 5, as
-    /// faster-whisper: 2–8 % fewer errors
-    /// than greedy where it decodes, for about a third more decoder time (BENCHMARKS.md,
-    /// "Beam search for finals").
+    /// faster-whisper: 2–8 % fewer errors than greedy where it decodes, for about a third
+    /// more decoder time (BENCHMARKS.md, "Beam search for finals").
     pub beam: usize,
     /// How often an utterance still being spoken is re-decoded for a partial.
     pub partial_interval_ms: u64,
