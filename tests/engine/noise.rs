@@ -1,5 +1,5 @@
-//! What a phone line carries besides speech — keypad tones, line hum and hiss, the
-//! network's call-progress tones, hold music — comes back as no words at all, through the
+//! What a phone line carries besides speech — keypad tones, line hum and hiss, bumps on
+//! the handset, the network's call-progress tones, hold music — comes back as no words at all, through the
 //! whole server at 16 kHz and in the phone band. The signals are made here, deterministic;
 //! none of them is a word Whisper is known to invent, so a word list cannot pass this.
 
@@ -90,6 +90,32 @@ fn line_noise(secs: f32, noise: &mut Noise) -> Vec<f32> {
         .collect()
 }
 
+/// Bumps on the handset: low thumps and knocks (decaying sines, 60–450 Hz, some with a
+/// burst of noise) 0.6–1 s apart over faint hiss.
+fn bumps(noise: &mut Noise) -> Vec<f32> {
+    let mut out = Vec::new();
+    for (i, (f, decay)) in [
+        (70.0, 0.03),
+        (300.0, 0.02),
+        (90.0, 0.05),
+        (450.0, 0.015),
+        (60.0, 0.04),
+        (220.0, 0.03),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for n in 0..seconds(0.25) {
+            let t = n as f32 / RATE as f32;
+            let burst = if i % 2 == 0 { 0.3 * noise.next() } else { 0.0 };
+            out.push(0.6 * (-t / decay).exp() * ((TAU * f * t).sin() + burst));
+        }
+        let gap = 0.6 + 0.08 * i as f32;
+        out.extend((0..seconds(gap)).map(|_| 0.004 * noise.next()));
+    }
+    out
+}
+
 /// Ringback (440 + 480 Hz, 2 s on, 4 s off) and busy (480 + 620 Hz, 0.5 s on, 0.5 s off),
 /// as North American networks play them.
 fn call_progress() -> Vec<f32> {
@@ -152,6 +178,7 @@ fn line_sounds() -> Vec<(&'static str, Vec<f32>)> {
         ),
         ("slow, loud keys", keypad("1#0*9", 0.3, 0.4, 0.4)),
         ("line hum, hiss and clicks", line_noise(5.0, &mut noise)),
+        ("bumps on the handset", bumps(&mut noise)),
         ("ringback and busy tones", call_progress()),
         ("hold music", hold_music(&mut noise)),
     ]
