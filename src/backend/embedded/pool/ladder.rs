@@ -128,6 +128,19 @@ impl Shedding {
     }
 }
 
+/// Essential load from which finals are searched greedily: the beam takes a third more
+/// decoder time for a few per cent of the errors, and where finals queue behind one
+/// another that time is better spent on them (BENCHMARKS.md, "Beam search for finals").
+/// The load leaves the beam's own share out, so turning it off does not turn it back on.
+const SHED_BEAM_LOAD: f64 = 0.3;
+/// Essential load over which finals' left context shrinks, and at which it is gone: it
+/// makes finals more accurate but their decodes longer, and goes right after the beam.
+const SHED_CONTEXT_FROM: f64 = 0.4;
+const SHED_CONTEXT_AT: f64 = 0.6;
+/// Essential load above which speculative decodes are shed: they save a decode only when
+/// the pause really is the end, and under that much load finals need the time.
+const SHED_SPECULATIVE_LOAD: f64 = 0.9;
+
 /// What the load average alone sheds: the beam, speculative decodes, and the share of the
 /// context span finals may read (1: all).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -135,6 +148,18 @@ pub(super) struct LoadSheds {
     pub beam: bool,
     pub speculative: bool,
     pub context: f64,
+}
+
+impl LoadSheds {
+    /// What an essential load of `share` (of the decoders' time) sheds.
+    pub(super) fn at(share: f64) -> Self {
+        Self {
+            beam: share >= SHED_BEAM_LOAD,
+            speculative: share > SHED_SPECULATIVE_LOAD,
+            context: ((SHED_CONTEXT_AT - share) / (SHED_CONTEXT_AT - SHED_CONTEXT_FROM))
+                .clamp(0.0, 1.0),
+        }
+    }
 }
 
 /// How long finals must be on time before the ladder comes down a step.
@@ -242,6 +267,11 @@ mod tests {
         assert!(loaded.partials);
         assert_eq!(loaded.speculative, Some(Why::Load));
         assert_eq!(loaded.context, (0.5, Some(Why::Load)));
+        // The load sheds the beam first, then context, then speculative decodes.
+        assert_eq!(LoadSheds::at(0.0), load(false, false, 1.0));
+        assert_eq!(LoadSheds::at(0.35), load(true, false, 1.0));
+        assert_eq!(LoadSheds::at(0.5), load(true, false, 0.5));
+        assert_eq!(LoadSheds::at(0.95), load(true, true, 0.0));
         // The ladder wins where both say so.
         let late = Shedding::decide(Shed::Speculative, load(true, true, 0.5));
         assert_eq!(late.speculative, Some(Why::Late));

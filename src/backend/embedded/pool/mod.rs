@@ -47,18 +47,6 @@ use crate::turn::TurnModel;
 
 /// Over how long the recognizer's essential load is averaged (see [`Pool::load`]).
 pub(super) const LOAD_WINDOW: Duration = Duration::from_secs(10);
-/// Essential load from which finals are searched greedily: the beam takes a third more
-/// decoder time for a few per cent of the errors, and where finals queue behind one
-/// another that time is better spent on them (BENCHMARKS.md, "Beam search for finals").
-/// The load leaves the beam's own share out, so turning it off does not turn it back on.
-const SHED_BEAM_LOAD: f64 = 0.3;
-/// Essential load above which speculative decodes are shed: they save a decode only when
-/// the pause really is the end, and under that much load finals need the time.
-const SHED_SPECULATIVE_LOAD: f64 = 0.9;
-/// Essential load over which finals' left context shrinks, and at which it is gone: it
-/// makes finals more accurate but their decodes longer, and is the first work to shed.
-const SHED_CONTEXT_FROM: f64 = 0.4;
-const SHED_CONTEXT_AT: f64 = 0.6;
 /// A final waiting this long for a decoder means the recognizer is behind now.
 const FINAL_BACKLOG: Duration = Duration::from_millis(400);
 
@@ -100,12 +88,9 @@ pub struct Pool {
     /// channels that brought some of them and have left, both decaying over `LOAD_WINDOW`;
     /// and when they were last brought up to date.
     load: Mutex<(f64, f64, Instant)>,
-    /// Speculative decodes are not wanted (the load is too high).
-    shedding: AtomicBool,
-    /// Finals are searched greedily (the load is too high for the beam).
-    greedy: AtomicBool,
-    /// The share of each channel's context span finals may use now (`f64` bits).
-    context_scale: AtomicU64,
+    /// The essential load as a share of the decoders' time, as last brought up to date
+    /// (`f64` bits): what the load sheds is read off it ([`LoadSheds::at`]).
+    share: AtomicU64,
     /// Channels of admitted calls whose start frame is still to come, booked by their
     /// [`Booking`]s (id, channels, when): counted as present, so a burst of upgrades cannot
     /// all pass, and given back the moment the call starts or ends, or after
@@ -136,9 +121,7 @@ impl Pool {
             busy: (0..decoders).map(|_| AtomicU64::new(0)).collect(),
             epoch: Instant::now(),
             load: Mutex::new((0.0, 0.0, Instant::now())),
-            shedding: AtomicBool::new(false),
-            greedy: AtomicBool::new(false),
-            context_scale: AtomicU64::new(1f64.to_bits()),
+            share: AtomicU64::new(0f64.to_bits()),
             booked: Mutex::new(Vec::new()),
             next_booking: AtomicU64::new(0),
             starting: Mutex::new(Vec::new()),
@@ -187,13 +170,7 @@ impl Pool {
         load.1 = load.1 * decay + gone;
         load.2 = now;
         let share = load.0 / (LOAD_WINDOW.as_secs_f64() * self.busy.len().max(1) as f64);
-        self.shedding
-            .store(share > SHED_SPECULATIVE_LOAD, Ordering::Relaxed);
-        self.greedy
-            .store(share >= SHED_BEAM_LOAD, Ordering::Relaxed);
-        let scale =
-            ((SHED_CONTEXT_AT - share) / (SHED_CONTEXT_AT - SHED_CONTEXT_FROM)).clamp(0.0, 1.0);
-        self.context_scale.store(scale.to_bits(), Ordering::Relaxed);
+        self.share.store(share.to_bits(), Ordering::Relaxed);
         metrics::gauge!(m::DECODER_LOAD).set(share);
         (share, load.1)
     }
@@ -612,14 +589,9 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
             let ladder = lock(&pool.ladder);
             (ladder.step, ladder.takes(Shed::Beam))
         };
-        let shed = Shedding::decide(
-            step,
-            LoadSheds {
-                beam: sheds_beam && pool.greedy.load(Ordering::Relaxed),
-                speculative: pool.shedding.load(Ordering::Relaxed),
-                context: f64::from_bits(pool.context_scale.load(Ordering::Relaxed)),
-            },
-        );
+        let mut load = LoadSheds::at(f64::from_bits(pool.share.load(Ordering::Relaxed)));
+        load.beam &= sheds_beam;
+        let shed = Shedding::decide(step, load);
         let (wanted, finals, wave, late) = {
             let channels = lock(&pool.channels);
             let now = Instant::now();
