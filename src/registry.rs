@@ -143,10 +143,7 @@ pub fn engines(config: &Config) -> Vec<String> {
                 whisper::model::EncoderProducts::Int8 => " (float32 on a CPU without AVX2)",
                 whisper::model::EncoderProducts::F32 => "",
             },
-            match w.beam {
-                0 | 1 => "greedy".to_string(),
-                n => format!("finals by beam search of {n} where ready by the endpoint"),
-            },
+            w.search(),
             w.decoders,
             users(whisper::NAME)
         ));

@@ -222,6 +222,17 @@ impl WhisperConfig {
 }
 
 impl WhisperConfig {
+    /// How finals are searched, as check-config and the start-up log say it.
+    pub fn search(&self) -> String {
+        match self.beam {
+            0 | 1 => "greedy".to_string(),
+            n => format!(
+                "finals by beam search of {n} where ready by the endpoint while the decoders \
+                 have room, else greedy"
+            ),
+        }
+    }
+
     /// Whether the configured models transcribe `spoken`, where the config alone can say:
     /// `Some(false)` when every model is a pinned English-only one (`tiny.en`); `None` when
     /// a model directory decides (checked once it is loaded).
@@ -372,12 +383,7 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, LoadError> {
             "whisper {}{finals_from} ({} encoder layers, int8 decoder, short window, {}, 1 thread per decoder, batches of up to {}, left context as {}, {})",
             model.name,
             model.weights.encoder,
-            match config.beam {
-                0 | 1 => "greedy".to_string(),
-                n => format!(
-                    "finals by beam search of {n} while the decoders have room, else greedy"
-                ),
-            },
+            config.search(),
             config.max_batch,
             config.context_as.as_str(),
             paths.dir.display()
