@@ -316,8 +316,9 @@ impl CostModel {
     }
 
     /// The share of a decode of `lengths` (`beamed` of them searched with the beam) that
-    /// greedy decodes would have taken, by the figures: what is left of it once the ladder
-    /// sheds the beam, its first step, and so all that admission may count on.
+    /// greedy decodes would have taken, by the figures: what is left of it once the load or
+    /// the ladder sheds the beam (the first thing either sheds), and so all that admission
+    /// may count on.
     pub fn greedy_share(&self, tier: Tier, lengths: &[f64], beamed: usize) -> f64 {
         if lengths.is_empty() || beamed == 0 {
             return 1.0;
