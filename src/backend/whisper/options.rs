@@ -39,6 +39,7 @@ pub const DEFAULT: DecodeOptions = DecodeOptions {
         low_logprob: -1.0,
         few_words: 3,
         sound: 0.3,
+        sure_sound: 0.42,
     },
 };
 
