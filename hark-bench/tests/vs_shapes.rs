@@ -122,7 +122,10 @@ async fn two_real_servers_side_by_side() {
         assert!(t["refusals"].is_array());
         let codes = t["close_codes"].as_array().expect("close codes");
         let counted: u64 = codes.iter().filter_map(|c| c["count"].as_u64()).sum();
-        assert_eq!(counted, 2, "every call's ending counted");
+        // A call refused at the upgrade (admission on a machine busy with both servers)
+        // has its refusal rather than a close.
+        let refused = t["refused_calls"].as_u64().unwrap_or(0);
+        assert_eq!(counted + refused, 2, "every call's ending counted");
         assert_eq!(t["per_call"].as_array().map(Vec::len), Some(2));
     }
     // The ratios are B's figures over A's.
