@@ -30,7 +30,14 @@ async fn measures_a_real_call_per_utterance() {
     let report = measure(&a, &corpus, 2).await.expect("bench runs");
     assert_eq!(report.failed_calls, 0, "{:?}", report.per_call[0].errors);
     let utterances: Vec<_> = report.per_call.iter().flat_map(|c| &c.utterances).collect();
-    assert!(utterances.len() >= 4, "both calls played several turns");
+    // On a slow machine running other tests the second call may be refused at the upgrade
+    // (admission): it plays nothing, and the first must still be measured.
+    let admitted = 2 - report.refused_calls;
+    assert!(admitted >= 1, "the first call is always admitted");
+    assert!(
+        utterances.len() >= 2 * admitted,
+        "each admitted call played several turns"
+    );
     assert!(utterances.iter().any(|u| u.channel == Channel::Assistant));
     for u in &utterances {
         assert!(u.time_to_final_ms.is_some(), "no final for {}", u.recording);
