@@ -1,7 +1,8 @@
 //! What a phone line carries besides speech — keypad tones, line hum and hiss, bumps on
-//! the handset, the network's call-progress tones, hold music — comes back as no words at all, through the
-//! whole server at 16 kHz and in the phone band. The signals are made here, deterministic;
-//! none of them is a word Whisper is known to invent, so a word list cannot pass this.
+//! the handset, the network's call-progress tones, hold music — comes back as no words at
+//! all, through the whole server at 16 kHz and in the phone band. The signals are made
+//! here, deterministic; none of them is a word Whisper is known to invent, so a word list
+//! cannot pass this.
 
 use std::f32::consts::TAU;
 
