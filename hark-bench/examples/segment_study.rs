@@ -31,6 +31,9 @@
 //!                       calibrated on the engine at start, as in the server
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
 //!                       default: FADE_DB; inf never)
+//!   POOLED=FILE         no decodes: write each clip's (its first 10 s) mean encoding by
+//!                       base, as the sound probe reads a final's, one TSV line a clip
+//!                       (`name`, then the numbers), for `hark-bench/study/sound_probe.py`
 //! ```
 //!
 //! Prints the decoders' CPU time per second of audio decoded (both engines' threads).
@@ -41,6 +44,7 @@ use std::time::Instant;
 use hark::backend::embedded::cost::CostModel;
 use hark::backend::embedded::segmenter::{DecodeKind, Emit, Lead, Segmenter, SegmenterConfig};
 use hark::backend::embedded::{ContextKind, Engine, Tier, Utterance};
+use hark::backend::whisper::sound_probe;
 use hark::backend::{moonshine, whisper};
 use hark_bench::wer;
 
@@ -169,6 +173,7 @@ fn main() {
             PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/hark/clips")
         });
     let quiet = std::env::var("QUIET").is_ok();
+    let mut pooled = PooledDump::open();
     let tsv = std::fs::read_to_string(dir.join("transcripts.tsv")).expect("transcripts.tsv");
     let mut pairs = Vec::new();
     for line in tsv.lines().filter(|l| !l.trim().is_empty()) {
@@ -181,6 +186,10 @@ fn main() {
         }
         if let Some(rate) = std::env::var("RATE").ok().and_then(|r| r.parse().ok()) {
             clip = through(&phone_line(&clip, rate), rate, 16_000);
+        }
+        if let Some(dump) = pooled.as_mut() {
+            dump.write(name, &clip);
+            continue;
         }
         if std::env::var("WHOLE").is_ok() {
             let before = cpu_secs();
@@ -359,4 +368,55 @@ fn through(audio: &[f32], from: u32, to: u32) -> Vec<f32> {
     }
     r.flush(&mut out);
     out
+}
+
+/// `POOLED=FILE`: each clip's mean encoding by base, as [`sound_probe::pooled`] reads a
+/// final's: the audio, then base's tail of silence, encoded by its int8 encoder.
+struct PooledDump {
+    weights: whisper::model::Weights,
+    mel: whisper::mel::Mel,
+    scratch: whisper::model::Scratch,
+    tail: usize,
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+impl PooledDump {
+    fn open() -> Option<Self> {
+        let path = std::env::var("POOLED").ok()?;
+        let config = whisper::WhisperConfig {
+            model: "base".into(),
+            ..Default::default()
+        };
+        let paths = whisper::ensure_model(&config).expect("base");
+        let weights = whisper::model::Weights::load_with(
+            &paths.dir.join("model.bin"),
+            whisper::model::EncoderProducts::Int8,
+        )
+        .expect("base's weights");
+        let tail = whisper::options::DecodeOptions::measured("base")
+            .expect("base's options")
+            .tail_samples;
+        Some(Self {
+            mel: whisper::mel::Mel::new(weights.n_mels),
+            weights,
+            scratch: Default::default(),
+            tail,
+            out: std::io::BufWriter::new(std::fs::File::create(path).expect("POOLED file")),
+        })
+    }
+
+    fn write(&mut self, name: &str, clip: &[f32]) {
+        use std::io::Write;
+        let audio = &clip[..clip.len().min(10 * 16_000)];
+        let hop = whisper::mel::HOP;
+        let mut padded = audio.to_vec();
+        padded.resize((audio.len() + self.tail).div_ceil(2 * hop) * 2 * hop, 0.0);
+        let mut features = Vec::new();
+        let frames = self.mel.compute(&padded, &mut features);
+        let encoded = self.weights.encode(&features, frames, &mut self.scratch);
+        let dim = self.weights.dim;
+        let mean = sound_probe::pooled(&encoded, sound_probe::rows_of(audio.len()), dim);
+        let numbers: Vec<String> = mean.iter().map(|x| format!("{x:.5}")).collect();
+        writeln!(self.out, "{name}\t{}", numbers.join("\t")).expect("POOLED write");
+    }
 }

@@ -250,3 +250,38 @@ fn the_finals_model_hears_keys_and_music_as_sounds() {
     }
     assert!(sounds >= 3, "{sounds} of the line's sounds heard as sounds");
 }
+
+/// base's sound probe, read off the encoding its decode made, hears the line's sounds as
+/// sounds and recorded speech as speech: it is what takes unsure words over a sound out
+/// where the decoder's own figures look like a real word's.
+#[test]
+fn the_sound_probe_tells_the_lines_sounds_from_speech() {
+    use hark::backend::whisper::{Decoder, Request, language::Spoken};
+    let base = super::whisper_engine::base();
+    let threshold = base.options.speech.probed_sound;
+    let mut decoder = Decoder::new(base.clone());
+    let mut probe = |audio: &[f32]| {
+        let request = Request {
+            audio,
+            prompt: "",
+            draft: "",
+            language: Spoken::Known("en"),
+            beam: 1,
+        };
+        let decoded = decoder.decode_batch(&base, &[request], None).remove(0);
+        decoded.probe.expect("base has a sound probe")
+    };
+    for clip in ["jfk.wav", "beckett.wav", "goforward.wav", "assistant-3.wav"] {
+        let p = probe(&super::whisper_engine::at_16k(clip));
+        eprintln!("{clip}: {p:.3}");
+        assert!(p < 0.5, "{clip}: speech heard as a sound ({p:.3})");
+    }
+    let mut heard = 0;
+    let sounds = line_sounds();
+    for (name, audio) in &sounds {
+        let p = probe(audio);
+        eprintln!("{name}: {p:.3}");
+        heard += usize::from(p > threshold);
+    }
+    assert_eq!(heard, sounds.len(), "line sounds heard as sounds");
+}

@@ -47,7 +47,7 @@ fn load(name: &str) -> Arc<Model> {
     model
 }
 
-fn at_16k(name: &str) -> Vec<f32> {
+pub(crate) fn at_16k(name: &str) -> Vec<f32> {
     let (samples, rate) = read_clip(name);
     if rate == 16_000 {
         return samples;

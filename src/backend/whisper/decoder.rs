@@ -12,6 +12,7 @@ use super::options::{self, DecodeOptions};
 use super::prompt::Layout;
 pub use super::search::Decoded;
 use super::search::{Search, probability};
+use super::sound_probe::{self, SoundProbe};
 use super::vocabulary::Vocabulary;
 use super::{ModelPaths, WINDOW_SAMPLES, mel};
 use crate::backend::embedded::Tier;
@@ -22,6 +23,8 @@ pub struct Model {
     silence: Silence,
     pub vocab: Vocabulary,
     pub options: DecodeOptions,
+    /// Whether an utterance is a sound, from its encoding, for a model hark trained one for.
+    pub probe: Option<SoundProbe>,
     /// For logs: "tiny.en", "base", or the directory.
     pub name: String,
 }
@@ -38,7 +41,9 @@ impl Model {
         let vocab = Vocabulary::load(&paths.dir, weights.vocab)?;
         let measured = DecodeOptions::measured(&paths.name);
         let calibrate = measured.is_none();
+        let probe = SoundProbe::for_model(&paths.name, weights.dim);
         let mut model = Arc::new(Self {
+            probe,
             weights,
             silence,
             vocab,
@@ -232,7 +237,12 @@ impl Decoder {
                 &self.logits[drafted_row * vocab..(drafted_row + 1) * vocab],
                 &m.vocab.sounds,
             );
-            if search.beamed() && !m.options.speech.doubts(search.no_speech, search.sound) {
+            if search.beamed()
+                && !m
+                    .options
+                    .speech
+                    .doubts(search.no_speech, search.sound, search.probe)
+            {
                 let row = &self.logits[drafted_row * vocab..(drafted_row + 1) * vocab];
                 firsts.push((at, row.to_vec()));
                 continue;
@@ -352,6 +362,10 @@ impl Decoder {
         };
         let frames = self.mels[at].compute(&self.padded, &mut self.features);
         let encoded = w.encode(&self.features, frames, &mut self.scratch);
+        let probe = m
+            .probe
+            .as_ref()
+            .map(|p| p.probability(&encoded, sound_probe::rows_of(audio.len())));
         let mut state = w.start(&encoded, frames / 2, &m.silence);
         let code = match r.language {
             Spoken::Known(code) => code,
@@ -370,7 +384,9 @@ impl Decoder {
             code,
             budget,
         );
-        Search::new(state, layout, forced.is_some(), beam)
+        let mut search = Search::new(state, layout, forced.is_some(), beam);
+        search.probe = probe;
+        search
     }
 }
 

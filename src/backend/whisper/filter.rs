@@ -47,6 +47,11 @@ pub struct SpeechFilter {
     /// real speech on the hard, study and synthetic sets or in four languages gave one
     /// over 0.40 (BENCHMARKS.md, "Sounds").
     pub sure_sound: f32,
+    /// A decode is a sound when the model's [`super::sound_probe`] gives its audio more
+    /// than this probability and its words are unsure as above. Of the speech clips it was
+    /// measured on, only a few game voices acted through effects scored this high, and no
+    /// final of the speech sets became a sound (BENCHMARKS.md, "Sounds").
+    pub probed_sound: f32,
 }
 
 /// What the filter made of a decode.
@@ -65,13 +70,25 @@ impl SpeechFilter {
     /// thresholds were measured: over a sound a beam finds surer-looking words (a sung
     /// "la la la", a scream as "na na na") that the unsure test then lets through
     /// (BENCHMARKS.md, "Beam search for finals").
-    pub fn doubts(&self, no_speech: f32, sound: f32) -> bool {
-        sound > self.sound || no_speech > self.no_speech
+    pub fn doubts(&self, no_speech: f32, sound: f32, probe: Option<f32>) -> bool {
+        sound > self.sound || no_speech > self.no_speech || self.probed(probe)
     }
 
-    /// What `text` is, decoded with this no-speech probability, mean log-probability and
-    /// probability of a sound's caption first.
-    pub fn verdict(&self, text: &str, no_speech: f32, mean_logprob: f32, sound: f32) -> Verdict {
+    fn probed(&self, probe: Option<f32>) -> bool {
+        probe.is_some_and(|p| p > self.probed_sound)
+    }
+
+    /// What `text` is, decoded with this no-speech probability, mean log-probability,
+    /// probability of a sound's caption first and the sound probe's probability (if the
+    /// model has a probe).
+    pub fn verdict(
+        &self,
+        text: &str,
+        no_speech: f32,
+        mean_logprob: f32,
+        sound: f32,
+        probe: Option<f32>,
+    ) -> Verdict {
         let few = text.split_whitespace().count() <= self.few_words;
         let unsure = few || mean_logprob < self.low_logprob;
         let key: String = text
@@ -80,7 +97,7 @@ impl SpeechFilter {
             .flat_map(char::to_lowercase)
             .collect();
         let invented = INVENTIONS.contains(&key.trim());
-        if sound > self.sure_sound || (sound > self.sound && unsure) {
+        if sound > self.sure_sound || ((sound > self.sound || self.probed(probe)) && unsure) {
             Verdict::Sound
         } else if (no_speech > self.no_speech && unsure) || (invented && no_speech > self.invention)
         {
@@ -102,18 +119,22 @@ mod tests {
         few_words: 3,
         sound: 0.3,
         sure_sound: 0.42,
+        probed_sound: 0.9,
     };
 
     fn keeps(text: &str, no_speech: f32, mean_logprob: f32, sound: f32) -> bool {
-        FILTER.verdict(text, no_speech, mean_logprob, sound) == Verdict::Speech
+        FILTER.verdict(text, no_speech, mean_logprob, sound, None) == Verdict::Speech
     }
 
     #[test]
     fn silence_and_inventions_are_dropped_and_sure_speech_is_kept() {
         // Silence heard confidently as a word or two.
-        assert_eq!(FILTER.verdict("you", 0.92, -0.46, 0.1), Verdict::Silence);
         assert_eq!(
-            FILTER.verdict("Thank you.", 0.75, -0.2, 0.1),
+            FILTER.verdict("you", 0.92, -0.46, 0.1, None),
+            Verdict::Silence
+        );
+        assert_eq!(
+            FILTER.verdict("Thank you.", 0.75, -0.2, 0.1, None),
             Verdict::Silence,
             "an invention over breath"
         );
@@ -138,14 +159,14 @@ mod tests {
 
     #[test]
     fn the_first_pass_doubts_a_likely_caption_or_silence_and_nothing_else() {
-        assert!(!FILTER.doubts(0.2, 0.1), "speech");
-        assert!(FILTER.doubts(0.2, 0.45), "a sound's caption first");
+        assert!(!FILTER.doubts(0.2, 0.1, None), "speech");
+        assert!(FILTER.doubts(0.2, 0.45, None), "a sound's caption first");
         assert!(
-            FILTER.doubts(0.85, 0.1),
+            FILTER.doubts(0.85, 0.1, None),
             "no speech likelier than the threshold"
         );
         assert!(
-            !FILTER.doubts(0.8, 0.3),
+            !FILTER.doubts(0.8, 0.3, None),
             "the thresholds themselves are not doubt"
         );
     }
@@ -154,12 +175,18 @@ mod tests {
     fn a_decode_whose_first_choice_was_a_sounds_caption_is_a_sound() {
         // Keypad tones heard as "you": no-speech and log-probability alone would keep it.
         assert!(keeps("you", 0.70, -0.6, 0.1));
-        assert_eq!(FILTER.verdict("you", 0.70, -0.6, 0.45), Verdict::Sound);
+        assert_eq!(
+            FILTER.verdict("you", 0.70, -0.6, 0.45, None),
+            Verdict::Sound
+        );
         // Over silence too: the caption decides (no retry, no partial, for the segmenter).
-        assert_eq!(FILTER.verdict("you", 0.88, -0.6, 0.31), Verdict::Sound);
+        assert_eq!(
+            FILTER.verdict("you", 0.88, -0.6, 0.31, None),
+            Verdict::Sound
+        );
         // Unsure words the model would rather have captioned (base over an explosion).
         assert_eq!(
-            FILTER.verdict("You're all right, I'm sorry", 0.33, -2.0, 0.38),
+            FILTER.verdict("You're all right, I'm sorry", 0.33, -2.0, 0.38, None),
             Verdict::Sound
         );
         assert!(keeps("You're all right, I'm sorry", 0.33, -2.0, 0.3));
@@ -175,9 +202,39 @@ mod tests {
         // band (base), against laughter and a name said over it (the likeliest caption
         // real speech was measured to give).
         assert_eq!(
-            FILTER.verdict("Come on. Move, move, move.", 0.54, -0.72, 0.49),
+            FILTER.verdict("Come on. Move, move, move.", 0.54, -0.72, 0.49, None),
             Verdict::Sound
         );
         assert!(keeps("Ha ha ha, Steve!", 0.57, -0.90, 0.40));
+    }
+
+    #[test]
+    fn unsure_words_over_audio_the_probe_hears_as_a_sound_are_a_sound() {
+        // base over a passing train at 8 kHz: its figures are a real word's ("Bye." said
+        // on a game's radio: 0.54, -1.26, 0.27), the probe's are not.
+        assert!(keeps("Tomah?", 0.46, -1.04, 0.24));
+        let tomah = |probe| FILTER.verdict("Tomah?", 0.46, -1.04, 0.24, Some(probe));
+        assert_eq!(tomah(0.97), Verdict::Sound);
+        assert_eq!(tomah(0.5), Verdict::Speech);
+        // Unsure many words too ("Fama, I'm already on my way." over an engine).
+        assert_eq!(
+            FILTER.verdict(
+                "Fama, I'm already on my way.",
+                0.41,
+                -1.52,
+                0.29,
+                Some(0.95)
+            ),
+            Verdict::Sound
+        );
+        // Sure words stay speech whatever the probe says: a shout through a game's
+        // effects scores like a sound.
+        assert!(
+            FILTER.verdict("Hurry up, we are leaving.", 0.3, -0.4, 0.1, Some(0.97))
+                == Verdict::Speech
+        );
+        // And a probe's doubt sends the final to greedy search, as a caption's does.
+        assert!(FILTER.doubts(0.2, 0.1, Some(0.95)));
+        assert!(!FILTER.doubts(0.2, 0.1, Some(0.5)));
     }
 }

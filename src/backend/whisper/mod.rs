@@ -14,7 +14,8 @@
 //!   (`WhisperOptions`, `whisper_full_params`);
 //! - `prompt`: the first pass (previous text, start, draft); `search`: the decoding loop's
 //!   per-decode rules, token rules as logits processors, the loop guard; `decoder`: the
-//!   batch's encode and decoder steps; [`filter`]: the speech filter;
+//!   batch's encode and decoder steps; [`filter`]: the speech filter, with [`sound_probe`]
+//!   (whether an utterance is a sound, from its encoding);
 //! - [`model`]: the network (encoder, decoder, the silence's cross-attention padding),
 //!   [`qmatmul`] its int8 products, [`ct2`] the model file, `vocabulary` the tokenizer and
 //!   special tokens, [`mel`] the features, [`language`] the language codes.
@@ -32,6 +33,7 @@ pub mod options;
 mod prompt;
 pub mod qmatmul;
 mod search;
+pub mod sound_probe;
 mod vocabulary;
 
 use std::path::{Path, PathBuf};

@@ -40,6 +40,7 @@ pub const DEFAULT: DecodeOptions = DecodeOptions {
         few_words: 3,
         sound: 0.3,
         sure_sound: 0.42,
+        probed_sound: 0.9,
     },
 };
 

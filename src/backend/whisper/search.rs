@@ -17,6 +17,8 @@ pub struct Decoded {
     pub no_speech: f32,
     /// How likely the model found a sound's caption as its first token.
     pub sound: f32,
+    /// How likely the sound probe found the audio a sound, if the model has a probe.
+    pub probe: Option<f32>,
     pub mean_logprob: f32,
     /// The decode hit its token budget or repeated itself and was cut.
     pub cut: bool,
@@ -50,6 +52,8 @@ pub struct Search {
     pub no_speech: f32,
     /// The probability of a sound's caption as the first token ([`Vocabulary::sounds`]).
     pub sound: f32,
+    /// The sound probe's probability that the audio is a sound, if the model has a probe.
+    pub probe: Option<f32>,
     /// Hypotheses kept by a beam search ([`super::beam`]); 1: greedy.
     pub beam: usize,
 }
@@ -77,6 +81,7 @@ impl Search {
             cut: true,
             no_speech: 0.0,
             sound: 0.0,
+            probe: None,
             beam,
         }
     }
@@ -169,7 +174,7 @@ impl Search {
     pub fn finish(self, v: &Vocabulary, speech: &SpeechFilter) -> Decoded {
         let mean_logprob = self.logprob / (self.out.len() + usize::from(!self.cut)).max(1) as f32;
         let mut text = v.text(&self.out);
-        let verdict = speech.verdict(&text, self.no_speech, mean_logprob, self.sound);
+        let verdict = speech.verdict(&text, self.no_speech, mean_logprob, self.sound, self.probe);
         if verdict != Verdict::Speech {
             text.clear();
         }
@@ -178,6 +183,7 @@ impl Search {
             verdict,
             no_speech: self.no_speech,
             sound: self.sound,
+            probe: self.probe,
             mean_logprob,
             cut: self.cut,
         }
