@@ -256,19 +256,11 @@ fn the_finals_model_hears_keys_and_music_as_sounds() {
 /// where the decoder's own figures look like a real word's.
 #[test]
 fn the_sound_probe_tells_the_lines_sounds_from_speech() {
-    use hark::backend::whisper::{Decoder, Request, language::Spoken};
     let base = super::whisper_engine::base();
     let threshold = base.options.speech.probed_sound;
-    let mut decoder = Decoder::new(base.clone());
+    let mut decoder = hark::backend::whisper::Decoder::new(base);
     let mut probe = |audio: &[f32]| {
-        let request = Request {
-            audio,
-            prompt: "",
-            draft: "",
-            language: Spoken::Known("en"),
-            beam: 1,
-        };
-        let decoded = decoder.decode_batch(&base, &[request], None).remove(0);
+        let decoded = decoder.decode(audio, "", "");
         decoded.probe.expect("base has a sound probe")
     };
     for clip in ["jfk.wav", "beckett.wav", "goforward.wav", "assistant-3.wav"] {
