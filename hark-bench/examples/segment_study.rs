@@ -44,7 +44,6 @@ use std::time::Instant;
 use hark::backend::embedded::cost::CostModel;
 use hark::backend::embedded::segmenter::{DecodeKind, Emit, Lead, Segmenter, SegmenterConfig};
 use hark::backend::embedded::{ContextKind, Engine, Tier, Utterance};
-use hark::backend::whisper::sound_probe;
 use hark::backend::{moonshine, whisper};
 use hark_bench::wer;
 
@@ -370,13 +369,11 @@ fn through(audio: &[f32], from: u32, to: u32) -> Vec<f32> {
     out
 }
 
-/// `POOLED=FILE`: each clip's mean encoding by base, as [`sound_probe::pooled`] reads a
-/// final's: the audio, then base's tail of silence, encoded by its int8 encoder.
+/// `POOLED=FILE`: each clip's mean encoding by base, as the sound probe reads a final's
+/// ([`whisper::Decoder::pooled_encoding`]).
 struct PooledDump {
-    weights: whisper::model::Weights,
-    mel: whisper::mel::Mel,
-    scratch: whisper::model::Scratch,
-    tail: usize,
+    model: std::sync::Arc<whisper::Model>,
+    decoder: whisper::Decoder,
     out: std::io::BufWriter<std::fs::File>,
 }
 
@@ -388,19 +385,10 @@ impl PooledDump {
             ..Default::default()
         };
         let paths = whisper::ensure_model(&config).expect("base");
-        let weights = whisper::model::Weights::load_with(
-            &paths.dir.join("model.bin"),
-            whisper::model::EncoderProducts::Int8,
-        )
-        .expect("base's weights");
-        let tail = whisper::options::DecodeOptions::measured("base")
-            .expect("base's options")
-            .tail_samples;
+        let model = whisper::Model::load(&paths).expect("base");
         Some(Self {
-            mel: whisper::mel::Mel::new(weights.n_mels),
-            weights,
-            scratch: Default::default(),
-            tail,
+            decoder: whisper::Decoder::new(model.clone()),
+            model,
             out: std::io::BufWriter::new(std::fs::File::create(path).expect("POOLED file")),
         })
     }
@@ -408,14 +396,7 @@ impl PooledDump {
     fn write(&mut self, name: &str, clip: &[f32]) {
         use std::io::Write;
         let audio = &clip[..clip.len().min(10 * 16_000)];
-        let hop = whisper::mel::HOP;
-        let mut padded = audio.to_vec();
-        padded.resize((audio.len() + self.tail).div_ceil(2 * hop) * 2 * hop, 0.0);
-        let mut features = Vec::new();
-        let frames = self.mel.compute(&padded, &mut features);
-        let encoded = self.weights.encode(&features, frames, &mut self.scratch);
-        let dim = self.weights.dim;
-        let mean = sound_probe::pooled(&encoded, sound_probe::rows_of(audio.len()), dim);
+        let mean = self.decoder.pooled_encoding(&self.model, audio);
         let numbers: Vec<String> = mean.iter().map(|x| format!("{x:.5}")).collect();
         writeln!(self.out, "{name}\t{}", numbers.join("\t")).expect("POOLED write");
     }

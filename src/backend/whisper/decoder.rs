@@ -346,32 +346,17 @@ impl Decoder {
     /// Encodes a request's audio and lays out its tokens: the prompt, the start, the draft.
     fn prepare(&mut self, m: &Model, r: &Request<'_>, forced: Option<usize>) -> Search {
         let w = &m.weights;
-        let tail = m.options.tail_samples;
-        let audio = &r.audio[..r.audio.len().min(WINDOW_SAMPLES - tail)];
-        // The utterance, then silence, rounded up to whole encoder frames (2 hops).
-        let len = (audio.len() + tail).div_ceil(2 * mel::HOP) * 2 * mel::HOP;
-        self.padded.clear();
-        self.padded.extend_from_slice(audio);
-        self.padded.resize(len, 0.0);
-        let at = match self.mels.iter().position(|m| m.bands() == w.n_mels) {
-            Some(at) => at,
-            None => {
-                self.mels.push(mel::Mel::new(w.n_mels));
-                self.mels.len() - 1
-            }
-        };
-        let frames = self.mels[at].compute(&self.padded, &mut self.features);
-        let encoded = w.encode(&self.features, frames, &mut self.scratch);
+        let (encoded, frames, read) = self.encode(m, r.audio);
         let probe = m
             .probe
             .as_ref()
-            .map(|p| p.probability(&encoded, sound_probe::rows_of(audio.len())));
+            .map(|p| p.probability(&encoded, sound_probe::rows_of(read)));
         let mut state = w.start(&encoded, frames / 2, &m.silence);
         let code = match r.language {
             Spoken::Known(code) => code,
             Spoken::Auto => self.detect(m, &mut state),
         };
-        let budget = forced.unwrap_or(m.options.budget(audio.len()));
+        let budget = forced.unwrap_or(m.options.budget(read));
         // A beam search reads no draft: the draft is greedy's text, checked against greedy's picks.
         let beam = if forced.is_some() { 1 } else { r.beam.max(1) };
         let draft = if beam > 1 { "" } else { r.draft };
@@ -387,6 +372,36 @@ impl Decoder {
         let mut search = Search::new(state, layout, forced.is_some(), beam);
         search.probe = probe;
         search
+    }
+
+    /// What the window holds of `audio`, then the model's silence, encoded: the encoding
+    /// (`[frames / 2][dim]`), its mel frames, and the samples of `audio` read.
+    fn encode(&mut self, m: &Model, audio: &[f32]) -> (Vec<f32>, usize, usize) {
+        let w = &m.weights;
+        let tail = m.options.tail_samples;
+        let audio = &audio[..audio.len().min(WINDOW_SAMPLES - tail)];
+        // The utterance, then silence, rounded up to whole encoder frames (2 hops).
+        let len = (audio.len() + tail).div_ceil(2 * mel::HOP) * 2 * mel::HOP;
+        self.padded.clear();
+        self.padded.extend_from_slice(audio);
+        self.padded.resize(len, 0.0);
+        let at = match self.mels.iter().position(|m| m.bands() == w.n_mels) {
+            Some(at) => at,
+            None => {
+                self.mels.push(mel::Mel::new(w.n_mels));
+                self.mels.len() - 1
+            }
+        };
+        let frames = self.mels[at].compute(&self.padded, &mut self.features);
+        let encoded = w.encode(&self.features, frames, &mut self.scratch);
+        (encoded, frames, audio.len())
+    }
+
+    /// The mean of `m`'s encoding of `audio` over the audio's frames: what the sound probe
+    /// reads of an utterance, for training one (`segment_study POOLED=FILE`).
+    pub fn pooled_encoding(&mut self, m: &Model, audio: &[f32]) -> Vec<f32> {
+        let (encoded, _, read) = self.encode(m, audio);
+        sound_probe::pooled(&encoded, sound_probe::rows_of(read), m.weights.dim)
     }
 }
 

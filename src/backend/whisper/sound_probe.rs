@@ -54,7 +54,7 @@ impl SoundProbe {
 
 /// The mean of the first `rows` frames of `encoded` (`[frames][dim]`; at least one frame,
 /// at most all of them): what the probe reads.
-pub fn pooled(encoded: &[f32], rows: usize, dim: usize) -> Vec<f32> {
+pub(super) fn pooled(encoded: &[f32], rows: usize, dim: usize) -> Vec<f32> {
     let frames = encoded.len() / dim.max(1);
     let rows = rows.clamp(1, frames.max(1));
     let mut mean = vec![0.0f32; dim];
@@ -70,7 +70,7 @@ pub fn pooled(encoded: &[f32], rows: usize, dim: usize) -> Vec<f32> {
 }
 
 /// Encoder frames covering `samples` of audio (one frame per 2 mel hops).
-pub fn rows_of(samples: usize) -> usize {
+pub(super) fn rows_of(samples: usize) -> usize {
     samples.div_ceil(2 * super::mel::HOP).max(1)
 }
 
