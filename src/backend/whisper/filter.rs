@@ -65,17 +65,19 @@ pub enum Verdict {
 }
 
 impl SpeechFilter {
-    /// Whether the first pass already doubts the audio is speech: a sound's caption or
-    /// no speech likelier than the thresholds. Such a decode is searched greedily, as the
+    /// Whether the first pass already doubts the audio is speech: a sound heard (caption
+    /// or probe) or no speech likelier than the thresholds. Such a decode is searched greedily, as the
     /// thresholds were measured: over a sound a beam finds surer-looking words (a sung
     /// "la la la", a scream as "na na na") that the unsure test then lets through
     /// (BENCHMARKS.md, "Beam search for finals").
     pub fn doubts(&self, no_speech: f32, sound: f32, probe: Option<f32>) -> bool {
-        sound > self.sound || no_speech > self.no_speech || self.probed(probe)
+        self.hears_a_sound(sound, probe) || no_speech > self.no_speech
     }
 
-    fn probed(&self, probe: Option<f32>) -> bool {
-        probe.is_some_and(|p| p > self.probed_sound)
+    /// A sound's caption likelier than `sound`, or the probe surer than `probed_sound`:
+    /// unsure words over such audio are a sound.
+    fn hears_a_sound(&self, sound: f32, probe: Option<f32>) -> bool {
+        sound > self.sound || probe.is_some_and(|p| p > self.probed_sound)
     }
 
     /// What `text` is, decoded with this no-speech probability, mean log-probability,
@@ -97,7 +99,7 @@ impl SpeechFilter {
             .flat_map(char::to_lowercase)
             .collect();
         let invented = INVENTIONS.contains(&key.trim());
-        if sound > self.sure_sound || ((sound > self.sound || self.probed(probe)) && unsure) {
+        if sound > self.sure_sound || (self.hears_a_sound(sound, probe) && unsure) {
             Verdict::Sound
         } else if (no_speech > self.no_speech && unsure) || (invented && no_speech > self.invention)
         {
