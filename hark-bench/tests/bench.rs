@@ -32,8 +32,11 @@ async fn measures_a_real_call_per_utterance() {
     let utterances: Vec<_> = report.per_call.iter().flat_map(|c| &c.utterances).collect();
     // On a slow machine running other tests the second call may be refused at the upgrade
     // (admission): it plays nothing, and the first must still be measured.
+    assert!(
+        report.refused_calls <= 1,
+        "the first call is always admitted"
+    );
     let admitted = 2 - report.refused_calls;
-    assert!(admitted >= 1, "the first call is always admitted");
     assert!(
         utterances.len() >= 2 * admitted,
         "each admitted call played several turns"
