@@ -280,13 +280,19 @@ impl Profile {
 }
 
 impl Config {
-    /// Whether the end-of-turn model must be loaded: on by default or in some profile.
-    pub fn wants_turn_model(&self) -> bool {
-        self.moonshine.turn_model
+    /// Whether `engine` (an embedded one) must load the end-of-turn model: on in its
+    /// section, or turned on by a profile whose chain runs it.
+    pub fn wants_turn_model(&self, engine: &str) -> bool {
+        let section = match engine {
+            moonshine::NAME => self.moonshine.turn_model,
+            whisper::NAME => self.whisper.turn_model,
+            _ => false,
+        };
+        section
             || self
                 .profiles
                 .values()
-                .any(|p| p.options.turn_model == Some(true))
+                .any(|p| p.options.turn_model == Some(true) && p.chain().any(|b| b == engine))
     }
 
     /// Reads a config file; a missing `path` gives the defaults.
@@ -357,10 +363,14 @@ impl Config {
             ));
         }
         for (name, p) in &self.profiles {
-            if p.options.turn_model == Some(true) && !p.chain().any(|b| b == moonshine::NAME) {
+            if p.options.turn_model == Some(true)
+                && !p
+                    .chain()
+                    .any(|b| b == moonshine::NAME || b == whisper::NAME)
+            {
                 out.push(format!(
-                    "profile {name:?} sets turn_model, which only Moonshine reads: its backends \
-                     ({}) end finals as decoded",
+                    "profile {name:?} sets turn_model, which only the embedded engines read: \
+                     its backends ({}) end finals as decoded",
                     p.chain().collect::<Vec<_>>().join(", ")
                 ));
             }
@@ -883,16 +893,26 @@ mod tests {
     }
 
     #[test]
-    fn turn_model_on_a_profile_without_moonshine_is_warned_of() {
-        let config = Config::from_toml(
-            "[profiles.p]\nbackend = \"whisper\"\noptions = { turn_model = true }\n",
-        )
-        .expect("parses");
+    fn turn_model_on_a_profile_without_an_embedded_engine_is_warned_of() {
+        let relayed = "[backends.dg]\ntype = \"deepgram\"\n\
+                       [profiles.p]\nbackend = \"dg\"\noptions = { turn_model = true }\n";
+        let config = Config::from_toml(relayed).expect("parses");
         let w = config.warnings();
         assert!(
-            w.len() == 1 && w[0].contains("only Moonshine reads"),
+            w.len() == 1 && w[0].contains("only the embedded engines read"),
             "{w:?}"
         );
+        // Whisper reads it, and loads the model for that profile even when its section
+        // has it off.
+        let whisper = "[whisper]\nturn_model = false\n\
+                       [profiles.p]\nbackend = \"whisper\"\noptions = { turn_model = true }\n";
+        let config = Config::from_toml(whisper).expect("parses");
+        assert!(config.warnings().is_empty(), "{:?}", config.warnings());
+        assert!(config.wants_turn_model(whisper::NAME));
+        assert!(!config.wants_turn_model(moonshine::NAME));
+        let off = Config::from_toml("[whisper]\nturn_model = false\n").expect("parses");
+        assert!(!off.wants_turn_model(whisper::NAME));
+        assert!(Config::default().wants_turn_model(whisper::NAME));
     }
 
     #[test]

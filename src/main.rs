@@ -223,6 +223,7 @@ fn known_env_vars() -> Vec<String> {
     let mut out: Vec<String> = [
         "HARK_LOG",
         "HARK_TURN_WHEEL",
+        "HARK_ONNXRUNTIME_WHEEL",
         "HARK_CLIPS_DIR",
         "HARK_SBIN_DIRS",
     ]
@@ -384,8 +385,11 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
     let config = args.common.load()?;
     init_logging(config.log_format);
     warn_unknown_env(&config);
-    let turn_model = args.turn_model || config.wants_turn_model();
-    if config.uses(moonshine::NAME) || turn_model {
+    let uses_moonshine = config.uses(moonshine::NAME);
+    let turn_model = args.turn_model
+        || (uses_moonshine && config.wants_turn_model(moonshine::NAME))
+        || (config.uses(whisper::NAME) && config.wants_turn_model(whisper::NAME));
+    if uses_moonshine {
         let engine = moonshine::engine_paths(&config.moonshine).map_err(anyhow::Error::msg)?;
         let lib = moonshine::ffi::Library::load(&engine.lib)?;
         println!(
@@ -407,13 +411,21 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
         }
     }
     if turn_model {
+        // The model and the onnxruntime it runs on beside Whisper, both loaded once here
+        // so that an image whose system cannot run them fails at build time.
         let cache = config
-            .moonshine
+            .whisper
             .cache_dir
             .clone()
+            .or_else(|| config.moonshine.cache_dir.clone())
             .unwrap_or_else(hark::wheel::default_cache_dir);
-        let model = hark::turn::ensure_model(&hark::turn::fetch_options(cache))?;
-        println!("turn-model\t{}", model.display());
+        let paths = hark::turn::ensure(cache)?;
+        hark::turn::TurnModel::load(&paths)?;
+        println!(
+            "turn-model\t{}\tonnxruntime {}",
+            paths.model.display(),
+            paths.onnxruntime.display()
+        );
     }
     Ok(())
 }

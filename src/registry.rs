@@ -18,11 +18,13 @@ pub fn from_config(config: &Config) -> anyhow::Result<Registry> {
     let mut registry = Registry::default();
     // An embedded engine loads (and is fetched on first use) only when a profile uses it.
     if config.uses(moonshine::NAME) {
-        let moonshine = moonshine::spawn(&config.moonshine, config.wants_turn_model());
+        let turn_model = config.wants_turn_model(moonshine::NAME);
+        let moonshine = moonshine::spawn(&config.moonshine, turn_model);
         registry.insert(moonshine::NAME, moonshine);
     }
     if config.uses(whisper::NAME) {
-        registry.insert(whisper::NAME, whisper::spawn(&config.whisper));
+        let turn_model = config.wants_turn_model(whisper::NAME);
+        registry.insert(whisper::NAME, whisper::spawn(&config.whisper, turn_model));
     }
     for (name, backend) in &config.backends {
         let key = backend
@@ -97,8 +99,8 @@ pub fn profile_engine(
         .chain()
         .find(|b| [whisper::NAME, moonshine::NAME].contains(b))
     {
-        Some(whisper::NAME) => whisper::spawn(&config.whisper),
-        Some(_) => moonshine::spawn(&config.moonshine, config.wants_turn_model()),
+        Some(whisper::NAME) => whisper::spawn(&config.whisper, false),
+        Some(_) => moonshine::spawn(&config.moonshine, false),
         None => anyhow::bail!(
             "profile {profile:?} runs {} only: `hark transcribe` decodes with an embedded \
              engine ({} or {}); to hear a network backend, serve the profile and run \

@@ -117,20 +117,23 @@ fn main() {
     let silence = ms_var("SILENCE").unwrap_or(1000) * 16;
     let same = std::env::var("SAME").is_ok();
     let mut loaded = match std::env::var("ENGINE").as_deref() {
-        Ok("whisper") => whisper::load(&whisper::WhisperConfig {
-            model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
-            final_model: std::env::var("FINAL_MODEL").ok(),
-            encoder: match std::env::var("ENCODER").as_deref() {
-                Ok("float32") => whisper::model::EncoderProducts::F32,
-                _ => whisper::model::EncoderProducts::Int8,
+        Ok("whisper") => whisper::load(
+            &whisper::WhisperConfig {
+                model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
+                final_model: std::env::var("FINAL_MODEL").ok(),
+                encoder: match std::env::var("ENCODER").as_deref() {
+                    Ok("float32") => whisper::model::EncoderProducts::F32,
+                    _ => whisper::model::EncoderProducts::Int8,
+                },
+                decoders: 1,
+                beam: std::env::var("BEAM")
+                    .ok()
+                    .and_then(|b| b.parse().ok())
+                    .unwrap_or(whisper::WhisperConfig::default().beam),
+                ..Default::default()
             },
-            decoders: 1,
-            beam: std::env::var("BEAM")
-                .ok()
-                .and_then(|b| b.parse().ok())
-                .unwrap_or(whisper::WhisperConfig::default().beam),
-            ..Default::default()
-        })
+            false,
+        )
         .map_err(|e| e.to_string()),
         _ => {
             let mut c = moonshine::MoonshineConfig::default();

@@ -18,8 +18,9 @@ pub struct Options {
     pub assistant_endpoint_ms: Option<u64>,
     /// Embedded recognizer: overrides `moonshine.partial_interval_ms`.
     pub partial_interval_ms: Option<u64>,
-    /// Embedded recognizer: overrides `moonshine.turn_model` (customer channel only; the
-    /// model is loaded only if `moonshine.turn_model` is on or some profile turns it on).
+    /// Embedded recognizer: overrides the engine's `turn_model` (customer channel only; the
+    /// model is loaded only if the engine's `turn_model` is on or some profile on it turns
+    /// it on).
     pub turn_model: Option<bool>,
     /// The language spoken (BCP 47, e.g. `es`, `en-US`), or `auto`: network recognizers
     /// pass it on (`auto` is refused there); Whisper decodes in it with its multilingual
@@ -33,7 +34,9 @@ pub struct Options {
     pub end_of_turn_confidence_threshold: Option<f64>,
     /// AssemblyAI: silence before a confident turn end (`min_turn_silence`).
     pub min_turn_silence_ms: Option<u64>,
-    /// AssemblyAI: silence that ends a turn whatever the confidence (`max_turn_silence`).
+    /// Silence that ends a turn whatever the end-of-turn model says: AssemblyAI's
+    /// `max_turn_silence`; the embedded recognizer's hold (overrides the engine's
+    /// `max_turn_silence_ms`).
     pub max_turn_silence_ms: Option<u64>,
 }
 
@@ -57,7 +60,13 @@ pub fn check_endpoint_ms(key: &str, ms: u64) -> Result<(), String> {
 }
 
 /// Query parameters a call's URL may carry to override its profile's options.
-pub const QUERY_OVERRIDES: &[&str] = &["language", "keyterms", "endpointing_ms", "endpoint_ms"];
+pub const QUERY_OVERRIDES: &[&str] = &[
+    "language",
+    "keyterms",
+    "endpointing_ms",
+    "endpoint_ms",
+    "max_turn_silence_ms",
+];
 
 impl Options {
     /// Applies a call URL's query overrides (`?language=es&keyterms=Acme,refund`),
@@ -85,6 +94,10 @@ impl Options {
                     out.endpoint_ms =
                         Some(query_ms(&key, &value, ENDPOINT_MS_MIN, ENDPOINT_MS_MAX)?)
                 }
+                "max_turn_silence_ms" => {
+                    out.max_turn_silence_ms =
+                        Some(query_ms(&key, &value, ENDPOINT_MS_MIN, ENDPOINT_MS_MAX)?)
+                }
                 other => {
                     return Err(format!(
                         "unknown query parameter {} (known: {})",
@@ -104,6 +117,7 @@ impl Options {
             ("endpoint_ms", self.endpoint_ms),
             ("narrowband_endpoint_ms", self.narrowband_endpoint_ms),
             ("assistant_endpoint_ms", self.assistant_endpoint_ms),
+            ("max_turn_silence_ms", self.max_turn_silence_ms),
         ] {
             if let Some(ms) = ms
                 && let Err(e) = check_endpoint_ms(key, ms)

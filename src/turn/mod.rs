@@ -3,8 +3,10 @@
 //! pace, a trailing "and"), which silence alone cannot tell.
 //!
 //! The model ships inside the `pipecat-ai` wheel (BSD-2-Clause), pinned here like the engine.
-//! It runs on the onnxruntime the Moonshine wheel already brings, loaded once per process
-//! through `ort` and shared with `libmoonshine.so` (the same file, so the same copy).
+//! It runs on onnxruntime 1.23 loaded once per process through `ort`: the `onnxruntime`
+//! wheel's library (MIT, pinned: [`RUNTIME_WHEEL`]) beside Whisper, or the one the Moonshine
+//! wheel already brings beside Moonshine (the same file `libmoonshine.so` loads, so the same
+//! copy). Whichever is loaded first serves every turn model of the process.
 
 pub mod features;
 
@@ -42,6 +44,55 @@ pub static TURN_WHEEL: Wheel = Wheel {
     required: &[MODEL_FILE],
     pinned: &[(MODEL_FILE, MODEL_SHA256)],
 };
+
+/// The onnxruntime the turn model runs on where no engine brings one (Whisper): the
+/// `onnxruntime` wheel's shared library alone, which needs nothing of Python.
+pub const RUNTIME_URL: &str = "https://files.pythonhosted.org/packages/e9/80/113381ba832d5e777accedc6cb41d10f9eca82321ae31ebb6bcede530cea/onnxruntime-1.23.2-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl";
+pub const RUNTIME_SHA256: &str = "da44b99206e77734c5819aa2142c69e64f3b46edc3bd314f6a45a932defc0b3e";
+const RUNTIME_FILE: &str = "libonnxruntime.so.1.23.2";
+/// The library's own checksum, as [`MODEL_SHA256`] for the model.
+const RUNTIME_FILE_SHA256: &str =
+    "718c3fb0785d5ea06061b92c32ce4ad35be1bd4c71ae6192efe06f1ab21f0f8a";
+
+/// onnxruntime's wheel: only its shared library is unpacked, to `<cache>/onnxruntime-1.23.2/`.
+pub static RUNTIME_WHEEL: Wheel = Wheel {
+    what: "onnxruntime (for the smart-turn model)",
+    pip: "onnxruntime==1.23.2 --python-version 3.11 --only-binary=:all: --platform manylinux_2_28_x86_64",
+    offline: "HARK_ONNXRUNTIME_WHEEL=PATH",
+    dir: "onnxruntime-1.23.2",
+    take: &[("onnxruntime/capi/libonnxruntime.so.1.23.2", RUNTIME_FILE)],
+    required: &[RUNTIME_FILE],
+    pinned: &[(RUNTIME_FILE, RUNTIME_FILE_SHA256)],
+};
+
+/// The pinned onnxruntime wheel, or the one `HARK_ONNXRUNTIME_WHEEL` names (a path or URL,
+/// for offline machines), unpacked into `cache_dir`.
+pub fn runtime_fetch_options(cache_dir: PathBuf) -> FetchOptions {
+    let url = std::env::var("HARK_ONNXRUNTIME_WHEEL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| RUNTIME_URL.to_owned());
+    FetchOptions {
+        cache_dir,
+        url,
+        sha256: RUNTIME_SHA256.to_owned(),
+        progress: true,
+    }
+}
+
+/// Returns onnxruntime's library, downloading and unpacking it first if needed (blocking).
+pub fn ensure_runtime(opts: &FetchOptions) -> Result<PathBuf, FetchError> {
+    Ok(wheel::ensure_wheel(&RUNTIME_WHEEL, opts)?.join(RUNTIME_FILE))
+}
+
+/// The model and a runtime for it in `cache_dir`, fetched first where they are not there
+/// yet (blocking): what an engine without an onnxruntime of its own loads.
+pub fn ensure(cache_dir: PathBuf) -> Result<TurnPaths, FetchError> {
+    Ok(TurnPaths {
+        model: ensure_model(&fetch_options(cache_dir.clone()))?,
+        onnxruntime: ensure_runtime(&runtime_fetch_options(cache_dir))?,
+    })
+}
 
 /// The pinned wheel, or the one `HARK_TURN_WHEEL` names (a path or URL, for offline
 /// machines), unpacked into `cache_dir`.
@@ -92,20 +143,14 @@ pub enum TurnError {
     MissingModel { path: PathBuf },
 
     #[error(
-        "onnxruntime {} does not exist; it comes with the Moonshine engine \
-         (wheel::ensure_engine)",
+        "onnxruntime {} does not exist; hark::turn::ensure_runtime fetches it (or it comes \
+         with the Moonshine engine, wheel::ensure_engine)",
         path.display()
     )]
     MissingRuntime { path: PathBuf },
 
     #[error("could not load onnxruntime from {}: {reason}", path.display())]
     Runtime { path: PathBuf, reason: String },
-
-    #[error(
-        "onnxruntime is already loaded from {}; one process cannot load a second one from {}",
-        loaded.display(), wanted.display()
-    )]
-    OtherRuntime { loaded: PathBuf, wanted: PathBuf },
 
     #[error("could not load the smart-turn model {}: {reason}", path.display())]
     Model { path: PathBuf, reason: String },
@@ -214,7 +259,8 @@ fn run(session: &mut Session, features: &[f32]) -> Result<f32, TurnError> {
     }
 }
 
-/// ort binds to one onnxruntime for the life of the process; the first path wins.
+/// ort binds to one onnxruntime for the life of the process; the first path wins, and every
+/// later turn model runs on it (any onnxruntime 1.23 or later runs the model).
 static RUNTIME: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 fn load_runtime(path: &Path) -> Result<(), TurnError> {
@@ -226,11 +272,7 @@ fn load_runtime(path: &Path) -> Result<(), TurnError> {
     let wanted = path.canonicalize().unwrap_or_else(|_| path.to_owned());
     let mut loaded = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
     match &*loaded {
-        Some(current) if *current == wanted => Ok(()),
-        Some(current) => Err(TurnError::OtherRuntime {
-            loaded: current.clone(),
-            wanted,
-        }),
+        Some(_) => Ok(()),
         None => {
             // Checks the library's version (1.23 or later) before anything else uses it; on
             // failure nothing is kept, so another path may be tried.

@@ -254,10 +254,11 @@ async fn an_in_phase_burst_is_cut_where_the_decoders_would_fall_behind() {
     config.max_sessions = 64;
     // An engine of its own, idle when the burst comes: what it has not measured yet is what
     // the burst is admitted on.
-    let engine = hark::backend::whisper::spawn(&hark::backend::whisper::WhisperConfig {
+    let whisper = hark::backend::whisper::WhisperConfig {
         shed: hark::backend::embedded::Shed::Partials,
         ..hark_testkit::whisper_config()
-    });
+    };
+    let engine = hark::backend::whisper::spawn(&whisper, whisper.turn_model);
     let server = server_of_its_own(config, "whisper", engine).await;
     let url = server.ws_url("/api/custom-transcriber");
     let (customer, assistant) = in_phase_turns(&clips(), CALL_SECS);

@@ -395,6 +395,8 @@ impl Embedded {
         // Measured on customers' speech; on text-to-speech prompts it is unreliable.
         cuts.judge_turns =
             judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(s.turn_model);
+        let hold = o.max_turn_silence_ms.unwrap_or(s.max_turn_silence_ms);
+        cuts.turn_hold = ((hold as usize).min(60_000) * 16).max(cuts.endpoint);
         cuts
     }
 

@@ -18,6 +18,9 @@ pub struct Settings {
     pub assistant_endpoint_ms: u64,
     pub max_load: f64,
     pub turn_model: bool,
+    /// With the turn model: the silence that ends a customer's utterance whatever it said
+    /// (`SegmenterConfig::turn_hold`).
+    pub max_turn_silence_ms: u64,
     pub context_span_ms: u64,
     /// The last step the shedding ladder may take.
     pub shed: Shed,
@@ -35,6 +38,7 @@ impl Default for Settings {
             assistant_endpoint_ms: 1_000,
             max_load: 0.8,
             turn_model: false,
+            max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
             context_span_ms: 0,
             shed: Shed::Speculative,
         }

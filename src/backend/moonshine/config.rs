@@ -55,6 +55,9 @@ pub struct MoonshineConfig {
     /// punctuation off turns that were over and lengthened the reply wait (BENCHMARKS.md,
     /// "turn model"). Profiles can turn it on.
     pub turn_model: bool,
+    /// With the turn model: the silence that ends a customer's utterance whatever the model
+    /// said (as `whisper.max_turn_silence_ms`).
+    pub max_turn_silence_ms: u64,
     /// How long a decode that may become a final can be made by putting the turn's earlier
     /// utterances before it (0: no left context). Longer is more accurate on sentences cut
     /// at pauses and slower: decode time grows with it (BENCHMARKS.md, "left context").
@@ -76,6 +79,7 @@ impl Default for MoonshineConfig {
             max_load: 0.8,
             shed: Shed::Speculative,
             turn_model: false,
+            max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             options: BTreeMap::new(),
         }

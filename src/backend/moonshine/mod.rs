@@ -37,6 +37,7 @@ pub fn settings(config: &MoonshineConfig) -> Settings {
         assistant_endpoint_ms: config.assistant_endpoint_ms,
         max_load: config.max_load,
         turn_model: config.turn_model,
+        max_turn_silence_ms: config.max_turn_silence_ms,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
     }

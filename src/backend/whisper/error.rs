@@ -31,6 +31,8 @@ pub enum LoadError {
     NotModelDir(PathBuf),
     #[error(transparent)]
     Fetch(#[from] FetchError),
+    #[error("the end-of-turn model (whisper.turn_model) cannot load: {0}")]
+    Turn(#[from] crate::turn::TurnError),
     #[error("cannot assemble the Whisper {model} model: {reason}")]
     Assemble { model: &'static str, reason: String },
 }

@@ -51,6 +51,7 @@ use crate::backend::embedded::{
     ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Transcribed,
     Utterance,
 };
+use crate::turn::TurnModel;
 
 /// The backend name profiles select Whisper by.
 pub const NAME: &str = "whisper";
@@ -124,6 +125,17 @@ pub struct WhisperConfig {
     /// about half the encoder's time) or `"float32"`. Measured in BENCHMARKS.md,
     /// "Whisper's encoder in int8".
     pub encoder: EncoderProducts,
+    /// Judge each customer pause with an end-of-turn model (smart-turn v3.2, fetched once
+    /// like the models, with the onnxruntime it runs on): a pause it hears as the turn's end
+    /// gives the final at the endpoint, ending in . ? !; one it hears as a pause inside the
+    /// turn holds the utterance open, so the assistant does not answer a caller who is only
+    /// pausing ("front … left", a number read out) and the words after it join one final
+    /// (BENCHMARKS.md, "End of turn"). A profile can turn it off (`turn_model = false`).
+    pub turn_model: bool,
+    /// With the turn model: the silence that ends a customer's utterance whatever the model
+    /// said, its final then ending in . ? ! too. The reply wait of a finished turn the model
+    /// took for a pause; pauses inside turns longer than this still end them.
+    pub max_turn_silence_ms: u64,
 }
 
 impl Default for WhisperConfig {
@@ -146,6 +158,8 @@ impl Default for WhisperConfig {
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             context_as: ContextKind::Audio,
             encoder: EncoderProducts::Int8,
+            turn_model: true,
+            max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
         }
     }
 }
@@ -185,6 +199,7 @@ impl WhisperConfig {
                 self.narrowband_endpoint_ms,
             ),
             ("whisper.assistant_endpoint_ms", self.assistant_endpoint_ms),
+            ("whisper.max_turn_silence_ms", self.max_turn_silence_ms),
         ] {
             if let Err(e) = crate::backend::options::check_endpoint_ms(key, ms) {
                 out.push(e);
@@ -338,25 +353,29 @@ pub fn settings(config: &WhisperConfig) -> Settings {
         narrowband_endpoint_ms: config.narrowband_endpoint_ms,
         assistant_endpoint_ms: config.assistant_endpoint_ms,
         max_load: config.max_load,
-        turn_model: false,
+        turn_model: config.turn_model,
+        max_turn_silence_ms: config.max_turn_silence_ms,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
     }
 }
 
-/// Starts fetching (first run only) and loading the model in the background.
-pub fn spawn(config: &WhisperConfig) -> Arc<Embedded> {
+/// Starts fetching (first run only) and loading the model in the background, and the
+/// end-of-turn model with it if `turn_model` (on in `[whisper]` or in a profile).
+pub fn spawn(config: &WhisperConfig, turn_model: bool) -> Arc<Embedded> {
     let config = config.clone();
     Embedded::spawn(
         NAME,
         settings(&config),
-        Box::new(move || Ok(load(&config)?)),
+        Box::new(move || Ok(load(&config, turn_model)?)),
     )
 }
 
 /// Fetches (first run only) and loads the model (and the finals' model), one decoder per
-/// configured thread.
-pub fn load(config: &WhisperConfig) -> Result<Loaded, LoadError> {
+/// configured thread, and the end-of-turn model if `turn_model`. A turn model that cannot
+/// be fetched or loaded fails the load: finals would end on silence alone, the cut-ins it
+/// is there to prevent, so the server says why rather than run without it.
+pub fn load(config: &WhisperConfig, turn_model: bool) -> Result<Loaded, LoadError> {
     let paths = ensure_model(config)?;
     let model = Model::load_with(&paths, config.encoder)?;
     let finals = match ensure_final_model(config)? {
@@ -367,6 +386,10 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, LoadError> {
         .as_ref()
         .map(|f| format!(", finals from {}", f.name))
         .unwrap_or_default();
+    let judge = match turn_model {
+        true => Some(load_turn_model(config)?),
+        false => None,
+    };
     let engines = (0..config.decoders.max(1))
         .map(|_| {
             let decoder = Decoder::new(model.clone()).with_beam(config.beam);
@@ -391,11 +414,22 @@ pub fn load(config: &WhisperConfig) -> Result<Loaded, LoadError> {
             paths.dir.display()
         ),
         speaks: speaks(&model, finals.as_ref()),
-        judge: None,
+        judge,
         finals_model: finals.is_some(),
         max_batch: config.max_batch.max(1),
         beam: config.beam.max(1),
     })
+}
+
+/// The end-of-turn model and the onnxruntime it runs on, from `cache_dir` (fetched there
+/// first if need be).
+fn load_turn_model(config: &WhisperConfig) -> Result<TurnModel, LoadError> {
+    let cache = config
+        .cache_dir
+        .clone()
+        .unwrap_or_else(crate::wheel::default_cache_dir);
+    let paths = crate::turn::ensure(cache)?;
+    Ok(TurnModel::load(&paths)?)
 }
 
 /// [`Loaded::speaks`]: a language either model transcribes, or `auto` with a multilingual

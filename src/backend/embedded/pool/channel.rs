@@ -138,7 +138,6 @@ impl ChannelState {
             self.segmenter.push(&self.samples, at, now, &mut self.emits);
             self.segmenter.finish(at, now, &mut self.emits);
         }
-        self.segmenter.poll(&mut self.emits);
         self.report();
         if self.finished && !self.decoding && self.segmenter.is_idle() {
             if let Some(events) = self.events.take() {

@@ -431,9 +431,15 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
     let mut audio = Vec::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
-        let claimed = lock(&pool.channels).iter().find_map(|c| {
+        // The longest pause first: its final is held for this verdict.
+        let longest = lock(&pool.channels)
+            .iter()
+            .filter_map(|c| Some((c.lock().segmenter.turn_pause()?, c.clone())))
+            .max_by_key(|(pause, _)| *pause)
+            .map(|(_, c)| c);
+        let claimed = longest.and_then(|c| {
             let ticket = c.lock().segmenter.claim_turn(&mut audio)?;
-            Some((c.clone(), ticket))
+            Some((c, ticket))
         });
         let Some((channel, ticket)) = claimed else {
             pool.wait_for_work(seen);
@@ -442,7 +448,10 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
         let started = Instant::now();
         let result =
             std::panic::catch_unwind(AssertUnwindSafe(|| model.complete_probability(&audio)));
-        metrics::histogram!(m::TURN_SECONDS).record(started.elapsed().as_secs_f64());
+        let spent = started.elapsed();
+        metrics::histogram!(m::TURN_SECONDS).record(spent.as_secs_f64());
+        // The judge runs on the decoders' cores, for the finals it holds: essential work.
+        pool.add_load(spent);
         let complete = match result {
             Ok(Ok(p)) => Some(p >= 0.5),
             Ok(Err(e)) => {

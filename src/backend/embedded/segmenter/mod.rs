@@ -27,7 +27,7 @@ use context::Said;
 use super::Transcribed;
 use super::cost::CostModel;
 pub use context::{drop_repeat, strip_context};
-use verdict::TURN_WAIT;
+use verdict::Verdict;
 pub use verdict::{TURN_WINDOW, TurnTicket, end_turn};
 
 /// Samples per detector frame, at 16 kHz.
@@ -87,9 +87,16 @@ pub struct SegmenterConfig {
     /// Earlier utterances count as the same turn while the pauses between them are no longer
     /// than this.
     pub turn_gap: usize,
-    /// An end-of-turn model decides how each final ends: with . ? ! when the speaker has
-    /// finished, without when they are about to go on (see [`end_turn`]).
+    /// An end-of-turn model judges each pause of the speaker's: one it hears as the turn's
+    /// end closes the utterance at `endpoint`, its final ending in . ? ! (see [`end_turn`]);
+    /// one it hears as a pause inside the turn keeps the utterance open, so the words after
+    /// it join the same final, until `turn_hold` of silence ends it anyway.
     pub judge_turns: bool,
+    /// With `judge_turns`: the silence that ends an utterance whatever the model said (or
+    /// before it could say), its final then ending in . ? ! as well. The platform answers
+    /// 0.1 s after such a final (docs/PROVIDERS.md), so this bounds the reply wait of a
+    /// finished turn the model took for a pause (BENCHMARKS.md, "End of turn").
+    pub turn_hold: usize,
     /// The engine reads left context as text (a prompt) rather than audio.
     pub context_as_text: bool,
     /// The engine reads a text prompt: the keyterms go to it whatever `context_as_text`.
@@ -116,6 +123,8 @@ pub const DECODE_PAD_MS: u64 = 400;
 pub const CONTEXT_SPAN_MS: u64 = 6_000;
 /// See [`SegmenterConfig::turn_gap`].
 pub const TURN_GAP_MS: u64 = 1_500;
+/// See [`SegmenterConfig::turn_hold`].
+pub const TURN_HOLD_MS: u64 = 800;
 
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
@@ -136,6 +145,7 @@ impl SegmenterConfig {
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
             judge_turns: false,
+            turn_hold: ms(TURN_HOLD_MS),
             context_as_text: false,
             prompted: false,
             lead: Lead::default(),
@@ -339,8 +349,8 @@ struct Open {
     /// The longest decode that could be the final ([`Ticket::whole`]): length and what it
     /// heard.
     whole: Option<(usize, Transcribed)>,
-    /// The end-of-turn model was asked at this length of `audio`, and its verdict.
-    judged: Option<(usize, Option<bool>)>,
+    /// What the end-of-turn model made of the current pause.
+    verdict: Verdict,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
 }
@@ -360,10 +370,9 @@ struct Ended {
     /// for when no decode that could be the final does.
     heard: Option<String>,
     recovery: Recovery,
-    /// Whether the speaker finished, once the end-of-turn model has said; `judging` while
-    /// it is still to say.
+    /// The speaker finished (the end-of-turn model said so, or the pause outlasted
+    /// `turn_hold`): the final ends in . ? !. `None`: as decoded.
     turn: Option<bool>,
-    judging: bool,
     /// Input position (samples at the caller's rate) of its endpoint, for lag.
     at_input: u64,
     /// When the endpoint was reached, and the silence before it.
@@ -441,6 +450,8 @@ pub struct Segmenter {
     last_partial: String,
     /// The last final sent and where its voice ended, for [`drop_repeat`].
     last_final: (String, u64),
+    /// The caller's input position after the last samples pushed (see [`Segmenter::push`]).
+    at_input: u64,
     /// Words to expect (the call's or profile's keyterms), prompted to engines that read a
     /// prompt; empty for none.
     keyterms: String,
@@ -472,6 +483,7 @@ impl Segmenter {
             ended: VecDeque::new(),
             last_partial: String::new(),
             last_final: (String::new(), 0),
+            at_input: 0,
             keyterms: String::new(),
             next_id: 0,
         }
@@ -480,6 +492,7 @@ impl Segmenter {
     /// Takes 16 kHz samples in [-1, 1]; `at_input` is the caller's input position after
     /// them. Finals that need no decode are appended to `out`.
     pub fn push(&mut self, samples: &[f32], at_input: u64, now: Instant, out: &mut Vec<Emit>) {
+        self.at_input = at_input;
         let mut rest = samples;
         while !rest.is_empty() {
             let take = (FRAME - self.carry.len()).min(rest.len());
@@ -508,10 +521,6 @@ impl Segmenter {
             self.carry.clear();
         }
         self.close(at_input, now);
-        // Nobody speaks after the end: no verdict is worth waiting for.
-        for ended in &mut self.ended {
-            ended.judging = false;
-        }
         self.drain_ready(out);
     }
 
@@ -807,11 +816,6 @@ impl Segmenter {
         open.decoded_text = Some(text);
     }
 
-    /// Emits finals held for a verdict that is late (see `TURN_WAIT`).
-    pub fn poll(&mut self, out: &mut Vec<Emit>) {
-        self.drain_ready(out);
-    }
-
     /// Input position of the endpoint of the oldest utterance still without its final:
     /// the recognizer is behind real time from there.
     pub fn pending_since(&self) -> Option<u64> {
@@ -906,7 +910,7 @@ impl Segmenter {
                     decoded_text: None,
                     heard: None,
                     whole: None,
-                    judged: None,
+                    verdict: Verdict::Unasked,
                     since: now,
                 });
             }
@@ -926,7 +930,7 @@ impl Segmenter {
                 }
                 if heard == Heard::Voice {
                     open.silence = 0;
-                    open.judged = None;
+                    open.verdict = Verdict::Unasked;
                     open.level_frames += 1;
                     open.level_db += (db - open.level_db) / open.level_frames as f32;
                 } else {
@@ -936,7 +940,9 @@ impl Segmenter {
                     open.silence += FRAME;
                 }
                 let long = open.audio.len() >= config.max_utterance;
-                if (open.silence >= config.endpoint && open.quiet >= config.endpoint / 2)
+                if (open.silence >= config.endpoint
+                    && open.quiet >= config.endpoint / 2
+                    && open.verdict.ends_turn(open.silence, &config))
                     || (long && heard == Heard::Silence)
                     || open.audio.len() >= 2 * config.max_utterance
                 {
@@ -968,8 +974,7 @@ impl Segmenter {
             retry: false,
             heard: open.heard,
             recovery: Recovery::None,
-            turn: open.judged.and_then(|(_, verdict)| verdict),
-            judging: open.judged.is_some_and(|(_, verdict)| verdict.is_none()),
+            turn: open.verdict.ending(open.silence, &self.config),
             at_input,
             since: now,
             silence: open.silence,
@@ -983,8 +988,7 @@ impl Segmenter {
 
     /// Emits, in order, the finals whose text is known.
     fn drain_ready(&mut self, out: &mut Vec<Emit>) {
-        let ready = |e: &Ended| e.text.is_some() && (!e.judging || e.since.elapsed() >= TURN_WAIT);
-        while self.ended.front().is_some_and(ready) {
+        while self.ended.front().is_some_and(|e| e.text.is_some()) {
             let Some(Ended {
                 id,
                 start,
@@ -1039,7 +1043,7 @@ impl Segmenter {
 
 #[cfg(test)]
 mod tests {
-    use super::verdict::TURN_TAIL;
+    use super::verdict::{TURN_TAIL, Verdict};
     use super::*;
 
     fn config() -> SegmenterConfig {
@@ -1564,53 +1568,179 @@ mod tests {
         assert_eq!(end_turn("", true), "");
     }
 
-    #[test]
-    fn the_final_closing_a_pause_waits_for_the_turn_verdict() {
-        let mut s = Segmenter::new(SegmenterConfig {
+    /// A segmenter that asks the end-of-turn model, with a hold of 40 frames (640 ms).
+    fn judging() -> Segmenter {
+        Segmenter::new(SegmenterConfig {
             judge_turns: true,
+            turn_hold: 40 * FRAME,
             ..config()
-        });
+        })
+    }
+
+    /// Feeds silence until the end-of-turn model is wanted, and claims its question.
+    fn ask(s: &mut Segmenter, audio: &mut Vec<f32>, at: &mut u64) -> TurnTicket {
+        while !s.wants_turn() {
+            feed(s, 1, false, at);
+        }
+        s.claim_turn(audio).unwrap()
+    }
+
+    /// Feeds silence until the pause's speculative decode is wanted.
+    fn speculate(s: &mut Segmenter, at: &mut u64) -> Want {
+        loop {
+            if let Some(want) = s.want() {
+                assert_eq!(want.kind, DecodeKind::Speculative);
+                return want;
+            }
+            feed(s, 1, false, at);
+        }
+    }
+
+    #[test]
+    fn a_pause_judged_the_turns_end_gives_its_final_at_the_endpoint_ending_in_a_period() {
+        let mut s = judging();
         let mut at = 0;
         let mut audio = Vec::new();
+        let mut out = Vec::new();
         feed(&mut s, 40, true, &mut at);
         feed(&mut s, 2, false, &mut at);
         assert!(!s.wants_turn(), "asked about 100 ms before the endpoint");
-        while !s.wants_turn() {
-            feed(&mut s, 1, false, &mut at);
-        }
-        let ticket = s.claim_turn(&mut audio).unwrap();
+        let ticket = ask(&mut s, &mut audio, &mut at);
         assert!(s.claim_turn(&mut audio).is_none(), "asked once");
         // It hears the utterance and 200 ms after the voice.
         let voiced_end = s.open.as_ref().unwrap().voiced_end;
         assert_eq!(audio.len(), voiced_end + TURN_TAIL);
+        let speculative = speculate(&mut s, &mut at);
+        s.decoded(
+            speculative.ticket,
+            "That's all".into(),
+            Instant::now(),
+            &mut out,
+        );
+        out.clear();
+        // At the endpoint without a verdict: held.
+        feed(&mut s, 12, false, &mut at);
+        assert!(s.pending_since().is_none() && finals(&out).is_empty());
+        // The verdict closes it at once, ending the turn.
+        s.judged(ticket, Some(true), &mut out);
+        assert_eq!(finals(&out), ["That's all."]);
+        assert!(s.is_idle());
+
+        // A verdict that comes before the endpoint: the final goes at the endpoint.
+        out.clear();
+        feed(&mut s, 40, true, &mut at);
+        let ticket = ask(&mut s, &mut audio, &mut at);
+        s.judged(ticket, Some(true), &mut out);
+        let speculative = speculate(&mut s, &mut at);
+        s.decoded(speculative.ticket, "Bye.".into(), Instant::now(), &mut out);
+        assert!(finals(&out).is_empty());
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["Bye."]);
+    }
+
+    #[test]
+    fn a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final() {
+        let mut s = judging();
+        let mut at = 0;
+        let mut audio = Vec::new();
         let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        let ticket = ask(&mut s, &mut audio, &mut at);
+        s.judged(ticket, Some(false), &mut out);
+        let speculative = speculate(&mut s, &mut at);
+        assert_eq!(speculative.kind, DecodeKind::Speculative);
+        s.decoded(
+            speculative.ticket,
+            "Front.".into(),
+            Instant::now(),
+            &mut out,
+        );
+        // Past the endpoint, and longer: still one open utterance, no final.
+        feed(&mut s, 30, false, &mut at);
+        assert!(s.open.is_some() && s.ended.is_empty() && finals(&out).is_empty());
+        // The speaker goes on: the same utterance, asked again at its next pause.
+        feed(&mut s, 30, true, &mut at);
+        let id = s.open.as_ref().unwrap().id;
+        let ticket = ask(&mut s, &mut audio, &mut at);
+        assert_eq!(ticket.utterance, id);
+        s.judged(ticket, Some(true), &mut out);
         feed(&mut s, 12, false, &mut at);
         let want = s.want().unwrap();
-        s.decoded(want.ticket, "I want to.".into(), Instant::now(), &mut out);
-        assert!(out.is_empty(), "held for the verdict");
-        s.judged(ticket, Some(false), &mut out);
-        assert_eq!(finals(&out), ["I want to"]);
+        assert_eq!(want.kind, DecodeKind::Final);
+        assert_eq!(want.ticket.utterance, id);
+        // The final's decode reads both parts, from the first voice on.
+        assert_eq!(s.audio(want.ticket).len(), s.ended[0].audio.len());
+        s.decoded(want.ticket, "Front left.".into(), Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["Front left."]);
+    }
 
-        // Speech after the question makes the verdict stale: asked again at the next pause.
+    #[test]
+    fn a_held_pause_that_reaches_the_hold_ends_the_turn_with_a_period() {
+        let mut s = judging();
+        let mut at = 0;
+        let mut audio = Vec::new();
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        let ticket = ask(&mut s, &mut audio, &mut at);
+        s.judged(ticket, Some(false), &mut out);
+        let speculative = speculate(&mut s, &mut at);
+        s.decoded(
+            speculative.ticket,
+            "My number is 555,".into(),
+            Instant::now(),
+            &mut out,
+        );
+        let asked_at = s.open.as_ref().unwrap().silence / FRAME;
+        feed(&mut s, 39 - asked_at, false, &mut at);
+        s.drain_ready(&mut out);
+        assert!(finals(&out).is_empty() && s.ended.is_empty(), "held until the hold");
+        feed(&mut s, 1, false, &mut at);
+        s.drain_ready(&mut out);
+        // The speculative decode is the final: no decode after the hold.
+        assert_eq!(finals(&out), ["My number is 555."]);
+        assert!(s.is_idle());
+
+        // A question never answered (the judge busy) holds as long, no longer.
         out.clear();
-        feed(&mut s, 30, true, &mut at);
-        while !s.wants_turn() {
-            feed(&mut s, 1, false, &mut at);
-        }
-        let stale = s.claim_turn(&mut audio).unwrap();
+        feed(&mut s, 40, true, &mut at);
+        ask(&mut s, &mut audio, &mut at);
+        let speculative = speculate(&mut s, &mut at);
+        s.decoded(
+            speculative.ticket,
+            "and then".into(),
+            Instant::now(),
+            &mut out,
+        );
+        feed(&mut s, 40, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["and then."]);
+    }
+
+    #[test]
+    fn a_stale_or_failed_verdict_does_not_hold() {
+        let mut s = judging();
+        let mut at = 0;
+        let mut audio = Vec::new();
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        let stale = ask(&mut s, &mut audio, &mut at);
+        // Speech after the question makes the verdict stale: asked again at the next pause.
         feed(&mut s, 5, true, &mut at);
         s.judged(stale, Some(true), &mut out);
-        while !s.wants_turn() {
-            feed(&mut s, 1, false, &mut at);
-        }
-        s.claim_turn(&mut audio).unwrap();
+        assert_eq!(s.open.as_ref().unwrap().verdict, Verdict::Unasked);
+        let ticket = ask(&mut s, &mut audio, &mut at);
+        // The model failed: silence decides, as without it, and the text stays as decoded.
+        s.judged(ticket, None, &mut out);
+        let speculative = speculate(&mut s, &mut at);
+        s.decoded(
+            speculative.ticket,
+            "Go there,".into(),
+            Instant::now(),
+            &mut out,
+        );
         feed(&mut s, 12, false, &mut at);
-        let want = s.want().unwrap();
-        s.decoded(want.ticket, "Go there,".into(), Instant::now(), &mut out);
-        assert!(out.is_empty(), "the stale verdict does not count");
-        // A verdict that never comes holds the final only so long.
-        std::thread::sleep(TURN_WAIT);
-        s.poll(&mut out);
+        s.drain_ready(&mut out);
         assert_eq!(finals(&out), ["Go there,"]);
     }
 
@@ -1733,7 +1863,7 @@ mod tests {
             &mut out,
         );
         feed(&mut s, 3, false, &mut at);
-        s.poll(&mut out);
+        s.drain_ready(&mut out);
         assert!(s.want().is_none(), "no retry");
         assert_eq!(recoveries(&out), [("", Recovery::Sound)]);
         assert!(s.is_idle());

@@ -1,5 +1,7 @@
-//! Turn verdicts: when to ask the end-of-turn model, what it hears, and how its verdict
-//! ends a final (with . ? ! when the speaker has finished, without when not).
+//! Turn verdicts: when to ask the end-of-turn model, what it hears, and what its verdict
+//! does: a pause heard as the turn's end closes the utterance at the endpoint, its final
+//! ending in . ? !; a pause heard as one inside the turn holds the utterance open until the
+//! speaker goes on (one final for both parts) or the silence reaches `turn_hold`.
 
 use super::*;
 
@@ -16,6 +18,44 @@ pub fn end_turn(text: &str, complete: bool) -> String {
         format!("{}.", text.trim_end_matches([',', ';', ':', '-', '—']))
     } else {
         text.trim_end_matches(['.', '?', '!']).to_string()
+    }
+}
+
+/// What the end-of-turn model made of the open utterance's current pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Not asked since the last voiced frame.
+    Unasked,
+    /// Asked about the utterance up to this length; no answer yet.
+    Asked(usize),
+    /// The speaker has finished (`true`) or is pausing inside the turn (`false`).
+    Said(bool),
+    /// The model could not say: silence alone decides, as without it.
+    Failed,
+}
+
+impl Verdict {
+    /// Whether a pause of `silence` that has reached the endpoint ends the utterance.
+    pub(super) fn ends_turn(self, silence: usize, config: &SegmenterConfig) -> bool {
+        match self {
+            _ if !config.judge_turns => true,
+            Self::Said(true) | Self::Failed => true,
+            // Unfinished, or not yet judged (the judge is busy): held, within the bound.
+            Self::Said(false) | Self::Unasked | Self::Asked(_) => silence >= config.turn_hold,
+        }
+    }
+
+    /// How the final of an utterance closed after `silence` ends ([`Ended::turn`]): a pause
+    /// the model heard as the turn's end, or one that outlasted the hold, ends the turn.
+    pub(super) fn ending(self, silence: usize, config: &SegmenterConfig) -> Option<bool> {
+        match self {
+            _ if !config.judge_turns => None,
+            Self::Said(true) => Some(true),
+            Self::Failed => None,
+            Self::Said(false) | Self::Unasked | Self::Asked(_) => {
+                (silence >= config.turn_hold).then_some(true)
+            }
+        }
     }
 }
 
@@ -36,9 +76,6 @@ pub(super) const TURN_TAIL: usize = 200 * RATE / 1000;
 
 /// The most audio the end-of-turn model reads.
 pub const TURN_WINDOW: usize = 8 * RATE;
-
-/// How long a final whose text is ready waits for a late verdict before it goes as it is.
-pub(super) const TURN_WAIT: Duration = Duration::from_millis(150);
 
 impl Segmenter {
     /// Whether the end-of-turn model should hear this channel now: the pause is nearly the
@@ -66,9 +103,17 @@ impl Segmenter {
         out.extend_from_slice(audio);
         out.resize(out.len() + own - open.audio.len(), 0.0);
         if let Some(open) = &mut self.open {
-            open.judged = Some((ticket.len, None));
+            open.verdict = Verdict::Asked(ticket.len);
         }
         Some(ticket)
+    }
+
+    /// How long the pause the end-of-turn model should hear has lasted, if it should hear
+    /// one (see [`Segmenter::wants_turn`]): the judge takes the longest first.
+    pub fn turn_pause(&self) -> Option<usize> {
+        self.wants_turn()
+            .then(|| self.open.as_ref().map(|open| open.silence))
+            .flatten()
     }
 
     /// See [`Segmenter::claim_turn`].
@@ -82,26 +127,37 @@ impl Segmenter {
             && self
                 .open
                 .as_ref()
-                .is_some_and(|open| open.silence >= judge_at && open.judged.is_none())
+                .is_some_and(|open| open.silence >= judge_at && open.verdict == Verdict::Unasked)
     }
 
     /// Takes the end-of-turn model's verdict on what a ticket covered (`None` if it could
-    /// not say), and emits a final it was holding.
+    /// not say). A pause it hears as the turn's end that has already reached the endpoint
+    /// closes the utterance at once, and its final goes out if its text is ready.
     pub fn judged(&mut self, ticket: TurnTicket, complete: Option<bool>, out: &mut Vec<Emit>) {
-        if let Some(ended) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
-            if ended.judging && ticket.len >= ended.voiced_end {
-                ended.turn = complete;
-                ended.judging = false;
-                self.drain_ready(out);
-            }
+        let config = self.config;
+        let Some(open) = self.open.as_mut().filter(|o| o.id == ticket.utterance) else {
+            // Closed meanwhile (by the hold, the audio's end, a long cut): too late to count.
+            return;
+        };
+        if open.verdict != Verdict::Asked(ticket.len) {
             return;
         }
-        if let Some(open) = &mut self.open
-            && open.id == ticket.utterance
-            && ticket.len >= open.voiced_end
-            && let Some(complete) = complete
+        if ticket.len < open.voiced_end {
+            // Voice since it was asked, if too faint to reset the pause: ask again.
+            open.verdict = Verdict::Unasked;
+            return;
+        }
+        open.verdict = match complete {
+            Some(complete) => Verdict::Said(complete),
+            None => Verdict::Failed,
+        };
+        if open.silence >= config.endpoint
+            && open.quiet >= config.endpoint / 2
+            && open.verdict.ends_turn(open.silence, &config)
         {
-            open.judged = Some((ticket.len, Some(complete)));
+            let now = Instant::now();
+            self.close(self.at_input, now);
+            self.drain_ready(out);
         }
     }
 }
