@@ -5,8 +5,11 @@
 //! (`hark_bench::fetch`).
 //!
 //! The probabilities pinned below are what pipecat 1.14.0's own Python code gives for the
-//! same audio (`samples/turn-compare.py`); hark's features match it to the bit, so they
-//! differ only if onnxruntime's kernels round differently on another CPU.
+//! same audio (`samples/turn-compare.py`) on a CPU with VNNI; hark's features match it to the
+//! bit, so they differ only where onnxruntime's kernels do. They do on a CPU without VNNI
+//! (AVX2 alone): its int8 products there (`VPMADDUBSW`, 16-bit sums that saturate) moved
+//! whole jfk.wav from 0.80 to 0.63 (an AMD EPYC, AVX2). There only the decisions and a
+//! looser bound are checked.
 
 use hark_testkit::dirs;
 
@@ -28,8 +31,17 @@ const JFK_CUTS: [(f64, &str, f32); 3] = [
     (9.0, "ask what you can | do", 0.0191),
 ];
 
-/// Leaves room for other CPUs' kernels; the decisions above are far from 0.5.
-const TOLERANCE: f32 = 2e-3;
+/// Leaves room for other CPUs' kernels; the decisions above are far from 0.5. Without VNNI,
+/// onnxruntime's int8 kernels give other probabilities (see above): only a bound.
+fn tolerance() -> f32 {
+    if vnni() { 2e-3 } else { 0.2 }
+}
+
+/// Whether onnxruntime's int8 products here are VNNI's (exact 32-bit sums).
+fn vnni() -> bool {
+    std::arch::is_x86_feature_detected!("avx512vnni")
+        || std::arch::is_x86_feature_detected!("avxvnni")
+}
 
 /// A 16 kHz dev clip, as the model takes it.
 fn read_clip(name: &str) -> Vec<f32> {
@@ -85,7 +97,7 @@ fn ended_sentence_is_complete_and_cut_one_is_not() {
     );
     assert!(whole > 0.5, "the ended sentence judged incomplete: {whole}");
     assert!(
-        (whole - JFK_WHOLE).abs() < TOLERANCE,
+        (whole - JFK_WHOLE).abs() < tolerance(),
         "{whole} vs {JFK_WHOLE}"
     );
 
@@ -93,7 +105,7 @@ fn ended_sentence_is_complete_and_cut_one_is_not() {
         let p = model.complete_probability(at(&jfk, secs)).expect("cut");
         eprintln!("jfk.wav cut at {secs} s ({words}): {p:.4}");
         assert!(p < 0.5, "cut at {secs} s ({words}) judged complete: {p}");
-        assert!((p - expected).abs() < TOLERANCE, "{p} vs {expected}");
+        assert!((p - expected).abs() < tolerance(), "{p} vs {expected}");
     }
 
     // Other ended sentences, other voices.
@@ -102,7 +114,7 @@ fn ended_sentence_is_complete_and_cut_one_is_not() {
         eprintln!("{name} whole: {p:.4}");
         assert!(p > 0.5, "{name} judged incomplete: {p}");
         assert!(
-            (p - expected).abs() < TOLERANCE,
+            (p - expected).abs() < tolerance(),
             "{name}: {p} vs {expected}"
         );
     }
@@ -144,7 +156,8 @@ fn odd_input_gives_an_answer_or_a_clear_error() {
         let scaled: Vec<f32> = jfk.iter().map(|x| x * gain).collect();
         let p = model.complete_probability(&scaled).unwrap();
         eprintln!("jfk.wav whole x {gain}: {p:.4}");
-        assert!((p - expected).abs() < 0.1, "x {gain}: {p} vs {expected}");
+        let bound = if vnni() { 0.1 } else { 0.2 };
+        assert!((p - expected).abs() < bound, "x {gain}: {p} vs {expected}");
     }
 
     for (what, audio) in [
@@ -158,8 +171,8 @@ fn odd_input_gives_an_answer_or_a_clear_error() {
     }
 }
 
-/// The server runs both: libmoonshine.so and ort must share one onnxruntime, and both must
-/// keep working side by side, from two threads at once.
+/// The server may run both: libmoonshine.so and ort must keep working side by side, from
+/// two threads at once.
 #[test]
 fn shares_onnxruntime_with_moonshine() {
     let (engine, _) = engine();
@@ -183,7 +196,7 @@ fn shares_onnxruntime_with_moonshine() {
         });
         for _ in 0..3 {
             let p = model.complete_probability(jfk).expect("turn");
-            assert!((p - JFK_WHOLE).abs() < TOLERANCE, "{p} vs {JFK_WHOLE}");
+            assert!((p - JFK_WHOLE).abs() < tolerance(), "{p} vs {JFK_WHOLE}");
         }
         heard.join().expect("transcriber thread")
     });
@@ -191,12 +204,175 @@ fn shares_onnxruntime_with_moonshine() {
         assert!(t.contains("what your country can do for you"), "{t:?}");
     }
 
-    // One copy of onnxruntime in the process, not two.
+    // At most two copies of onnxruntime in the process: Moonshine's own, and the
+    // onnxruntime wheel's where a Whisper engine of this binary loaded the turn model first
+    // (ort keeps the first it loads; each copy keeps its own symbols).
     let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
     let copies: std::collections::BTreeSet<&str> = maps
         .lines()
         .filter_map(|l| l.split_whitespace().nth(5))
         .filter(|p| p.contains("libonnxruntime"))
         .collect();
-    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert!((1..=2).contains(&copies.len()), "{copies:?}");
+}
+
+/// What the default profile (Whisper, with the turn model) sent for jfk.wav with `pause`
+/// seconds of silence put in at `cut` seconds, on the customer's channel of a 16 kHz call
+/// whose URL carries `query`: each customer final with the seconds of silence sent after
+/// the cut before it came (negative: before the cut's audio was all sent).
+async fn jfk_with_a_pause(query: &str, cut: f64, pause: f64) -> Vec<(f64, String)> {
+    use hark_testkit::{TestServer, config_with_default_backend, whisper_registry};
+    let mut config = config_with_default_backend("whisper");
+    // The same engine, the model off: silence alone ends utterances.
+    config.profiles.insert(
+        "plain".into(),
+        hark::config::Profile {
+            backend: "whisper".into(),
+            options: hark::backend::Options {
+                turn_model: Some(false),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let server = TestServer::start(config, whisper_registry()).await;
+    let url = server.ws_url(&format!("/api/custom-transcriber{query}"));
+    let (jfk, rate) = dirs::read_clip("jfk.wav");
+    let jfk: Vec<i16> = jfk.iter().map(|x| (x * 32767.0) as i16).collect();
+    let at = ((cut * f64::from(rate)) as usize).min(jfk.len());
+    let mut call = hark_testkit::connect_admitted(&url, std::time::Duration::from_secs(180)).await;
+    call.start(rate, 2).await.expect("start frame");
+    let quiet = vec![0i16; jfk.len()];
+    assert!(call.play(&[&jfk[..at], &quiet[..at]], rate, 20, true).await);
+    let cut_sent = Instant::now();
+    assert!(call.silence(2, rate, pause).await);
+    let rest = jfk.len() - at;
+    assert!(
+        call.play(&[&jfk[at..], &quiet[..rest]], rate, 20, true)
+            .await
+    );
+    assert!(call.silence(2, rate, 3.0).await);
+    let got = call.hang_up().await;
+    let finals: Vec<(f64, String)> = got
+        .messages
+        .iter()
+        .filter_map(|(t, m)| match m {
+            hark_bench::protocol::ServerMessage::TranscriberResponse {
+                transcription,
+                channel,
+                transcript_type,
+            } if *channel == hark_bench::protocol::Channel::Customer
+                && *transcript_type == hark_bench::protocol::TranscriptType::Final =>
+            {
+                let after = match t.checked_duration_since(cut_sent) {
+                    Some(d) => d.as_secs_f64(),
+                    None => -cut_sent.duration_since(*t).as_secs_f64(),
+                };
+                Some((after, transcription.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    eprintln!("{query} cut {cut} s, pause {pause} s: {finals:?}");
+    finals
+}
+
+fn words(text: &str) -> String {
+    hark_bench::wer::normalize(text).join(" ")
+}
+
+/// "ask not what your country | can do for you": the model hears the speaker pausing, not
+/// done, so the server holds the utterance through 0.7 s of silence (more than three
+/// endpoints) and the words after the pause join the same final. Without the model the
+/// pause ends the utterance: its final, ending in a period, would let the assistant answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final() {
+    let finals = jfk_with_a_pause("?max_turn_silence_ms=3000", 6.5, 0.7).await;
+    let joined = finals
+        .iter()
+        .find(|(_, f)| words(f).contains("country can do for you"));
+    assert!(joined.is_some(), "no final spans the pause: {finals:?}");
+    assert!(
+        finals.iter().all(|(after, _)| *after < 0.0 || *after > 0.7),
+        "a final came during the pause: {finals:?}"
+    );
+
+    // The same call with the model off: the pause is an endpoint.
+    let finals = jfk_with_a_pause("/plain?max_turn_silence_ms=3000", 6.5, 0.7).await;
+    assert!(
+        finals.iter().any(|(after, _)| (0.0..0.7).contains(after)),
+        "without the model the pause ends a final: {finals:?}"
+    );
+}
+
+/// A held pause that goes on ends at `max_turn_silence_ms`, never before, and its final
+/// ends in a period so that the platform answers at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_held_pause_ends_at_the_hold_with_a_period() {
+    let finals = jfk_with_a_pause("?max_turn_silence_ms=1500", 6.5, 2.5).await;
+    let (after, text) = finals
+        .iter()
+        .find(|(after, _)| (0.0..2.5).contains(after))
+        .unwrap_or_else(|| panic!("no final ended the pause: {finals:?}"));
+    assert!(*after >= 1.5, "ended before the hold: {after} s");
+    assert!(text.ends_with(['.', '?', '!']), "{text:?}");
+}
+
+/// A finished sentence followed by silence: the model hears the turn's end and the final
+/// goes at the endpoint, ending in a period, long before the 5 s hold would release it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_finished_turn_ends_at_once() {
+    let finals = jfk_with_a_pause("?max_turn_silence_ms=5000", 11.0, 0.0).await;
+    let (after, text) = finals
+        .last()
+        .unwrap_or_else(|| panic!("no final: {finals:?}"));
+    assert!(words(text).ends_with("for your country"), "{finals:?}");
+    assert!(text.ends_with(['.', '?', '!']), "{text:?}");
+    assert!(*after < 3.0, "held as if unfinished: {after} s");
+}
+
+/// A turn model that cannot load (here a damaged model in the cache) stops the engine from
+/// loading, with the reason: the server refuses calls (not ready) and says why rather than
+/// end finals on silence alone.
+#[test]
+fn a_turn_model_that_cannot_load_is_refused_with_its_reason() {
+    let cache = tempfile::tempdir().unwrap();
+    // The runtime as the server fetches it, the model's folder complete but damaged.
+    let runtime = turn::ensure_runtime(&turn::runtime_fetch_options(cache_dir()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let runtime_dir = runtime.parent().unwrap();
+    std::os::unix::fs::symlink(
+        runtime_dir,
+        cache.path().join(runtime_dir.file_name().unwrap()),
+    )
+    .unwrap();
+    let model = turn::ensure_model(&turn::fetch_options(cache_dir())).unwrap();
+    let model_dir = cache
+        .path()
+        .join(model.parent().unwrap().file_name().unwrap());
+    std::fs::create_dir(&model_dir).unwrap();
+    for entry in std::fs::read_dir(model.parent().unwrap()).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), model_dir.join(entry.file_name())).unwrap();
+    }
+    std::fs::write(model_dir.join(model.file_name().unwrap()), b"not a model").unwrap();
+
+    let config = hark::backend::whisper::WhisperConfig {
+        cache_dir: Some(cache.path().to_path_buf()),
+        ..hark_testkit::whisper_config()
+    };
+    let err = match hark::backend::whisper::load(&config, true) {
+        Ok(_) => panic!("loaded with a damaged turn model"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("end-of-turn model") && err.contains("smart-turn"),
+        "{err}"
+    );
+    // Turned off, nothing of it is read: the engine loads (from the shared cache).
+    let off = hark::backend::whisper::WhisperConfig {
+        turn_model: false,
+        ..hark_testkit::whisper_config()
+    };
+    assert!(hark::backend::whisper::load(&off, false).is_ok());
 }

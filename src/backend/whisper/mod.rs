@@ -376,6 +376,11 @@ pub fn spawn(config: &WhisperConfig, turn_model: bool) -> Arc<Embedded> {
 /// be fetched or loaded fails the load: finals would end on silence alone, the cut-ins it
 /// is there to prevent, so the server says why rather than run without it.
 pub fn load(config: &WhisperConfig, turn_model: bool) -> Result<Loaded, LoadError> {
+    // First: the smaller fetch, and a damaged one is said before the models' download.
+    let judge = match turn_model {
+        true => Some(load_turn_model(config)?),
+        false => None,
+    };
     let paths = ensure_model(config)?;
     let model = Model::load_with(&paths, config.encoder)?;
     let finals = match ensure_final_model(config)? {
@@ -386,10 +391,6 @@ pub fn load(config: &WhisperConfig, turn_model: bool) -> Result<Loaded, LoadErro
         .as_ref()
         .map(|f| format!(", finals from {}", f.name))
         .unwrap_or_default();
-    let judge = match turn_model {
-        true => Some(load_turn_model(config)?),
-        false => None,
-    };
     let engines = (0..config.decoders.max(1))
         .map(|_| {
             let decoder = Decoder::new(model.clone()).with_beam(config.beam);

@@ -568,7 +568,14 @@ impl Segmenter {
             let context_from = self.context_for(open.id);
             let (lead, beam) = self.lead(context_from, open.start, own);
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
-            return (open.silence >= start_at).then(|| Want {
+            // Once a decode of the utterance could be its final, faint voice that moves its
+            // end (frames at `release` in a long held pause) is decoded again only after as
+            // much quiet as a fresh pause: not once per faint frame.
+            let paused = match open.whole {
+                Some(_) => open.silence.min(open.quiet),
+                None => open.silence,
+            };
+            return (paused >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
                 since: open.since,
                 ticket: ticket(context_from, true, beam),
@@ -1694,7 +1701,10 @@ mod tests {
         let asked_at = s.open.as_ref().unwrap().silence / FRAME;
         feed(&mut s, 39 - asked_at, false, &mut at);
         s.drain_ready(&mut out);
-        assert!(finals(&out).is_empty() && s.ended.is_empty(), "held until the hold");
+        assert!(
+            finals(&out).is_empty() && s.ended.is_empty(),
+            "held until the hold"
+        );
         feed(&mut s, 1, false, &mut at);
         s.drain_ready(&mut out);
         // The speculative decode is the final: no decode after the hold.
