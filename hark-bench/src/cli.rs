@@ -76,6 +76,8 @@ pub struct BenchArgs {
     /// Your own recordings instead of the built-in clips: DIR/transcripts.tsv lists WAV files,
     /// `file<TAB>reference` for mono utterances (played as customer turns) or
     /// `file<TAB>customer reference<TAB>assistant reference` for stereo real calls (played whole).
+    /// An optional DIR/pauses.tsv gives a mono file's pauses inside its words,
+    /// `file<TAB>start_ms-end_ms[,start_ms-end_ms...]` (else they are found by energy).
     #[arg(long, value_name = "DIR")]
     pub corpus: Option<PathBuf>,
     /// Play every utterance of --corpus exactly once, dealt round the --calls calls in the

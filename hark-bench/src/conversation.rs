@@ -18,6 +18,9 @@ pub struct Recording {
     pub reference: String,
     /// Speech onset and offset, in samples, found by energy.
     pub speech: (usize, usize),
+    /// Pauses inside the words (start, end), in samples: found by energy
+    /// ([`inner_pauses`]), or as a corpus's `pauses.tsv` gives them.
+    pub pauses: Vec<(usize, usize)>,
 }
 
 /// The recordings each side of the conversation draws from. They never share a recording.
@@ -89,6 +92,7 @@ pub fn load_wav(path: &Path, reference: &str) -> anyhow::Result<Recording> {
     let audio = crate::wav::read(path)?;
     let samples = audio.mono();
     let speech = speech_bounds(&samples, audio.rate);
+    let pauses = inner_pauses(&samples, audio.rate, speech);
     Ok(Recording {
         name: path
             .file_name()
@@ -98,6 +102,7 @@ pub fn load_wav(path: &Path, reference: &str) -> anyhow::Result<Recording> {
         samples,
         reference: reference.to_string(),
         speech,
+        pauses,
     })
 }
 
@@ -115,6 +120,71 @@ pub fn speech_bounds(samples: &[i16], rate: u32) -> (usize, usize) {
     (first * win, (last * win).min(samples.len()))
 }
 
+/// The shortest quiet stretch inside an utterance that is a pause: a platform that
+/// answers 0.1 s after a final can talk over the caller in one.
+pub const MIN_PAUSE_MS: usize = 200;
+
+/// The pauses inside an utterance's words (`speech`: its onset and offset, in samples):
+/// runs of at least [`MIN_PAUSE_MS`] of quiet 10 ms windows strictly between onset and
+/// offset, (start, end) in samples. A window is quiet when it is more than 28 dB under
+/// the utterance's loud level (its windows' 90th percentile), or under -40 dBFS or within
+/// 10 dB of the clip's background (its windows' 10th percentile: line or room noise) as
+/// long as that is 20 dB under the loud level (a quiet recording's soft words, a phone
+/// band's weak fricatives are not pauses). A lone window either way (a click, a dip) takes
+/// its neighbours' side.
+pub fn inner_pauses(samples: &[i16], rate: u32, speech: (usize, usize)) -> Vec<(usize, usize)> {
+    let win = (rate / 100).max(1) as usize;
+    let levels: Vec<f64> = samples
+        .chunks(win)
+        .map(|w| {
+            let energy: f64 = w.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+            10.0 * (energy / w.len() as f64 / (32768.0 * 32768.0))
+                .max(1e-10)
+                .log10()
+        })
+        .collect();
+    let (on, off) = (speech.0 / win, speech.1.div_ceil(win).min(levels.len()));
+    if off <= on + 2 {
+        return Vec::new();
+    }
+    let percentile = |mut v: Vec<f64>, p: usize| {
+        v.sort_by(f64::total_cmp);
+        v[(v.len() * p / 100).min(v.len() - 1)]
+    };
+    let loud = percentile(levels[on..off].to_vec(), 90);
+    let background = percentile(levels.clone(), 10);
+    let threshold = (loud - 28.0).max((background + 10.0).max(-40.0).min(loud - 20.0));
+    let quiet: Vec<bool> = levels[on..off].iter().map(|&l| l < threshold).collect();
+    let smoothed: Vec<bool> = (0..quiet.len())
+        .map(|i| {
+            let around = [i.checked_sub(1), Some(i), Some(i + 1)]
+                .into_iter()
+                .flatten()
+                .filter_map(|j| quiet.get(j));
+            let (q, n) = around.fold((0, 0), |(q, n), &x| (q + usize::from(x), n + 1));
+            2 * q > n || (n == 2 && quiet[i])
+        })
+        .collect();
+    let min_len = MIN_PAUSE_MS.div_ceil(10);
+    let mut pauses = Vec::new();
+    let mut i = 0;
+    while i < smoothed.len() {
+        if !smoothed[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < smoothed.len() && smoothed[i] {
+            i += 1;
+        }
+        // Strictly inside: words on both sides.
+        if start > 0 && i < smoothed.len() && i - start >= min_len {
+            pauses.push(((on + start) * win, (on + i) * win));
+        }
+    }
+    pauses
+}
+
 /// One utterance placed in a call.
 #[derive(Debug, Clone)]
 pub struct Utterance {
@@ -124,6 +194,9 @@ pub struct Utterance {
     /// Where the words start and end in the call, in samples at the call's rate.
     pub onset: usize,
     pub offset: usize,
+    /// Pauses inside the words (start, end) in the call, in samples at the call's rate:
+    /// where the speaker is silent but their turn goes on. (None known for real calls.)
+    pub pauses: Vec<(usize, usize)>,
 }
 
 /// How much of a call is speech (`--pause`, `--turn-utterances`, `--turn-gap`): a server's
@@ -149,6 +222,9 @@ impl Default for Density {
         }
     }
 }
+
+/// A recording at the call's rate: its samples, onset, offset and pauses.
+type Placed = (Vec<i16>, usize, usize, Vec<(usize, usize)>);
 
 /// How long a generated conversation goes on.
 #[derive(Clone, Copy)]
@@ -227,12 +303,13 @@ impl Conversation {
     ) -> anyhow::Result<Self> {
         let between = |rng: &mut fastrand::Rng, (lo, hi): (f64, f64)| lo + rng.f64() * (hi - lo);
         let mut rng = fastrand::Rng::with_seed(seed);
-        let convert = |r: &Recording| -> anyhow::Result<(Vec<i16>, usize, usize)> {
+        let convert = |r: &Recording| -> anyhow::Result<Placed> {
             let scale = f64::from(rate) / f64::from(r.rate);
             let samples = resample(&r.samples, r.rate, rate)?;
             let at = |i: usize| ((i as f64 * scale) as usize).min(samples.len());
             let (onset, offset) = (at(r.speech.0), at(r.speech.1));
-            Ok((samples, onset, offset))
+            let pauses = r.pauses.iter().map(|&(a, b)| (at(a), at(b))).collect();
+            Ok((samples, onset, offset, pauses))
         };
         let customer: Vec<_> = corpus
             .customer
@@ -297,7 +374,7 @@ impl Conversation {
                     let gap = between(&mut rng, density.turn_gap_s);
                     conv.pause(gap);
                 }
-                let (samples, onset, offset) = &pool[next % pool.len()];
+                let (samples, onset, offset, pauses) = &pool[next % pool.len()];
                 let rec = &recordings[next % pool.len()];
                 *index += 1;
                 if turn == Channel::Customer {
@@ -310,6 +387,10 @@ impl Conversation {
                     reference: rec.reference.clone(),
                     onset: start + onset,
                     offset: start + offset,
+                    pauses: pauses
+                        .iter()
+                        .map(|&(a, b)| (start + a, start + b))
+                        .collect(),
                 });
                 let (speaking, silent) = match turn {
                     Channel::Customer => (&mut conv.customer, &mut conv.assistant),
@@ -359,6 +440,74 @@ mod tests {
         assert_eq!(speech_bounds(&s, 16000), (1600, 4800));
     }
 
+    /// Noise-like "speech" at `db` dBFS RMS, deterministic.
+    fn noise(rate: u32, secs: f64, db: f64, seed: u64) -> Vec<i16> {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let amp = 32768.0 * 10f64.powf(db / 20.0) * 3f64.sqrt();
+        (0..(secs * f64::from(rate)) as usize)
+            .map(|_| ((rng.f64() * 2.0 - 1.0) * amp) as i16)
+            .collect()
+    }
+
+    /// The pauses in seconds, to 10 ms.
+    fn pauses_s(samples: &[i16], rate: u32, speech: (usize, usize)) -> Vec<(f64, f64)> {
+        let s = |i: usize| (i as f64 / f64::from(rate) * 100.0).round() / 100.0;
+        inner_pauses(samples, rate, speech)
+            .into_iter()
+            .map(|(a, b)| (s(a), s(b)))
+            .collect()
+    }
+
+    #[test]
+    fn finds_the_pauses_inside_the_words() {
+        let rate = 16000;
+        let silence = |secs: f64| vec![0i16; (secs * f64::from(rate)) as usize];
+        let s = [
+            silence(0.2),
+            noise(rate, 0.5, -20.0, 1),
+            silence(0.4), // a pause: 0.7..1.1
+            noise(rate, 0.3, -26.0, 2),
+            silence(0.15), // too short
+            noise(rate, 0.4, -18.0, 3),
+            silence(0.25), // 1.95..2.2
+            noise(rate, 0.4, -20.0, 4),
+            silence(0.3),
+        ]
+        .concat();
+        let speech = speech_bounds(&s, rate);
+        assert_eq!(pauses_s(&s, rate, speech), [(0.7, 1.1), (1.95, 2.2)]);
+        // Only strictly inside: the silence before the onset and after the offset is not one.
+        assert_eq!(pauses_s(&s, rate, (0, s.len())), [(0.7, 1.1), (1.95, 2.2)]);
+        assert!(inner_pauses(&s, rate, (3200, 3200)).is_empty());
+        assert!(inner_pauses(&[], rate, (0, 0)).is_empty());
+    }
+
+    #[test]
+    fn pauses_over_background_noise_and_a_click_inside_one() {
+        let rate = 8000;
+        // Speech at -12 dBFS over line noise at -35 throughout: -40 dBFS alone hears no
+        // pause, the clip's own levels do; a 10 ms click inside a pause does not split it.
+        let mut s = noise(rate, 3.0, -35.0, 5);
+        let words = [(0.3, 1.0), (1.6, 2.0), (2.3, 2.7)];
+        for (k, &(a, b)) in words.iter().enumerate() {
+            let w = noise(rate, b - a, -12.0, 6 + k as u64);
+            let at = (a * f64::from(rate)) as usize;
+            s.splice(at..at + w.len(), w);
+        }
+        let click = (1.3 * f64::from(rate)) as usize;
+        s[click..click + 80].fill(12000);
+        let speech = ((0.3 * 8000.0) as usize, (2.7 * 8000.0) as usize);
+        assert_eq!(pauses_s(&s, rate, speech), [(1.0, 1.6), (2.0, 2.3)]);
+        // A quiet recording's words 15 dB under its loudest are words, not pauses.
+        let soft = [
+            noise(rate, 0.5, -30.0, 9),
+            noise(rate, 0.5, -45.0, 10),
+            noise(rate, 0.5, -30.0, 11),
+        ]
+        .concat();
+        assert!(inner_pauses(&soft, rate, (0, soft.len())).is_empty());
+    }
+
     #[test]
     fn conversation_alternates_and_places_words() {
         let rec = |name: &str, rate: u32| {
@@ -376,6 +525,7 @@ mod tests {
                 samples,
                 reference: name.into(),
                 speech,
+                pauses: Vec::new(),
             }
         };
         let corpus = Corpus {
@@ -404,6 +554,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_recordings_pauses_are_placed_in_the_call_with_its_words() {
+        let rate = 16000;
+        let mut samples = vec![0i16; 1600];
+        samples.extend(noise(rate, 0.5, -20.0, 1));
+        samples.extend(vec![0i16; 8000]); // 0.6..1.1 s
+        samples.extend(noise(rate, 0.5, -20.0, 2));
+        samples.extend(vec![0i16; 1600]);
+        let speech = speech_bounds(&samples, rate);
+        let pauses = inner_pauses(&samples, rate, speech);
+        assert_eq!(pauses, [(9600, 17600)]);
+        let rec = |name: &str| Recording {
+            name: name.into(),
+            rate,
+            samples: samples.clone(),
+            reference: name.into(),
+            speech,
+            pauses: pauses.clone(),
+        };
+        let corpus = Corpus {
+            customer: vec![rec("c")],
+            assistant: vec![rec("a")],
+        };
+        let conv = Conversation::build(&corpus, 8000, 6.0, 3).unwrap();
+        for u in &conv.utterances {
+            // Half the samples at 8 kHz, 0.5 s after the onset, 0.5 s long.
+            assert_eq!(u.pauses.len(), 1);
+            let (a, b) = u.pauses[0];
+            assert_eq!((a - u.onset, b - a), (4000, 4000), "{u:?}");
+        }
+    }
+
     /// A 16 kHz recording: `len` samples of a loud square wave between 0.1 s silences.
     fn buzz(name: &str, len: usize) -> Recording {
         let mut samples = vec![0i16; 1600];
@@ -416,6 +598,7 @@ mod tests {
             samples,
             reference: name.into(),
             speech,
+            pauses: Vec::new(),
         }
     }
 

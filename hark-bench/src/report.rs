@@ -38,9 +38,25 @@ pub struct UtteranceResult {
     pub reply_wait_ms: Option<f64>,
     /// Whether the turn's last final ends in . ? ! (the platform answers 0.1 s after it).
     pub ends_terminal: Option<bool>,
-    /// Finals before the turn's last that end in . ? !: the platform would let the
-    /// assistant answer while the speaker goes on.
+    /// Whether the turn's last final ends in . ? ! or a digit: the platform answers within
+    /// 0.45 s of it, not 1.5 s. (Absent from older reports: filled again by `--rescore`.)
+    #[serde(default)]
+    pub ends_answerable: Option<bool>,
+    /// Pauses inside the words (`conversation::inner_pauses`, or the corpus's
+    /// `pauses.tsv`): where the speaker is silent and the turn goes on. (Absent from older
+    /// reports: 0.)
+    #[serde(default)]
+    pub inner_pauses: usize,
+    /// Inner pauses in which the platform would have let the assistant answer: a final
+    /// other than the turn's last came in or before the pause, and the platform's wait for
+    /// it ([`platform_wait_ms`]) was up before the speaker resumed ([`premature_ends`]).
+    /// (Schema 4 and older: finals before the last ending in . ? !, now
+    /// `terminal_before_last`.)
     pub premature_ends: usize,
+    /// Finals before the turn's last that end in . ? !, whether or not a pause follows
+    /// them. (Absent from older reports: filled again by `--rescore`.)
+    #[serde(default)]
+    pub terminal_before_last: usize,
     /// Words said again right after themselves in the finals, more than the reference
     /// does: the model's hallucinated repeats ("the the the").
     pub repeated_words: usize,
@@ -87,8 +103,22 @@ pub struct ChannelTotals {
     pub missing_finals: usize,
     /// Turns whose last final ends in . ? !, of the turns that got a final.
     pub turns_ending_terminal: usize,
+    /// Turns whose last final ends in . ? ! or a digit (the platform answers within
+    /// 0.45 s), of the turns that got a final. (Absent from older reports: filled again by
+    /// `--rescore`.)
+    #[serde(default)]
+    pub turns_ending_answerable: usize,
     pub turns_with_final: usize,
+    /// Pauses inside the channel's utterances. (Absent from older reports: 0.)
+    #[serde(default)]
+    pub inner_pauses: usize,
+    /// Of `inner_pauses`, those in which the platform would have answered
+    /// ([`UtteranceResult::premature_ends`]).
     pub premature_ends: usize,
+    /// Finals before their turn's last that end in . ? ! (schema 4's `premature_ends`).
+    /// (Absent from older reports: filled again by `--rescore`.)
+    #[serde(default)]
+    pub terminal_before_last: usize,
     pub repeated_words: usize,
     /// The channel's own time to final: the customer's is what the platform's reply waits
     /// on, the assistant's only when its transcript is written. (Absent from older reports:
@@ -199,6 +229,21 @@ impl UtteranceResult {
         self.finals.join(" ")
     }
 
+    /// Sets how the turn's finals end (`ends_terminal`, `ends_answerable`,
+    /// `terminal_before_last`) from `finals`.
+    pub fn endings(&mut self) {
+        let last = self.finals.last().map(String::as_str);
+        self.ends_terminal = last.map(ends_terminal);
+        self.ends_answerable = last.map(ends_answerable);
+        self.terminal_before_last = self
+            .finals
+            .iter()
+            .rev()
+            .skip(1)
+            .filter(|f| ends_terminal(f))
+            .count();
+    }
+
     /// Sets `words` and `word_errors` from `reference` and `finals`. A call played whole
     /// (`whole_call`) does not know its utterances' references: its WER is counted over
     /// the whole call ([`WholeCallWer`]) and its utterances count none.
@@ -297,12 +342,10 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
             let reply_wait_ms = time_to_final_ms
                 .zip(last_text)
                 .map(|(ttf, f)| ttf + platform_wait_ms(f));
-            let premature_ends = finals
-                .iter()
-                .rev()
-                .skip(1)
-                .filter(|(_, f)| ends_terminal(f))
-                .count();
+            let pauses: Vec<(f64, f64)> =
+                u.pauses.iter().map(|&(a, b)| (secs(a), secs(b))).collect();
+            let timed: Vec<(f64, &str)> = finals.iter().map(|(t, f)| (*t, f.as_str())).collect();
+            let premature = premature_ends(&timed, &pauses);
             let text = finals
                 .iter()
                 .map(|(_, f)| f.as_str())
@@ -355,12 +398,16 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
                 partial_words_lost: lost,
                 duplicate_finals: duplicates,
                 reply_wait_ms,
-                ends_terminal: last_text.map(ends_terminal),
-                premature_ends,
+                ends_terminal: None,
+                ends_answerable: None,
+                inner_pauses: pauses.len(),
+                premature_ends: premature,
+                terminal_before_last: 0,
                 repeated_words: repeats(&text).saturating_sub(repeats(&u.reference)),
                 finals: finals.into_iter().map(|(_, f)| f).collect(),
             };
             result.score(whole_call);
+            result.endings();
             utterances.push(result);
         }
     }
@@ -421,6 +468,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
 pub fn rescore(call: &mut CallResult, whole_call: bool) {
     for u in &mut call.utterances {
         u.score(whole_call);
+        u.endings();
     }
     for w in &mut call.whole_call {
         *w = WholeCallWer::new(w.channel, w.reference.clone(), w.transcript.clone());
@@ -436,6 +484,19 @@ fn call_totals(
     channel: Channel,
 ) -> ChannelTotals {
     add_whole_call(totals(utterances, channel), whole_call, channel)
+}
+
+/// The platform's reply waits over all calls: the customer's turns only, since it answers
+/// the customer (the assistant's finals hold up no reply).
+pub fn reply_waits(calls: &[CallResult]) -> Stats {
+    Stats::of(
+        calls
+            .iter()
+            .flat_map(|c| &c.utterances)
+            .filter(|u| u.channel == Channel::Customer)
+            .filter_map(|u| u.reply_wait_ms)
+            .collect(),
+    )
 }
 
 /// A channel's totals over all calls, real calls' whole-call WER included.
@@ -512,8 +573,11 @@ pub fn totals(utterances: &[UtteranceResult], channel: Channel) -> ChannelTotals
         duplicate_finals: own().map(|u| u.duplicate_finals).sum(),
         missing_finals: own().filter(|u| u.time_to_final_ms.is_none()).count(),
         turns_ending_terminal: own().filter(|u| u.ends_terminal == Some(true)).count(),
+        turns_ending_answerable: own().filter(|u| u.ends_answerable == Some(true)).count(),
         turns_with_final: own().filter(|u| u.ends_terminal.is_some()).count(),
+        inner_pauses: own().map(|u| u.inner_pauses).sum(),
         premature_ends: own().map(|u| u.premature_ends).sum(),
+        terminal_before_last: own().map(|u| u.terminal_before_last).sum(),
         repeated_words: own().map(|u| u.repeated_words).sum(),
         time_to_final_ms: Stats::of(own().filter_map(|u| u.time_to_final_ms).collect()),
     }
@@ -535,6 +599,30 @@ pub fn platform_wait_ms(final_text: &str) -> f64 {
 
 fn ends_terminal(text: &str) -> bool {
     text.trim_end().ends_with(['.', '?', '!'])
+}
+
+/// A final the platform answers soon after: it ends in . ? ! or a digit.
+fn ends_answerable(text: &str) -> bool {
+    platform_wait_ms(text) < 1000.0
+}
+
+/// How many of a turn's inner `pauses` (start, end in call seconds, in order) the platform
+/// would have answered in, talking over a caller who is only pausing, given the turn's
+/// `finals` (arrival in call seconds, text) in order. Each final but the last counts
+/// against the first pause that ends after it arrives (it came inside that pause, or
+/// before it), and is premature when the platform's wait for it ([`platform_wait_ms`]) is
+/// up before that pause ends. At most one per pause; the turn's last final never is one
+/// (the platform answering it is the turn's end).
+pub fn premature_ends(finals: &[(f64, &str)], pauses: &[(f64, f64)]) -> usize {
+    let mut hit = vec![false; pauses.len()];
+    for &(t, text) in finals.iter().rev().skip(1) {
+        if let Some(k) = pauses.iter().position(|&(_, end)| t < end)
+            && t + platform_wait_ms(text) / 1000.0 < pauses[k].1
+        {
+            hit[k] = true;
+        }
+    }
+    hit.into_iter().filter(|&h| h).count()
 }
 
 /// Words that follow themselves, after normalization.
@@ -665,6 +753,109 @@ mod tests {
         assert_eq!(repeats("no, no matter"), 1);
     }
 
+    /// A 600 ms pause from 2.0 s to 2.6 s inside a turn whose last final comes at 4.0 s.
+    #[test]
+    fn a_final_the_platform_answers_before_the_caller_resumes_is_a_premature_end() {
+        let pause = [(2.0, 2.6)];
+        let last = (4.0, "and then left.");
+        let count = |first: (f64, &str)| premature_ends(&[first, last], &pause);
+        // "." 200 ms into the pause: the platform answers at 2.3 s, the caller resumes at
+        // 2.6 s.
+        assert_eq!(count((2.2, "Go forward.")), 1);
+        // Without punctuation it waits 1.5 s: the caller has resumed.
+        assert_eq!(count((2.2, "Go forward")), 0);
+        // A digit 300 ms before the pause ends: 0.45 s is longer than that.
+        assert_eq!(count((2.3, "Go forward 10")), 0);
+        // A digit early in the pause is answered within it.
+        assert_eq!(count((2.05, "Go forward 10")), 1);
+        // Before the pause started, it counts against the pause: answered at 1.95 s.
+        assert_eq!(count((1.85, "Go forward.")), 1);
+        // After the pause, no pause is left for it.
+        assert_eq!(count((2.7, "Go forward.")), 0);
+        // The turn's last final never is one, wherever it comes.
+        assert_eq!(premature_ends(&[(2.2, "Go forward.")], &pause), 0);
+        // Two finals in one pause are one premature end; none without pauses.
+        let finals = [(2.1, "Go."), (2.2, "Forward."), last];
+        assert_eq!(premature_ends(&finals, &pause), 1);
+        assert_eq!(premature_ends(&finals, &[]), 0);
+        // One per pause over two pauses.
+        let two = [(1.0, 1.5), (2.0, 2.6)];
+        let finals = [(1.1, "Go."), (2.1, "Forward."), last];
+        assert_eq!(premature_ends(&finals, &two), 2);
+        assert!(ends_answerable("It costs 20") && ends_answerable("Yes?"));
+        assert!(!ends_answerable("Well, I think,"));
+    }
+
+    /// `analyze` counts a turn's pauses and its premature ends from the conversation.
+    #[test]
+    fn a_turn_with_pauses_counts_them_and_its_premature_ends() {
+        let conv = Conversation {
+            rate: 1000,
+            customer: vec![0; 8000],
+            assistant: vec![0; 8000],
+            utterances: vec![Utterance {
+                channel: Channel::Customer,
+                recording: "c".into(),
+                reference: "go forward ten meters and then left".into(),
+                onset: 1000,
+                offset: 5000,
+                pauses: vec![(2000, 2600), (3500, 4000)],
+            }],
+            call_references: None,
+        };
+        let t0 = Instant::now();
+        let fin = |ms: u64, text: &str| {
+            (
+                t0 + Duration::from_millis(ms),
+                ServerMessage::TranscriberResponse {
+                    transcription: text.into(),
+                    channel: Channel::Customer,
+                    transcript_type: TranscriptType::Final,
+                },
+            )
+        };
+        let log = Received {
+            messages: vec![
+                fin(2200, "Go forward."),
+                fin(3700, "ten meters"),
+                fin(5300, "and then left"),
+            ],
+            ..Received::default()
+        };
+        let r = analyze(0, &conv, &log, t0);
+        let u = &r.utterances[0];
+        assert_eq!((u.inner_pauses, u.premature_ends), (2, 1));
+        assert_eq!(u.terminal_before_last, 1);
+        assert_eq!(
+            (u.ends_terminal, u.ends_answerable),
+            (Some(false), Some(false))
+        );
+        let t = &r.customer;
+        assert_eq!(
+            (t.inner_pauses, t.premature_ends, t.terminal_before_last),
+            (2, 1, 1)
+        );
+        assert_eq!((t.turns_ending_answerable, t.turns_with_final), (0, 1));
+
+        // A report from before: no pauses, how its finals end filled again by `--rescore`.
+        let mut saved = serde_json::to_value(&r).unwrap();
+        for k in ["inner_pauses", "ends_answerable", "terminal_before_last"] {
+            saved["utterances"][0].as_object_mut().unwrap().remove(k);
+            saved["customer"].as_object_mut().unwrap().remove(k);
+        }
+        saved["customer"]
+            .as_object_mut()
+            .unwrap()
+            .remove("turns_ending_answerable");
+        saved["utterances"][0]["finals"] = serde_json::json!(["Go forward.", "Ten meters 10"]);
+        let mut old: CallResult = serde_json::from_value(saved).unwrap();
+        assert_eq!(old.utterances[0].inner_pauses, 0);
+        rescore(&mut old, false);
+        let u = &old.utterances[0];
+        assert_eq!((u.ends_answerable, u.terminal_before_last), (Some(true), 1));
+        assert_eq!(old.customer.turns_ending_answerable, 1);
+    }
+
     #[test]
     fn percentiles_use_nearest_rank() {
         let s = Stats::of((1..=100).map(f64::from).collect());
@@ -685,6 +876,7 @@ mod tests {
                     reference: "go forward ten meters".into(),
                     onset: 1000,
                     offset: 3000,
+                    pauses: Vec::new(),
                 },
                 Utterance {
                     channel: Channel::Assistant,
@@ -692,6 +884,7 @@ mod tests {
                     reference: "sure thing".into(),
                     onset: 4000,
                     offset: 5000,
+                    pauses: Vec::new(),
                 },
             ],
             call_references: None,
@@ -745,9 +938,13 @@ mod tests {
         assert_eq!(c.partial_words_lost, 1); // "meet"
         assert_eq!(c.partials, 2);
         // Its last final ends in a period: the platform answers 100 ms after it; the
-        // first final also ended in one while the turn went on.
+        // first final also ended in one while the turn went on, but in no pause.
         assert_eq!(c.reply_wait_ms.map(f64::round), Some(400.0));
-        assert_eq!((c.ends_terminal, c.premature_ends), (Some(true), 1));
+        assert_eq!(
+            (c.ends_terminal, c.ends_answerable),
+            (Some(true), Some(true))
+        );
+        assert_eq!((c.terminal_before_last, c.premature_ends), (1, 0));
         assert_eq!(c.duplicate_finals, 1);
         let a = &r.utterances[1];
         assert_eq!(a.time_to_final_ms.map(f64::round), Some(400.0));
@@ -808,6 +1005,7 @@ mod tests {
             reference: reference.into(),
             onset,
             offset,
+            pauses: Vec::new(),
         };
         // A monologue: the second sentence starts 500 ms after the first ends.
         let conv = Conversation {

@@ -14,11 +14,19 @@ use crate::shape::{Level, Shape};
 /// target's `refusals` by status; a capacity level's `refused_calls`, no longer failures.
 /// 4: each channel's `time_to_final_ms`; capacity levels and `held` judge the customer's
 /// time to final (the one the platform's reply waits on), no longer both channels'.
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: `premature_ends` (an utterance's and a channel's) counts the pauses inside the
+/// words (`inner_pauses`, new) in which the platform would have answered, no longer the
+/// finals before a turn's last ending in . ? ! (now `terminal_before_last`); an
+/// utterance's `ends_answerable` and a channel's `turns_ending_answerable` (. ? ! or a
+/// digit); a target's `reply_wait_ms` is the customer's turns only, no longer both
+/// channels'.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The versions `--rescore` reads: 2's `refused` flags read as refusals without a body;
-/// 2's and 3's channels get their times to final from their utterances.
-pub const READABLE_SCHEMA_VERSIONS: [u32; 3] = [2, 3, SCHEMA_VERSION];
+/// 2's and 3's channels get their times to final from their utterances; up to 4, how the
+/// finals end is counted again from them, the reply wait again from the customer's
+/// turns, and the pauses are unknown (0, and no premature end).
+pub const READABLE_SCHEMA_VERSIONS: [u32; 4] = [2, 3, 4, SCHEMA_VERSION];
 
 /// The whole run, as written to `--report` (`schema_version` [`SCHEMA_VERSION`]):
 /// - `tool_version`, `started_unix_s`, `settings` ([`Settings`]: servers, calls, shape,
@@ -87,7 +95,8 @@ pub struct Report {
     pub duration_s: f64,
     pub time_to_final_ms: Stats,
     pub first_partial_ms: Stats,
-    /// Time to final plus the platform's wait for how the final ends.
+    /// Time to final plus the platform's wait for how the final ends, over the customer's
+    /// turns (schema 4 and older: both channels').
     pub reply_wait_ms: Stats,
     pub customer: ChannelTotals,
     pub assistant: ChannelTotals,

@@ -276,7 +276,7 @@ fn target_report(
         duration_s,
         time_to_final_ms: Stats::of(all.iter().filter_map(|u| u.time_to_final_ms).collect()),
         first_partial_ms: Stats::of(all.iter().filter_map(|u| u.first_partial_ms).collect()),
-        reply_wait_ms: Stats::of(all.iter().filter_map(|u| u.reply_wait_ms).collect()),
+        reply_wait_ms: report::reply_waits(&per_call),
         customer: report::overall(&per_call, Channel::Customer),
         assistant: report::overall(&per_call, Channel::Assistant),
         failed_calls: per_call.iter().filter(|c| c.failed()).count(),
@@ -369,8 +369,11 @@ pub fn write_outputs(args: &BenchArgs, run: &RunReport) -> anyhow::Result<()> {
                 all.iter().filter_map(|u| u.first_partial_ms).collect(),
             ));
             series.push((
-                named(t, "reply wait"),
-                all.iter().filter_map(|u| u.reply_wait_ms).collect(),
+                named(t, "reply wait (customer)"),
+                all.iter()
+                    .filter(|u| u.channel == Channel::Customer)
+                    .filter_map(|u| u.reply_wait_ms)
+                    .collect(),
             ));
         }
         plot::cdf_svg(
@@ -576,6 +579,7 @@ mod tests {
                 reference: "hello".into(),
                 onset: 1000,
                 offset: 2000,
+                pauses: Vec::new(),
             }],
             call_references: None,
         };
@@ -688,6 +692,42 @@ mod tests {
             rescore::rescore_file(&path).is_err(),
             "schema 1 is not read"
         );
+    }
+
+    /// A schema 4 report's premature ends were finals ending . ? ! before a turn's last:
+    /// rescored, those are `terminal_before_last`, and with no pauses known none is
+    /// premature; its reply wait is the customer's.
+    #[test]
+    fn a_schema_4_report_is_rescored_without_pauses() {
+        let mut saved = serde_json::to_value(run_with_a_refusal(b"")).unwrap();
+        saved["schema_version"] = 4.into();
+        let u = &mut saved["targets"][0]["per_call"][0]["utterances"][0];
+        u["finals"] = serde_json::json!(["Hello.", "Hello."]);
+        u["premature_ends"] = 1.into();
+        u["reply_wait_ms"] = 400.0.into();
+        for k in ["inner_pauses", "terminal_before_last", "ends_answerable"] {
+            u.as_object_mut().unwrap().remove(k);
+        }
+        let mut assistant = u.clone();
+        assistant["channel"] = "assistant".into();
+        assistant["reply_wait_ms"] = 9000.0.into();
+        saved["targets"][0]["per_call"][0]["utterances"]
+            .as_array_mut()
+            .unwrap()
+            .push(assistant);
+        saved["targets"][0]["reply_wait_ms"]["max"] = 9000.0.into();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v4.json");
+        std::fs::write(&path, saved.to_string()).unwrap();
+        let run = rescore::rescore_file(&path).expect("a schema 4 report is read");
+        let t = &run.targets[0];
+        let c = &t.customer;
+        assert_eq!(
+            (c.premature_ends, c.inner_pauses, c.terminal_before_last),
+            (0, 0, 1)
+        );
+        assert_eq!(c.turns_ending_answerable, 1);
+        assert_eq!((t.reply_wait_ms.count, t.reply_wait_ms.max), (1, 400.0));
     }
 
     #[test]

@@ -90,10 +90,21 @@ pub fn figures(r: &Report) -> Vec<Figure> {
         }
         for (key, label, v) in [
             count("premature_ends", "premature turn ends", t.premature_ends),
+            count("inner_pauses", "pauses inside turns", t.inner_pauses),
+            count(
+                "terminal_before_last",
+                "finals ending in . ? ! before the turn's last",
+                t.terminal_before_last,
+            ),
             count(
                 "turns_ending_terminal",
                 "turns ending in . ? !",
                 t.turns_ending_terminal,
+            ),
+            count(
+                "turns_ending_answerable",
+                "turns ending in . ? ! or a digit",
+                t.turns_ending_answerable,
             ),
             count("turns_with_final", "turns with a final", t.turns_with_final),
             count("missing_finals", "missing finals", t.missing_finals),
@@ -207,93 +218,120 @@ fn table(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The table's rows: a label and the figures (by key) one cell shows, " / " apart.
-const ROWS: &[(&str, &[&str])] = &[
+/// How a row's cell shows its figures.
+enum Show {
+    /// Each figure (by key), " / " apart.
+    Each(&'static [&'static str]),
+    /// `N of T` (with `noun` after T), and its share in % with `percent`: `part` of
+    /// `whole`, by key. B/A compares the shares.
+    Of {
+        part: &'static str,
+        whole: &'static str,
+        noun: &'static str,
+        percent: bool,
+    },
+}
+
+/// The table's rows: a label and what its cells show.
+const ROWS: &[(&str, Show)] = &[
     (
-        "reply wait p50 / p95 / p99 / max (ms)",
-        &[
+        "reply wait p50 / p95 / p99 / max, customer (ms)",
+        Show::Each(&[
             "reply_wait_ms.p50",
             "reply_wait_ms.p95",
             "reply_wait_ms.p99",
             "reply_wait_ms.max",
-        ],
+        ]),
     ),
     (
         "time to final p50 / p95 / p99 / max (ms)",
-        &[
+        Show::Each(&[
             "time_to_final_ms.p50",
             "time_to_final_ms.p95",
             "time_to_final_ms.p99",
             "time_to_final_ms.max",
-        ],
+        ]),
     ),
     (
         "first partial p50 / p95 / p99 / max (ms)",
-        &[
+        Show::Each(&[
             "first_partial_ms.p50",
             "first_partial_ms.p95",
             "first_partial_ms.p99",
             "first_partial_ms.max",
-        ],
+        ]),
     ),
-    ("utterances with a final", &["time_to_final_ms.count"]),
+    (
+        "utterances with a final",
+        Show::Each(&["time_to_final_ms.count"]),
+    ),
     (
         "time to final p50 / p95, customer (ms)",
-        &[
+        Show::Each(&[
             "customer.time_to_final_ms.p50",
             "customer.time_to_final_ms.p95",
-        ],
+        ]),
     ),
     (
         "time to final p50 / p95, assistant (ms)",
-        &[
+        Show::Each(&[
             "assistant.time_to_final_ms.p50",
             "assistant.time_to_final_ms.p95",
-        ],
+        ]),
     ),
     (
         "WER customer / assistant (%)",
-        &["customer.wer", "assistant.wer"],
+        Show::Each(&["customer.wer", "assistant.wer"]),
     ),
     (
-        "premature turn ends (cust. / asst.)",
-        &["customer.premature_ends", "assistant.premature_ends"],
+        "premature turn ends, customer (of pauses inside turns)",
+        Show::Of {
+            part: "customer.premature_ends",
+            whole: "customer.inner_pauses",
+            noun: " pauses",
+            percent: true,
+        },
     ),
     (
-        "turns ending in . ? ! (cust. / asst.)",
-        &[
-            "customer.turns_ending_terminal",
-            "assistant.turns_ending_terminal",
-        ],
+        "finished turns ending in . ? ! or a digit, customer",
+        Show::Of {
+            part: "customer.turns_ending_answerable",
+            whole: "customer.turns_with_final",
+            noun: "",
+            percent: false,
+        },
     ),
     (
         "missing finals (cust. / asst.)",
-        &["customer.missing_finals", "assistant.missing_finals"],
+        Show::Each(&["customer.missing_finals", "assistant.missing_finals"]),
     ),
     (
         "partial words lost (cust. / asst.)",
-        &[
+        Show::Each(&[
             "customer.partial_words_lost",
             "assistant.partial_words_lost",
-        ],
+        ]),
     ),
     (
         "leaked words (cust. / asst.)",
-        &["customer.leaked_words", "assistant.leaked_words"],
+        Show::Each(&["customer.leaked_words", "assistant.leaked_words"]),
     ),
     (
         "duplicate finals (cust. / asst.)",
-        &["customer.duplicate_finals", "assistant.duplicate_finals"],
+        Show::Each(&["customer.duplicate_finals", "assistant.duplicate_finals"]),
     ),
     (
         "repeated words (cust. / asst.)",
-        &["customer.repeated_words", "assistant.repeated_words"],
+        Show::Each(&["customer.repeated_words", "assistant.repeated_words"]),
     ),
-    ("stray transcripts", &["stray_transcripts"]),
-    ("failed calls", &["failed_calls"]),
-    ("calls refused at the upgrade", &["refused_calls"]),
-    ("transport errors", &["transport_errors"]),
-    ("unparseable messages", &["unparseable"]),
+    ("stray transcripts", Show::Each(&["stray_transcripts"])),
+    ("failed calls", Show::Each(&["failed_calls"])),
+    (
+        "calls refused at the upgrade",
+        Show::Each(&["refused_calls"]),
+    ),
+    ("transport errors", Show::Each(&["transport_errors"])),
+    ("unparseable messages", Show::Each(&["unparseable"])),
 ];
 
 /// The figures table: one column per target, then B/A with two targets.
@@ -310,35 +348,71 @@ pub fn figures_table(run: &RunReport) -> String {
         .map(|t| figures(t).into_iter().map(|f| (f.key.clone(), f)).collect())
         .collect();
     let join = |cells: Vec<String>| cells.join(" / ");
+    let show_ratio = |r: Option<f64>| r.map_or_else(|| "–".into(), |r| format!("{r:.2}"));
     let mut rows = Vec::new();
-    for (label, keys) in ROWS {
+    for (label, show) in ROWS {
         let mut row = vec![label.to_string()];
-        for t in &per_target {
-            row.push(join(
-                keys.iter()
-                    .map(|k| {
-                        t.get(*k)
-                            .map_or_else(|| "?".into(), |f| cell(f.value, f.unit))
-                    })
-                    .collect(),
-            ));
-        }
-        if let [a, b] = per_target.as_slice() {
-            row.push(join(
-                keys.iter()
-                    .map(|k| {
-                        let r = a
-                            .get(*k)
-                            .zip(b.get(*k))
-                            .and_then(|(a, b)| ratio(a.value, b.value));
-                        r.map_or_else(|| "–".into(), |r| format!("{r:.2}"))
-                    })
-                    .collect(),
-            ));
+        match show {
+            Show::Each(keys) => {
+                for t in &per_target {
+                    row.push(join(
+                        keys.iter()
+                            .map(|k| {
+                                t.get(*k)
+                                    .map_or_else(|| "?".into(), |f| cell(f.value, f.unit))
+                            })
+                            .collect(),
+                    ));
+                }
+                if let [a, b] = per_target.as_slice() {
+                    row.push(join(
+                        keys.iter()
+                            .map(|k| {
+                                show_ratio(
+                                    a.get(*k)
+                                        .zip(b.get(*k))
+                                        .and_then(|(a, b)| ratio(a.value, b.value)),
+                                )
+                            })
+                            .collect(),
+                    ));
+                }
+            }
+            &Show::Of {
+                part,
+                whole,
+                noun,
+                percent,
+            } => {
+                let of = |t: &BTreeMap<String, Figure>| {
+                    t.get(part)
+                        .zip(t.get(whole))
+                        .map(|(p, w)| (p.value, w.value))
+                };
+                for t in &per_target {
+                    row.push(
+                        of(t).map_or_else(|| "?".into(), |(p, w)| share_cell(p, w, noun, percent)),
+                    );
+                }
+                if let [a, b] = per_target.as_slice() {
+                    let share = |t| of(t).filter(|(_, w)| *w > 0.0).map(|(p, w)| p / w);
+                    let r = share(a).zip(share(b)).and_then(|(a, b)| ratio(a, b));
+                    row.push(show_ratio(r));
+                }
+            }
         }
         rows.push(row);
     }
     table(&header, &rows)
+}
+
+/// `N of T` (with `noun` after T), then its share, `(x.x %)`, with `percent` and a T.
+fn share_cell(part: f64, whole: f64, noun: &str, percent: bool) -> String {
+    let mut s = format!("{part:.0} of {whole:.0}{noun}");
+    if percent && whole > 0.0 {
+        let _ = write!(s, " ({:.1} %)", part / whole * 100.0);
+    }
+    s
 }
 
 /// Close codes and failures per target, one line each.
@@ -726,6 +800,60 @@ mod tests {
         assert!(md.contains("embedded: close codes 1000 ×2"), "{md}");
         // One target: no ratio column.
         assert!(!markdown(&run(vec![target("a", 1.0, 0)])).contains("B/A"));
+    }
+
+    /// The customer's premature turn ends read as a share of the pauses inside turns, and
+    /// its finished turns the platform answers soon as a share of those with a final; B/A
+    /// compares the shares.
+    #[test]
+    fn premature_ends_and_answerable_turns_show_as_shares() {
+        let mut a = target("a", 400.0, 0);
+        let mut b = target("b", 400.0, 0);
+        (a.customer.premature_ends, a.customer.inner_pauses) = (3, 40);
+        (b.customer.premature_ends, b.customer.inner_pauses) = (6, 40);
+        (
+            a.customer.turns_ending_answerable,
+            a.customer.turns_with_final,
+        ) = (18, 20);
+        (
+            b.customer.turns_ending_answerable,
+            b.customer.turns_with_final,
+        ) = (9, 10);
+        // The assistant's pauses are not the customer's.
+        a.assistant.premature_ends = 7;
+        let md = markdown(&run(vec![a, b]));
+        let row = |start: &str| {
+            md.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_default()
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            row("| premature turn ends, customer")[2..5],
+            ["3 of 40 pauses (7.5 %)", "6 of 40 pauses (15.0 %)", "2.00"],
+            "{md}"
+        );
+        assert_eq!(
+            row("| finished turns ending in . ? ! or a digit, customer")[2..5],
+            ["18 of 20", "9 of 10", "1.00"],
+            "{md}"
+        );
+        assert!(
+            md.contains("| reply wait p50 / p95 / p99 / max, customer (ms)"),
+            "{md}"
+        );
+        // No pauses: none of none, no share and no ratio.
+        let text = text(&run(vec![target("a", 1.0, 0), target("b", 1.0, 0)]));
+        let none = text
+            .lines()
+            .find(|l| l.starts_with("| premature turn ends"))
+            .unwrap_or_default();
+        assert!(
+            none.matches(" 0 of 0 pauses |").count() == 2 && none.ends_with("– |"),
+            "{none}"
+        );
     }
 
     /// A ramp's capacity is the calls held open at once, its refusals on the way counted

@@ -12,13 +12,19 @@
 //!
 //! One folder is either utterances or calls: mixing them is refused, as a run cannot report
 //! both kinds of conversation in one set of numbers honestly.
+//!
+//! A mono utterance's pauses inside its words are found by energy
+//! ([`crate::conversation::inner_pauses`]), unless DIR/`pauses.tsv` gives them:
+//! `file<TAB>start_ms-end_ms[,start_ms-end_ms…]`, times within the file (a data set that
+//! knows where it put its pauses; an empty column: none).
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::conversation::{Conversation, Corpus, Density, Recording, Utterance};
+use crate::conversation::{Conversation, Corpus, Density, Recording, Utterance, inner_pauses};
 use crate::corpus_index::{Entry, parse_index};
 use crate::protocol::Channel;
 use crate::resample::resample;
@@ -96,6 +102,7 @@ impl RealCall {
                         reference: String::new(),
                         onset: at(on),
                         offset: at(off),
+                        pauses: Vec::new(),
                     })
             })
             .collect();
@@ -274,6 +281,13 @@ impl Speech {
                 }
             }
         }
+        let pauses_index = dir.join("pauses.tsv");
+        if pauses_index.is_file() {
+            let text = std::fs::read_to_string(&pauses_index)
+                .with_context(|| format!("cannot read {}", pauses_index.display()))?;
+            let given = parse_pauses(&text, &pauses_index, &mut problems);
+            set_pauses(&given, &mut utterances, &mut assistant, &mut problems);
+        }
         if !problems.is_empty() {
             let mut msg = format!("cannot use the corpus in {}:", dir.display());
             for p in &problems {
@@ -304,10 +318,16 @@ impl Speech {
                     .map(|r| {
                         let samples = phone::phone_line(&r.samples, r.rate, rate, mu_law)?;
                         let speech = (scale(r.speech.0, r.rate), scale(r.speech.1, r.rate));
+                        let pauses = r
+                            .pauses
+                            .iter()
+                            .map(|&(a, b)| (scale(a, r.rate), scale(b, r.rate)))
+                            .collect();
                         Ok(Recording {
                             rate,
                             samples,
                             speech,
+                            pauses,
                             ..r
                         })
                     })
@@ -392,12 +412,14 @@ fn load_entry(dir: &Path, e: &Entry) -> Result<Loaded, String> {
             let (Some(first), Some(last)) = (found.first(), found.last()) else {
                 return Err("no speech found".into());
             };
+            let speech = (first.0, last.1);
             Ok(Loaded::Utterance(Recording {
                 name: e.file.clone(),
                 rate: audio.rate,
                 samples: mono.clone(),
                 reference,
-                speech: (first.0, last.1),
+                speech,
+                pauses: inner_pauses(mono, audio.rate, speech),
             }))
         }
         [customer, assistant] => {
@@ -427,6 +449,114 @@ fn load_entry(dir: &Path, e: &Entry) -> Result<Loaded, String> {
             "{} channels: only mono utterances and stereo calls",
             planes.len()
         )),
+    }
+}
+
+/// One line of a `pauses.tsv`.
+struct GivenPauses {
+    line: usize,
+    file: String,
+    /// Each pause's start and end in ms within the file, in order.
+    ms: Vec<(f64, f64)>,
+}
+
+/// The pauses a `pauses.tsv` gives, in its order. Bad lines go to `problems`.
+fn parse_pauses(text: &str, index: &Path, problems: &mut Vec<String>) -> Vec<GivenPauses> {
+    let mut seen = HashSet::new();
+    let mut given = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let at = format!("{}:{line}", index.display());
+        let mut columns = raw.split('\t').map(str::trim);
+        let file = columns.next().unwrap_or_default().to_string();
+        let spans = columns.next().unwrap_or_default();
+        if file.is_empty() {
+            problems.push(format!("{at}: no file name before the first tab"));
+            continue;
+        }
+        if columns.next().is_some() {
+            problems.push(format!(
+                "{at}: {file}: more than 2 columns (file, start_ms-end_ms,…)"
+            ));
+            continue;
+        }
+        let parsed: Result<Vec<(f64, f64)>, String> = spans
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (a, b) = p
+                    .split_once('-')
+                    .ok_or_else(|| format!("`{p}` is not start_ms-end_ms"))?;
+                let ms = |v: &str| {
+                    v.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|v| v.is_finite() && *v >= 0.0)
+                        .ok_or_else(|| format!("`{p}` is not start_ms-end_ms"))
+                };
+                let (a, b) = (ms(a)?, ms(b)?);
+                if a >= b {
+                    return Err(format!("`{p}` ends before it starts"));
+                }
+                Ok((a, b))
+            })
+            .collect();
+        match parsed {
+            Err(why) => problems.push(format!("{at}: {file}: {why}")),
+            Ok(_) if !seen.insert(file.clone()) => {
+                problems.push(format!("{at}: {file}: listed twice"));
+            }
+            Ok(mut ms) => {
+                ms.sort_by(|x, y| x.0.total_cmp(&y.0));
+                given.push(GivenPauses { line, file, ms });
+            }
+        }
+    }
+    given
+}
+
+/// The pauses `pauses.tsv` gives, in place of those found by energy, on the mono
+/// recordings they name; a file that is none of them, or a pause past its end, is a problem.
+fn set_pauses(
+    given: &[GivenPauses],
+    customer: &mut [Recording],
+    assistant: &mut [Recording],
+    problems: &mut Vec<String>,
+) {
+    for GivenPauses {
+        line,
+        file,
+        ms: pauses,
+    } in given
+    {
+        let at = format!("pauses.tsv:{line}: {file}");
+        let Some(rec) = customer
+            .iter_mut()
+            .chain(assistant.iter_mut())
+            .find(|r| &r.name == file)
+        else {
+            problems.push(format!(
+                "{at}: not a mono utterance of transcripts.tsv or assistant.tsv"
+            ));
+            continue;
+        };
+        let len_ms = rec.samples.len() as f64 * 1000.0 / f64::from(rec.rate.max(1));
+        if let Some((_, end)) = pauses.iter().find(|(_, end)| *end > len_ms) {
+            problems.push(format!(
+                "{at}: a pause ends at {end} ms, after the file's {len_ms:.0} ms"
+            ));
+            continue;
+        }
+        let sample = |ms: f64| (ms * f64::from(rec.rate) / 1000.0).round() as usize;
+        rec.pauses = pauses
+            .iter()
+            .map(|&(a, b)| (sample(a), sample(b)))
+            .collect();
     }
 }
 
@@ -574,6 +704,104 @@ mod tests {
         ]
         .concat();
         assert_eq!(utterances(&s, rate), vec![(16000, 32000), (48000, 64000)]);
+    }
+
+    fn write_mono(path: &Path, rate: u32, samples: &[i16]) {
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: rate,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(path, spec).unwrap();
+        for &s in samples {
+            w.write_sample(s).unwrap();
+        }
+        w.finalize().unwrap();
+    }
+
+    /// Words at 0.3–0.8 s and 1.4–1.9 s over noise at -50 dBFS: one pause, 0.8–1.4 s.
+    fn paused(rate: u32) -> Vec<i16> {
+        [
+            speech(rate, 0.3, -50.0, 1),
+            speech(rate, 0.5, -18.0, 2),
+            speech(rate, 0.6, -50.0, 3),
+            speech(rate, 0.5, -18.0, 4),
+            speech(rate, 0.4, -50.0, 5),
+        ]
+        .concat()
+    }
+
+    fn ms(rec: &Recording) -> Vec<(usize, usize)> {
+        let ms = |i: usize| i * 1000 / rec.rate as usize;
+        rec.pauses.iter().map(|&(a, b)| (ms(a), ms(b))).collect()
+    }
+
+    #[test]
+    fn a_corpus_gives_its_pauses_or_they_are_found_in_the_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write_mono(&d.join("a.wav"), 16000, &paused(16000));
+        write_mono(&d.join("b.wav"), 8000, &paused(8000));
+        write_mono(&d.join("c.wav"), 16000, &paused(16000));
+        std::fs::write(
+            d.join("transcripts.tsv"),
+            "a.wav\tone two\nb.wav\tthree four\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("assistant.tsv"), "c.wav\tfive six\n").unwrap();
+        let no_builtin = || -> anyhow::Result<PathBuf> { bail!("not needed") };
+        let load = || match Speech::load_user(d, no_builtin) {
+            Ok(Speech::Turns(c)) => c,
+            Ok(_) => panic!("mono utterances are turns"),
+            Err(e) => panic!("{e:#}"),
+        };
+        // By energy, at either rate.
+        let corpus = load();
+        assert_eq!(ms(&corpus.customer[0]), [(800, 1400)]);
+        assert_eq!(ms(&corpus.customer[1]), [(800, 1400)]);
+        // Through a phone line (8 kHz, μ-law) they are where they were.
+        let Speech::Turns(phone) = Speech::Turns(corpus).through_phone(8000, true).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(ms(&phone.customer[0]), [(800, 1400)]);
+        // And the phone line's audio has them too, within a window or two.
+        let r = &phone.customer[0];
+        let found = inner_pauses(&r.samples, r.rate, r.speech);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let near = |a: usize, b: usize| a.abs_diff(b) <= 160;
+        assert!(
+            near(found[0].0, r.pauses[0].0) && near(found[0].1, r.pauses[0].1),
+            "{found:?} {:?}",
+            r.pauses
+        );
+
+        // pauses.tsv's own, exactly, for the files it lists.
+        std::fs::write(
+            d.join("pauses.tsv"),
+            "# file\tpauses\na.wav\t500-700, 1000.5-1300\nc.wav\t\n",
+        )
+        .unwrap();
+        let corpus = load();
+        assert_eq!(corpus.customer[0].pauses, [(8000, 11200), (16008, 20800)]);
+        assert_eq!(ms(&corpus.customer[1]), [(800, 1400)]);
+        assert!(corpus.assistant[0].pauses.is_empty());
+
+        std::fs::write(
+            d.join("pauses.tsv"),
+            "a.wav\t700-500\nb.wav\t5-x\nc.wav\t100-9000\nnone.wav\t1-2\n\t1-2\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", Speech::load_user(d, no_builtin).err().unwrap());
+        for want in [
+            "pauses.tsv:1: a.wav: `700-500` ends before it starts",
+            "pauses.tsv:2: b.wav: `5-x` is not start_ms-end_ms",
+            "pauses.tsv:3: c.wav: a pause ends at 9000 ms, after the file's 2300 ms",
+            "pauses.tsv:4: none.wav: not a mono utterance",
+            "pauses.tsv:5: no file name",
+        ] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
     }
 
     #[test]

@@ -78,7 +78,7 @@ async fn two_real_servers_side_by_side() {
     write_outputs(&a, &run).expect("outputs written");
 
     let json = read_json(&dir.path().join("r.json"));
-    assert_eq!(json["schema_version"], 4);
+    assert_eq!(json["schema_version"], 5);
     assert!(json["tool_version"].is_string() && json["started_unix_s"].is_u64());
     assert_eq!(json["settings"]["shape"]["kind"], "staggered");
     let targets = json["targets"].as_array().expect("targets");
@@ -96,7 +96,10 @@ async fn two_real_servers_side_by_side() {
             for k in [
                 "wer",
                 "premature_ends",
+                "inner_pauses",
+                "terminal_before_last",
                 "turns_ending_terminal",
+                "turns_ending_answerable",
                 "leaked_words",
                 "missing_finals",
                 "partial_words_lost",
