@@ -212,7 +212,13 @@ impl Provider for Stream {
                     .unwrap_or_default();
                 if msg["is_final"].as_bool() == Some(true) {
                     self.open = false;
-                    heard.push(Heard::Final(transcript.to_string()));
+                    // Deepgram's turn signal: a final without `speech_final` (nor answering
+                    // our `Finalize`) was cut while the speaker goes on. Its sentence-like
+                    // ending would let the platform answer mid-turn; without one the
+                    // platform waits for more (docs/PROVIDERS.md).
+                    let ended = msg["speech_final"].as_bool() == Some(true)
+                        || msg["from_finalize"].as_bool() == Some(true);
+                    heard.push(Heard::Final(crate::turn::end_turn(transcript, ended)));
                     let start = msg["start"].as_f64().unwrap_or(0.0);
                     let duration = msg["duration"].as_f64().unwrap_or(0.0);
                     heard.push(Heard::Settled(start + duration));
@@ -361,5 +367,34 @@ mod tests {
         assert_eq!(heard[3], Heard::Settled(2.25));
         assert!(matches!(heard[4], Heard::Error { .. }));
         assert_eq!(heard.len(), 5);
+    }
+
+    #[test]
+    fn a_final_cut_while_the_speaker_goes_on_does_not_end_the_turn() {
+        let mut s = Stream { open: false };
+        let mut heard = Vec::new();
+        let result = |extra: &str, text: &str| {
+            format!(
+                r#"{{"type":"Results","start":0.0,"duration":1.0,"is_final":true,{extra}
+                    "channel":{{"alternatives":[{{"transcript":"{text}"}}]}}}}"#
+            )
+        };
+        s.read(&result(r#""speech_final":false,"#, "Front."), &mut heard);
+        s.read(&result(r#""speech_final":true,"#, "Left."), &mut heard);
+        s.read(&result(r#""from_finalize":true,"#, "Right?"), &mut heard);
+        s.read(&result("", "Center!"), &mut heard);
+        let finals: Vec<&Heard> = heard
+            .iter()
+            .filter(|h| matches!(h, Heard::Final(_)))
+            .collect();
+        assert_eq!(
+            finals,
+            [
+                &Heard::Final("Front".into()),
+                &Heard::Final("Left.".into()),
+                &Heard::Final("Right?".into()),
+                &Heard::Final("Center".into()),
+            ]
+        );
     }
 }

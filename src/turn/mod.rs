@@ -94,6 +94,23 @@ pub fn ensure(cache_dir: PathBuf) -> Result<TurnPaths, FetchError> {
     })
 }
 
+/// How a final ends once it is known whether the speaker's turn is over (an end-of-turn
+/// model's verdict, a provider's own signal): a finished turn ends in . ? !
+/// (the platform answers 0.1 s after such a final, 1.5 s after any other: docs/PROVIDERS.md,
+/// "How a final's ending costs time"); one the speaker is about to go on with does not, so
+/// the assistant does not cut in.
+pub fn end_turn(text: &str, complete: bool) -> String {
+    let text = text.trim_end();
+    let terminal = text.ends_with(['.', '?', '!']);
+    if text.is_empty() || terminal == complete {
+        text.to_string()
+    } else if complete {
+        format!("{}.", text.trim_end_matches([',', ';', ':', '-', '—']))
+    } else {
+        text.trim_end_matches(['.', '?', '!']).to_string()
+    }
+}
+
 /// The pinned wheel, or the one `HARK_TURN_WHEEL` names (a path or URL, for offline
 /// machines), unpacked into `cache_dir`.
 pub fn fetch_options(cache_dir: PathBuf) -> FetchOptions {

@@ -26,9 +26,10 @@ use context::Said;
 
 use super::Transcribed;
 use super::cost::CostModel;
+pub use crate::turn::end_turn;
 pub use context::{drop_repeat, strip_context};
 use verdict::Verdict;
-pub use verdict::{TURN_WINDOW, TurnTicket, end_turn};
+pub use verdict::{TURN_WINDOW, TurnTicket};
 
 /// Samples per detector frame, at 16 kHz.
 pub const FRAME: usize = 256;

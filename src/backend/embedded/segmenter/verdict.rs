@@ -5,22 +5,6 @@
 
 use super::*;
 
-/// How a final ends once the end-of-turn model has judged: a finished turn ends in . ? !
-/// (the platform answers 0.1 s after such a final, 1.5 s after any other: docs/PROVIDERS.md,
-/// "How a final's ending costs time"); one the speaker is about to go on with does not, so
-/// the assistant does not cut in.
-pub fn end_turn(text: &str, complete: bool) -> String {
-    let text = text.trim_end();
-    let terminal = text.ends_with(['.', '?', '!']);
-    if text.is_empty() || terminal == complete {
-        text.to_string()
-    } else if complete {
-        format!("{}.", text.trim_end_matches([',', ';', ':', '-', '—']))
-    } else {
-        text.trim_end_matches(['.', '?', '!']).to_string()
-    }
-}
-
 /// What the end-of-turn model made of the open utterance's current pause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Verdict {
