@@ -912,7 +912,7 @@ mod tests {
         assert!(!config.wants_turn_model(moonshine::NAME));
         let off = Config::from_toml("[whisper]\nturn_model = false\n").expect("parses");
         assert!(!off.wants_turn_model(whisper::NAME));
-        assert!(Config::default().wants_turn_model(whisper::NAME));
+        assert!(!Config::default().wants_turn_model(whisper::NAME));
     }
 
     #[test]

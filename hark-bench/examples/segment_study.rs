@@ -31,6 +31,15 @@
 //!                       calibrated on the engine at start, as in the server
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
 //!                       default: FADE_DB; inf never)
+//!   TURN=1              judge each pause with the end-of-turn model, as the server does
+//!                       with `turn_model` (its verdict at once, in audio time). With or
+//!                       without it, a CLIPS/pauses.tsv gives the turn figures: premature
+//!                       ends at its pauses
+//!                       (`hark-bench`'s rule), finished turns ending in . ? ! or a digit,
+//!                       and the reply wait in audio time (the final's position after the
+//!                       words' end, decode time not counted, plus the platform's wait)
+//!   HOLD=MS             with TURN: `max_turn_silence_ms` (hark's default: TURN_HOLD_MS)
+//!   TURN_THRESHOLD=P    with TURN: probability at which a pause is the turn's end (0.5)
 //!   POOLED=FILE         no decodes: write each clip's (its first 10 s) mean encoding by
 //!                       base, as the sound probe reads a final's, one TSV line a clip
 //!                       (`name`, then the numbers), for `hark-bench/study/sound_probe.py`
@@ -45,6 +54,8 @@ use hark::backend::embedded::cost::CostModel;
 use hark::backend::embedded::segmenter::{DecodeKind, Emit, Lead, Segmenter, SegmenterConfig};
 use hark::backend::embedded::{ContextKind, Engine, Tier, Utterance};
 use hark::backend::{moonshine, whisper};
+use hark::turn::TurnModel;
+use hark_bench::report::{platform_wait_ms, premature_ends};
 use hark_bench::wer;
 
 /// One utterance to decode, in `language` (empty: English); `beam`: a final the engine's
@@ -162,6 +173,24 @@ fn main() {
     // this engine.
     let cost = CostModel::calibrate(t.as_mut(), loaded.finals_model).with_beam(loaded.beam);
     config.lead = Lead::of(&cost);
+    let mut judge = std::env::var("TURN").is_ok().then(|| {
+        config.judge_turns = true;
+        if let Some(ms) = ms_var("HOLD") {
+            config.turn_hold = ms * 16;
+        }
+        let cache = hark::wheel::default_cache_dir();
+        let paths = hark::turn::ensure(cache).expect("the turn model");
+        TurnModel::load(&paths).expect("the turn model loads")
+    });
+    let threshold: f32 = std::env::var("TURN_THRESHOLD")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0.5);
+    let mut turn_audio = Vec::new();
+    // The turn figures: premature ends and inner pauses, finished turns answerable, reply
+    // waits (ms).
+    let (mut premature, mut inner_pauses, mut answerable, mut turns) = (0, 0, 0, 0);
+    let mut reply_waits: Vec<f64> = Vec::new();
     let mut prompt = String::new();
     let (mut cpu, mut decoded_secs) = (0.0f64, 0.0f64);
     let mut shared = Segmenter::new(config);
@@ -177,6 +206,26 @@ fn main() {
     let quiet = std::env::var("QUIET").is_ok();
     let mut pooled = PooledDump::open();
     let tsv = std::fs::read_to_string(dir.join("transcripts.tsv")).expect("transcripts.tsv");
+    // `file<TAB>start_ms-end_ms[,…]`: where each clip's pauses inside its turn are.
+    let pauses: std::collections::HashMap<String, Vec<(f64, f64)>> =
+        std::fs::read_to_string(dir.join("pauses.tsv"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(file, spans)| {
+                let spans = spans
+                    .split(',')
+                    .filter_map(|span| span.split_once('-'))
+                    .filter_map(|(a, b)| {
+                        Some((
+                            a.trim().parse::<f64>().ok()? / 1e3,
+                            b.trim().parse::<f64>().ok()? / 1e3,
+                        ))
+                    })
+                    .collect();
+                (file.to_string(), spans)
+            })
+            .collect();
     let mut pairs = Vec::new();
     for line in tsv.lines().filter(|l| !l.trim().is_empty()) {
         let (name, reference) = line.split_once('\t').expect("name<TAB>reference");
@@ -211,6 +260,7 @@ fn main() {
             pairs.push((name.to_string(), reference.to_string(), text));
             continue;
         }
+        let words_end = words_end(&clip);
         let mut audio = vec![0.0f32; silence];
         audio.extend(clip);
         audio.extend(vec![0.0f32; silence]);
@@ -218,11 +268,25 @@ fn main() {
         let seg = if same { &mut shared } else { &mut own };
         let mut out = Vec::new();
         let mut finals = Vec::new();
+        // Each final's position in the clip, seconds.
+        let mut timed: Vec<(f64, String)> = Vec::new();
         let mut decode_ms = 0.0;
         let mut at = 0u64;
         for chunk in audio.chunks(320) {
             at += chunk.len() as u64;
             seg.push(chunk, at, Instant::now(), &mut out);
+            if let Some(model) = judge.as_mut()
+                && let Some(ticket) = seg.claim_turn(&mut turn_audio)
+            {
+                let p = model.complete_probability(&turn_audio).expect("verdict");
+                if std::env::var("TURN_LOG").is_ok() {
+                    println!(
+                        "  verdict {name} at {:5.2}s: {p:.3}",
+                        at as f64 / 16e3 - silence as f64 / 16e3
+                    );
+                }
+                seg.judged(ticket, Some(p >= threshold), &mut out);
+            }
             while let Some(want) = seg.want() {
                 seg.decode_input(&want, &mut input);
                 seg.prompt(&want, &mut prompt);
@@ -269,6 +333,7 @@ fn main() {
                             recovery.as_str()
                         );
                     }
+                    timed.push((at as f64 / 16e3 - silence as f64 / 16e3, text.clone()));
                     finals.push(text);
                 }
             }
@@ -289,7 +354,27 @@ fn main() {
         for e in out.drain(..) {
             if let Emit::Final(text, _, recovery) = e {
                 recoveries[recovery as usize] += 1;
+                timed.push((at as f64 / 16e3 - silence as f64 / 16e3, text.clone()));
                 finals.push(text);
+            }
+        }
+        if judge.is_some() || !pauses.is_empty() {
+            let spans = pauses.get(name).cloned().unwrap_or_default();
+            let refs: Vec<(f64, &str)> = timed.iter().map(|(t, f)| (*t, f.as_str())).collect();
+            let cut = premature_ends(&refs, &spans);
+            premature += cut;
+            inner_pauses += spans.len();
+            if let Some((t, last)) = timed.last() {
+                turns += 1;
+                let wait = platform_wait_ms(last);
+                answerable += usize::from(wait < 1000.0);
+                reply_waits.push((t - words_end) * 1000.0 + wait);
+            }
+            if !quiet || cut > 0 {
+                println!(
+                    "  turn {name}: {cut} premature of {} pauses: {timed:?}",
+                    spans.len()
+                );
             }
         }
         for f in &finals {
@@ -343,6 +428,28 @@ fn main() {
             100.0 * finals_terminal as f64 / finals_seen as f64
         );
     }
+    if judge.is_some() || !pauses.is_empty() {
+        let waits = hark_bench::report::Stats::of(reply_waits);
+        println!(
+            "turns: premature ends {premature} of {inner_pauses} pauses ({:.1} %); finished \
+             turns ending in . ? ! or a digit {answerable} of {turns}; reply wait in audio \
+             time p50 / p95 / p99 {:.0} / {:.0} / {:.0} ms",
+            100.0 * premature as f64 / inner_pauses.max(1) as f64,
+            waits.p50,
+            waits.p95,
+            waits.p99
+        );
+    }
+}
+
+/// Where a clip's words end: its last 10 ms louder than -40 dBFS, seconds (as
+/// `hark-bench` finds it).
+fn words_end(clip: &[f32]) -> f64 {
+    let loud = clip
+        .chunks(160)
+        .rposition(|w| (w.iter().map(|x| x * x).sum::<f32>() / w.len() as f32).sqrt() > 0.01)
+        .map_or(0, |i| i + 1);
+    (loud * 160).min(clip.len()) as f64 / 16e3
 }
 
 /// A clip as a call at `rate` carries it: band-limited by the bench's resampler, as

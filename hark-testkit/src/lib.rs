@@ -76,8 +76,8 @@ pub fn moonshine_registry() -> Registry {
 pub fn whisper() -> Arc<Embedded> {
     static W: OnceLock<Arc<Embedded>> = OnceLock::new();
     W.get_or_init(|| {
-        let config = whisper_config();
-        let w = hark::backend::whisper::spawn(&config, config.turn_model);
+        // With the end-of-turn model loaded, so that a test's profile may turn it on.
+        let w = hark::backend::whisper::spawn(&whisper_config(), true);
         w.wait_ready(Duration::from_secs(600))
             .expect("Whisper loads");
         w

@@ -216,20 +216,21 @@ fn shares_onnxruntime_with_moonshine() {
     assert!((1..=2).contains(&copies.len()), "{copies:?}");
 }
 
-/// What the default profile (Whisper, with the turn model) sent for jfk.wav with `pause`
+/// What the server (Whisper; the profile `turn` with the turn model, the default without)
+/// sent for jfk.wav with `pause`
 /// seconds of silence put in at `cut` seconds, on the customer's channel of a 16 kHz call
 /// whose URL carries `query`: each customer final with the seconds of silence sent after
 /// the cut before it came (negative: before the cut's audio was all sent).
 async fn jfk_with_a_pause(query: &str, cut: f64, pause: f64) -> Vec<(f64, String)> {
     use hark_testkit::{TestServer, config_with_default_backend, whisper_registry};
     let mut config = config_with_default_backend("whisper");
-    // The same engine, the model off: silence alone ends utterances.
+    // The same engine with the model on: a pause ends an utterance when the turn is over.
     config.profiles.insert(
-        "plain".into(),
+        "turn".into(),
         hark::config::Profile {
             backend: "whisper".into(),
             options: hark::backend::Options {
-                turn_model: Some(false),
+                turn_model: Some(true),
                 ..Default::default()
             },
             ..Default::default()
@@ -287,7 +288,7 @@ fn words(text: &str) -> String {
 /// pause ends the utterance: its final, ending in a period, would let the assistant answer.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final() {
-    let finals = jfk_with_a_pause("?max_turn_silence_ms=3000", 6.5, 0.7).await;
+    let finals = jfk_with_a_pause("/turn?max_turn_silence_ms=3000", 6.5, 0.7).await;
     let joined = finals
         .iter()
         .find(|(_, f)| words(f).contains("country can do for you"));
@@ -297,8 +298,8 @@ async fn a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final
         "a final came during the pause: {finals:?}"
     );
 
-    // The same call with the model off: the pause is an endpoint.
-    let finals = jfk_with_a_pause("/plain?max_turn_silence_ms=3000", 6.5, 0.7).await;
+    // The same call with the model off (the default): the pause is an endpoint.
+    let finals = jfk_with_a_pause("?max_turn_silence_ms=3000", 6.5, 0.7).await;
     assert!(
         finals.iter().any(|(after, _)| (0.0..0.7).contains(after)),
         "without the model the pause ends a final: {finals:?}"
@@ -309,7 +310,7 @@ async fn a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final
 /// ends in a period so that the platform answers at once.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_held_pause_ends_at_the_hold_with_a_period() {
-    let finals = jfk_with_a_pause("?max_turn_silence_ms=1500", 6.5, 2.5).await;
+    let finals = jfk_with_a_pause("/turn?max_turn_silence_ms=1500", 6.5, 2.5).await;
     let (after, text) = finals
         .iter()
         .find(|(after, _)| (0.0..2.5).contains(after))
@@ -322,7 +323,7 @@ async fn a_held_pause_ends_at_the_hold_with_a_period() {
 /// goes at the endpoint, ending in a period, long before the 5 s hold would release it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_finished_turn_ends_at_once() {
-    let finals = jfk_with_a_pause("?max_turn_silence_ms=5000", 11.0, 0.0).await;
+    let finals = jfk_with_a_pause("/turn?max_turn_silence_ms=5000", 11.0, 0.0).await;
     let (after, text) = finals
         .last()
         .unwrap_or_else(|| panic!("no final: {finals:?}"));

@@ -129,8 +129,11 @@ pub struct WhisperConfig {
     /// like the models, with the onnxruntime it runs on): a pause it hears as the turn's end
     /// gives the final at the endpoint, ending in . ? !; one it hears as a pause inside the
     /// turn holds the utterance open, so the assistant does not answer a caller who is only
-    /// pausing ("front … left", a number read out) and the words after it join one final
-    /// (BENCHMARKS.md, "End of turn"). A profile can turn it off (`turn_model = false`).
+    /// pausing ("front … left", a number read out) and the words after it join one final.
+    /// Off by default: on the phone band's short answers the model (as onnxruntime runs it
+    /// on a CPU without VNNI) hardly tells a pause inside a turn from the turn's end, so it
+    /// held finished turns to `max_turn_silence_ms` and still let half the pauses end
+    /// (BENCHMARKS.md, "End of turn"). A profile can turn it on (`turn_model = true`).
     pub turn_model: bool,
     /// With the turn model: the silence that ends a customer's utterance whatever the model
     /// said, its final then ending in . ? ! too. The reply wait of a finished turn the model
@@ -158,7 +161,7 @@ impl Default for WhisperConfig {
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             context_as: ContextKind::Audio,
             encoder: EncoderProducts::Int8,
-            turn_model: true,
+            turn_model: false,
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
         }
     }
