@@ -249,8 +249,7 @@ fn complete_cache() -> PathBuf {
         ..Default::default()
     };
     hark::wheel::ensure_engine(&opts).expect("engine in the dev cache");
-    hark::turn::ensure_model(&hark::turn::fetch_options(cache.clone()))
-        .expect("turn model in the dev cache");
+    hark::turn::ensure(cache.clone()).expect("turn model and its onnxruntime in the dev cache");
     let whisper = hark::backend::whisper::WhisperConfig {
         cache_dir: Some(cache.clone()),
         ..Default::default()
@@ -276,7 +275,8 @@ fn hark(image: &Image, argv: &[String], cache: &Path, listen: Option<SocketAddr>
             "HARK_WHISPER_FINAL_WHEELS",
             format!("{UNREACHABLE_WHEEL},{UNREACHABLE_WHEEL}"),
         )
-        .env("HARK_TURN_WHEEL", UNREACHABLE_WHEEL);
+        .env("HARK_TURN_WHEEL", UNREACHABLE_WHEEL)
+        .env("HARK_ONNXRUNTIME_WHEEL", UNREACHABLE_WHEEL);
     if let Some(listen) = listen {
         cmd.env("HARK_LISTEN", listen.to_string());
     }
