@@ -68,14 +68,24 @@ pub static RUNTIME_WHEEL: Wheel = Wheel {
 /// The pinned onnxruntime wheel, or the one `HARK_ONNXRUNTIME_WHEEL` names (a path or URL,
 /// for offline machines), unpacked into `cache_dir`.
 pub fn runtime_fetch_options(cache_dir: PathBuf) -> FetchOptions {
-    let url = std::env::var("HARK_ONNXRUNTIME_WHEEL")
+    pinned(
+        "HARK_ONNXRUNTIME_WHEEL",
+        RUNTIME_URL,
+        RUNTIME_SHA256,
+        cache_dir,
+    )
+}
+
+/// A pinned wheel's fetch: from `url`, or the path or URL the variable `var` names.
+fn pinned(var: &str, url: &str, sha256: &str, cache_dir: PathBuf) -> FetchOptions {
+    let url = std::env::var(var)
         .ok()
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| RUNTIME_URL.to_owned());
+        .unwrap_or_else(|| url.to_owned());
     FetchOptions {
         cache_dir,
         url,
-        sha256: RUNTIME_SHA256.to_owned(),
+        sha256: sha256.to_owned(),
         progress: true,
     }
 }
@@ -114,16 +124,7 @@ pub fn end_turn(text: &str, complete: bool) -> String {
 /// The pinned wheel, or the one `HARK_TURN_WHEEL` names (a path or URL, for offline
 /// machines), unpacked into `cache_dir`.
 pub fn fetch_options(cache_dir: PathBuf) -> FetchOptions {
-    let url = std::env::var("HARK_TURN_WHEEL")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| PINNED_URL.to_owned());
-    FetchOptions {
-        cache_dir,
-        url,
-        sha256: PINNED_SHA256.to_owned(),
-        progress: true,
-    }
+    pinned("HARK_TURN_WHEEL", PINNED_URL, PINNED_SHA256, cache_dir)
 }
 
 /// Returns the model file, downloading and unpacking it first if needed (blocking).

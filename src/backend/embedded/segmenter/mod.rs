@@ -1604,6 +1604,12 @@ mod tests {
         }
     }
 
+    /// Feeds silence until the pause's speculative decode is wanted, which hears `text`.
+    fn speculated(s: &mut Segmenter, text: &str, at: &mut u64, out: &mut Vec<Emit>) {
+        let want = speculate(s, at);
+        s.decoded(want.ticket, text.into(), Instant::now(), out);
+    }
+
     #[test]
     fn a_pause_judged_the_turns_end_gives_its_final_at_the_endpoint_ending_in_a_period() {
         let mut s = judging();
@@ -1618,13 +1624,7 @@ mod tests {
         // It hears the utterance and 200 ms after the voice.
         let voiced_end = s.open.as_ref().unwrap().voiced_end;
         assert_eq!(audio.len(), voiced_end + TURN_TAIL);
-        let speculative = speculate(&mut s, &mut at);
-        s.decoded(
-            speculative.ticket,
-            "That's all".into(),
-            Instant::now(),
-            &mut out,
-        );
+        speculated(&mut s, "That's all", &mut at, &mut out);
         out.clear();
         // At the endpoint without a verdict: held.
         feed(&mut s, 12, false, &mut at);
@@ -1639,8 +1639,7 @@ mod tests {
         feed(&mut s, 40, true, &mut at);
         let ticket = ask(&mut s, &mut audio, &mut at);
         s.judged(ticket, Some(true), &mut out);
-        let speculative = speculate(&mut s, &mut at);
-        s.decoded(speculative.ticket, "Bye.".into(), Instant::now(), &mut out);
+        speculated(&mut s, "Bye.", &mut at, &mut out);
         assert!(finals(&out).is_empty());
         feed(&mut s, 12, false, &mut at);
         s.drain_ready(&mut out);
@@ -1656,14 +1655,7 @@ mod tests {
         feed(&mut s, 40, true, &mut at);
         let ticket = ask(&mut s, &mut audio, &mut at);
         s.judged(ticket, Some(false), &mut out);
-        let speculative = speculate(&mut s, &mut at);
-        assert_eq!(speculative.kind, DecodeKind::Speculative);
-        s.decoded(
-            speculative.ticket,
-            "Front.".into(),
-            Instant::now(),
-            &mut out,
-        );
+        speculated(&mut s, "Front.", &mut at, &mut out);
         // Past the endpoint, and longer: still one open utterance, no final.
         feed(&mut s, 30, false, &mut at);
         assert!(s.open.is_some() && s.ended.is_empty() && finals(&out).is_empty());
@@ -1692,13 +1684,7 @@ mod tests {
         feed(&mut s, 40, true, &mut at);
         let ticket = ask(&mut s, &mut audio, &mut at);
         s.judged(ticket, Some(false), &mut out);
-        let speculative = speculate(&mut s, &mut at);
-        s.decoded(
-            speculative.ticket,
-            "My number is 555,".into(),
-            Instant::now(),
-            &mut out,
-        );
+        speculated(&mut s, "My number is 555,", &mut at, &mut out);
         let asked_at = s.open.as_ref().unwrap().silence / FRAME;
         feed(&mut s, 39 - asked_at, false, &mut at);
         s.drain_ready(&mut out);
@@ -1716,13 +1702,7 @@ mod tests {
         out.clear();
         feed(&mut s, 40, true, &mut at);
         ask(&mut s, &mut audio, &mut at);
-        let speculative = speculate(&mut s, &mut at);
-        s.decoded(
-            speculative.ticket,
-            "and then".into(),
-            Instant::now(),
-            &mut out,
-        );
+        speculated(&mut s, "and then", &mut at, &mut out);
         feed(&mut s, 40, false, &mut at);
         s.drain_ready(&mut out);
         assert_eq!(finals(&out), ["and then."]);
@@ -1743,13 +1723,7 @@ mod tests {
         let ticket = ask(&mut s, &mut audio, &mut at);
         // The model failed: silence decides, as without it, and the text stays as decoded.
         s.judged(ticket, None, &mut out);
-        let speculative = speculate(&mut s, &mut at);
-        s.decoded(
-            speculative.ticket,
-            "Go there,".into(),
-            Instant::now(),
-            &mut out,
-        );
+        speculated(&mut s, "Go there,", &mut at, &mut out);
         feed(&mut s, 12, false, &mut at);
         s.drain_ready(&mut out);
         assert_eq!(finals(&out), ["Go there,"]);
