@@ -286,7 +286,15 @@ fn words(text: &str) -> String {
 /// done, so the server holds the utterance through 0.7 s of silence (more than three
 /// endpoints) and the words after the pause join the same final. Without the model the
 /// pause ends the utterance: its final, ending in a period, would let the assistant answer.
+/// The turn model through the server, one call at a time: the engine is shared with this
+/// binary's other tests, which each take their share of it.
 #[tokio::test(flavor = "multi_thread")]
+async fn pauses_are_held_joined_and_ended_as_the_turn_model_hears_them() {
+    a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final().await;
+    a_held_pause_ends_at_the_hold_with_a_period().await;
+    a_finished_turn_ends_at_once().await;
+}
+
 async fn a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final() {
     let finals = jfk_with_a_pause("/turn?max_turn_silence_ms=3000", 6.5, 0.7).await;
     let joined = finals
@@ -308,7 +316,6 @@ async fn a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final
 
 /// A held pause that goes on ends at `max_turn_silence_ms`, never before, and its final
 /// ends in a period so that the platform answers at once.
-#[tokio::test(flavor = "multi_thread")]
 async fn a_held_pause_ends_at_the_hold_with_a_period() {
     let finals = jfk_with_a_pause("/turn?max_turn_silence_ms=1500", 6.5, 2.5).await;
     let (after, text) = finals
@@ -321,7 +328,6 @@ async fn a_held_pause_ends_at_the_hold_with_a_period() {
 
 /// A finished sentence followed by silence: the model hears the turn's end and the final
 /// goes at the endpoint, ending in a period, long before the 5 s hold would release it.
-#[tokio::test(flavor = "multi_thread")]
 async fn a_finished_turn_ends_at_once() {
     let finals = jfk_with_a_pause("/turn?max_turn_silence_ms=5000", 11.0, 0.0).await;
     let (after, text) = finals
