@@ -569,12 +569,12 @@ impl Segmenter {
             let context_from = self.context_for(open.id);
             let (lead, beam) = self.lead(context_from, open.start, own);
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
-            // Once a decode of the utterance could be its final, faint voice that moves its
-            // end (frames at `release` in a long held pause) is decoded again only after as
-            // much quiet as a fresh pause: not once per faint frame.
+            // Once a decode of a held utterance could be its final, faint voice that moves
+            // its end (frames at `release` in a long held pause) is decoded again only after
+            // as much quiet as a fresh pause: not once per faint frame.
             let paused = match open.whole {
-                Some(_) => open.silence.min(open.quiet),
-                None => open.silence,
+                Some(_) if self.config.judge_turns => open.silence.min(open.quiet),
+                _ => open.silence,
             };
             return (paused >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
