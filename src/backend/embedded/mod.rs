@@ -722,7 +722,9 @@ mod tests {
                 })
             }),
         );
-        let first = backend.wait_ready(Duration::from_secs(2));
+        // Returns as soon as the load fails; the bound only stops a hang (a loaded machine
+        // took over 2 s to print the panic's backtrace).
+        let first = backend.wait_ready(Duration::from_secs(60));
         assert_eq!(first.unwrap_err(), "the cache is not there yet");
         assert!(!backend.is_ready());
         let deadline = Instant::now() + RETRY_FIRST * 3;
@@ -741,7 +743,9 @@ mod tests {
             Settings::default(),
             Box::new(|| panic!("a model of a shape nothing checked")),
         );
-        let first = backend.wait_ready(Duration::from_secs(2));
+        // Returns as soon as the load fails; the bound only stops a hang (a loaded machine
+        // took over 2 s to print the panic's backtrace).
+        let first = backend.wait_ready(Duration::from_secs(60));
         assert_eq!(first.unwrap_err(), "the engine's loader panicked");
         assert!(!backend.is_ready());
     }
