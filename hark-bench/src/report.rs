@@ -743,6 +743,18 @@ mod tests {
 
     use super::*;
 
+    /// A customer final `ms` after `t0`, as the client logs it.
+    fn customer_final(t0: Instant, ms: u64, text: &str) -> (Instant, ServerMessage) {
+        (
+            t0 + Duration::from_millis(ms),
+            ServerMessage::TranscriberResponse {
+                transcription: text.into(),
+                channel: Channel::Customer,
+                transcript_type: TranscriptType::Final,
+            },
+        )
+    }
+
     #[test]
     fn the_platform_waits_by_how_a_final_ends_and_repeats_are_counted() {
         assert_eq!(platform_wait_ms("Yes."), 100.0);
@@ -804,16 +816,7 @@ mod tests {
             call_references: None,
         };
         let t0 = Instant::now();
-        let fin = |ms: u64, text: &str| {
-            (
-                t0 + Duration::from_millis(ms),
-                ServerMessage::TranscriberResponse {
-                    transcription: text.into(),
-                    channel: Channel::Customer,
-                    transcript_type: TranscriptType::Final,
-                },
-            )
-        };
+        let fin = |ms: u64, text: &str| customer_final(t0, ms, text);
         let log = Received {
             messages: vec![
                 fin(2200, "Go forward."),
@@ -1019,16 +1022,7 @@ mod tests {
             call_references: None,
         };
         let t0 = Instant::now();
-        let fin = |ms: u64, text: &str| {
-            (
-                t0 + Duration::from_millis(ms),
-                ServerMessage::TranscriberResponse {
-                    transcription: text.into(),
-                    channel: Channel::Customer,
-                    transcript_type: TranscriptType::Final,
-                },
-            )
-        };
+        let fin = |ms: u64, text: &str| customer_final(t0, ms, text);
         let log = Received {
             messages: vec![fin(2700, "One two."), fin(4300, "Three four.")],
             ..Received::default()

@@ -722,8 +722,7 @@ mod tests {
                 })
             }),
         );
-        // Returns as soon as the load fails; the bound only stops a hang (a loaded machine
-        // took over 2 s to print the panic's backtrace).
+        // Returns as soon as the first load fails; the bound only stops a hang.
         let first = backend.wait_ready(Duration::from_secs(60));
         assert_eq!(first.unwrap_err(), "the cache is not there yet");
         assert!(!backend.is_ready());
