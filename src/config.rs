@@ -363,16 +363,20 @@ impl Config {
             ));
         }
         for (name, p) in &self.profiles {
-            if p.options.turn_model == Some(true)
-                && !p
-                    .chain()
-                    .any(|b| b == moonshine::NAME || b == whisper::NAME)
-            {
-                out.push(format!(
-                    "profile {name:?} sets turn_model, which only the embedded engines read: \
-                     its backends ({}) end finals as decoded",
-                    p.chain().collect::<Vec<_>>().join(", ")
-                ));
+            let embedded = p
+                .chain()
+                .any(|b| b == moonshine::NAME || b == whisper::NAME);
+            for (key, set) in [
+                ("turn_model", p.options.turn_model),
+                ("hold_unfinished", p.options.hold_unfinished),
+            ] {
+                if set == Some(true) && !embedded {
+                    out.push(format!(
+                        "profile {name:?} sets {key}, which only the embedded engines read: \
+                         its backends ({}) end finals as their providers do",
+                        p.chain().collect::<Vec<_>>().join(", ")
+                    ));
+                }
             }
         }
         out

@@ -38,7 +38,10 @@
 //!                       (`hark-bench`'s rule), finished turns ending in . ? ! or a digit,
 //!                       and the reply wait in audio time (the final's position after the
 //!                       words' end, decode time not counted, plus the platform's wait)
-//!   HOLD=MS             with TURN: `max_turn_silence_ms` (hark's default: TURN_HOLD_MS)
+//!   WORDS=0             end every pause at the endpoint, as decoded: no pause held after
+//!                       words that go on (the server's `hold_unfinished`, on by default)
+//!   HOLD=MS             how long a held pause is held: `max_turn_silence_ms` (hark's
+//!                       default: TURN_HOLD_MS)
 //!   TURN_THRESHOLD=P    with TURN: probability at which a pause is the turn's end (0.5)
 //!   POOLED=FILE         no decodes: write each clip's (its first 10 s) mean encoding by
 //!                       base, as the sound probe reads a final's, one TSV line a clip
@@ -125,6 +128,13 @@ fn main() {
     if let Some(frames) = ms_var("LOUD_FRAMES") {
         config.loud_frames = frames;
     }
+    // Pauses after words that go on are held, as the server's default (`WORDS=0`: not);
+    // `HOLD=MS` is how long (`max_turn_silence_ms`).
+    config.hold_unfinished = std::env::var("WORDS").map_or(true, |v| v != "0");
+    config.english = hark::turn::words::english(&language);
+    if let Some(ms) = ms_var("HOLD") {
+        config.turn_hold = ms * 16;
+    }
     let silence = ms_var("SILENCE").unwrap_or(1000) * 16;
     let same = std::env::var("SAME").is_ok();
     let mut loaded = match std::env::var("ENGINE").as_deref() {
@@ -175,9 +185,6 @@ fn main() {
     config.lead = Lead::of(&cost);
     let mut judge = std::env::var("TURN").is_ok().then(|| {
         config.judge_turns = true;
-        if let Some(ms) = ms_var("HOLD") {
-            config.turn_hold = ms * 16;
-        }
         let cache = hark::wheel::default_cache_dir();
         let paths = hark::turn::ensure(cache).expect("the turn model");
         TurnModel::load(&paths).expect("the turn model loads")
@@ -358,7 +365,7 @@ fn main() {
                 finals.push(text);
             }
         }
-        if judge.is_some() || !pauses.is_empty() {
+        if config.holds() || !pauses.is_empty() {
             let spans = pauses.get(name).cloned().unwrap_or_default();
             let refs: Vec<(f64, &str)> = timed.iter().map(|(t, f)| (*t, f.as_str())).collect();
             let cut = premature_ends(&refs, &spans);
@@ -428,7 +435,7 @@ fn main() {
             100.0 * finals_terminal as f64 / finals_seen as f64
         );
     }
-    if judge.is_some() || !pauses.is_empty() {
+    if config.holds() || !pauses.is_empty() {
         let waits = hark_bench::report::Stats::of(reply_waits);
         println!(
             "turns: premature ends {premature} of {inner_pauses} pauses ({:.1} %); finished \

@@ -18,6 +18,8 @@ pub struct Options {
     pub assistant_endpoint_ms: Option<u64>,
     /// Embedded recognizer: overrides `moonshine.partial_interval_ms`.
     pub partial_interval_ms: Option<u64>,
+    /// Embedded recognizer: overrides the engine's `hold_unfinished` (customer channel only).
+    pub hold_unfinished: Option<bool>,
     /// Embedded recognizer: overrides the engine's `turn_model` (customer channel only; the
     /// model is loaded only if the engine's `turn_model` is on or some profile on it turns
     /// it on).

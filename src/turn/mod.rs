@@ -1,6 +1,7 @@
-//! Audio end-of-turn detection: smart-turn v3.2, pipecat's model, judges from the last 8 s of
-//! a speaker's audio whether they have finished their turn, from how they sound (pitch,
-//! pace, a trailing "and"), which silence alone cannot tell.
+//! End-of-turn detection. From the text ([`words`]): a transcript ending in a number, a
+//! spelled letter, "and" or a comma is a turn going on. From the audio: smart-turn v3.2,
+//! pipecat's model, judges from the last 8 s of a speaker's audio whether they have finished
+//! their turn, from how they sound (pitch, pace), which silence alone cannot tell.
 //!
 //! The model ships inside the `pipecat-ai` wheel (BSD-2-Clause), pinned here like the engine.
 //! It runs on onnxruntime 1.23 loaded once per process through `ort`: the `onnxruntime`
@@ -9,6 +10,7 @@
 //! copy). Whichever is loaded first serves every turn model of the process.
 
 pub mod features;
+pub mod words;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};

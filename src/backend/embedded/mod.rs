@@ -395,6 +395,9 @@ impl Embedded {
         // Measured on customers' speech; on text-to-speech prompts it is unreliable.
         cuts.judge_turns =
             judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(s.turn_model);
+        cuts.hold_unfinished =
+            spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(s.hold_unfinished);
+        cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
         let hold = o.max_turn_silence_ms.unwrap_or(s.max_turn_silence_ms);
         cuts.turn_hold = ((hold as usize).min(60_000) * 16).max(cuts.endpoint);
         cuts
@@ -625,6 +628,7 @@ mod tests {
             settings: Settings {
                 turn_model: true,
                 context_span_ms: 6_000,
+                hold_unfinished: true,
                 ..Settings::default()
             },
         };
@@ -661,6 +665,19 @@ mod tests {
             ..spec(16_000, &[])
         };
         assert!(!cut(&off, true).judge_turns);
+        // Holding a pause whose words go on: customers only, unless the profile says no.
+        assert!(cut(&spec(16_000, &[]), false).hold_unfinished);
+        assert!(!cut(&assistant, false).hold_unfinished);
+        let off = ChannelSpec {
+            options: Arc::new(crate::backend::Options {
+                hold_unfinished: Some(false),
+                language: Some("es".into()),
+                ..Default::default()
+            }),
+            ..spec(16_000, &[])
+        };
+        assert!(!cut(&off, false).hold_unfinished);
+        assert!(!cut(&off, false).english && cut(&spec(16_000, &[]), false).english);
         let cadence = cut(&spec(8_000, &[("partial_interval_ms", 300)]), false);
         assert_eq!(
             cadence.partial_every,

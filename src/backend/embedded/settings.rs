@@ -17,9 +17,11 @@ pub struct Settings {
     /// The assistant's channel, whatever its rate: see `WhisperConfig::assistant_endpoint_ms`.
     pub assistant_endpoint_ms: u64,
     pub max_load: f64,
+    /// A customer's pause after words that go on is held (`SegmenterConfig::hold_unfinished`).
+    pub hold_unfinished: bool,
     pub turn_model: bool,
-    /// With the turn model: the silence that ends a customer's utterance whatever it said
-    /// (`SegmenterConfig::turn_hold`).
+    /// With a pause held: the silence that ends a customer's utterance whatever the judges
+    /// said (`SegmenterConfig::turn_hold`).
     pub max_turn_silence_ms: u64,
     pub context_span_ms: u64,
     /// The last step the shedding ladder may take.
@@ -28,7 +30,7 @@ pub struct Settings {
 
 impl Default for Settings {
     /// One decoder, the engines' default timing and ladder, Moonshine's admission, no left
-    /// context: what the embedded path's tests start from.
+    /// context, no pause held: what the embedded path's tests start from.
     fn default() -> Self {
         Self {
             decoders: 1,
@@ -37,6 +39,7 @@ impl Default for Settings {
             narrowband_endpoint_ms: 300,
             assistant_endpoint_ms: 1_000,
             max_load: 0.8,
+            hold_unfinished: false,
             turn_model: false,
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
             context_span_ms: 0,

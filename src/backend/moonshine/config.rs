@@ -48,6 +48,8 @@ pub struct MoonshineConfig {
     /// (BENCHMARKS.md, "Load shapes"). Lower it if your assistant needs partials (barge-in)
     /// under load: finals then wait behind them.
     pub shed: Shed,
+    /// As `whisper.hold_unfinished`.
+    pub hold_unfinished: bool,
     /// Let an end-of-turn model (smart-turn v3.2, fetched once like the engine) decide how
     /// each customer final ends: with . ? ! when the customer has finished, without when
     /// they are about to go on; the platform answers sooner after the first and waits
@@ -55,8 +57,7 @@ pub struct MoonshineConfig {
     /// punctuation off turns that were over and lengthened the reply wait (BENCHMARKS.md,
     /// "turn model"). Profiles can turn it on.
     pub turn_model: bool,
-    /// With the turn model: the silence that ends a customer's utterance whatever the model
-    /// said (as `whisper.max_turn_silence_ms`).
+    /// The silence that ends a held customer's utterance (as `whisper.max_turn_silence_ms`).
     pub max_turn_silence_ms: u64,
     /// How long a decode that may become a final can be made by putting the turn's earlier
     /// utterances before it (0: no left context). Longer is more accurate on sentences cut
@@ -78,6 +79,7 @@ impl Default for MoonshineConfig {
             assistant_endpoint_ms: 1_000,
             max_load: 0.8,
             shed: Shed::Speculative,
+            hold_unfinished: true,
             turn_model: false,
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,

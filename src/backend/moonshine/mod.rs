@@ -36,6 +36,7 @@ pub fn settings(config: &MoonshineConfig) -> Settings {
         narrowband_endpoint_ms: config.narrowband_endpoint_ms,
         assistant_endpoint_ms: config.assistant_endpoint_ms,
         max_load: config.max_load,
+        hold_unfinished: config.hold_unfinished,
         turn_model: config.turn_model,
         max_turn_silence_ms: config.max_turn_silence_ms,
         context_span_ms: config.context_span_ms,

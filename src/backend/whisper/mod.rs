@@ -125,6 +125,13 @@ pub struct WhisperConfig {
     /// about half the encoder's time) or `"float32"`. Measured in BENCHMARKS.md,
     /// "Whisper's encoder in int8".
     pub encoder: EncoderProducts,
+    /// Hold a customer's pause after words that go on (a number or letters read out, "and",
+    /// "my name is", a trailing comma: `turn::words`) past the endpoint: the words after it
+    /// join the same final, and the assistant does not answer a caller who is only pausing.
+    /// Any other pause ends the turn at the endpoint, its final ending in . ? ! (the
+    /// platform answers 0.1 s after it, 1.5 s after a final without). A held pause ends at
+    /// `max_turn_silence_ms` (BENCHMARKS.md, "End of turn").
+    pub hold_unfinished: bool,
     /// Judge each customer pause with an end-of-turn model (smart-turn v3.2, fetched once
     /// like the models, with the onnxruntime it runs on): a pause it hears as the turn's end
     /// gives the final at the endpoint, ending in . ? !; one it hears as a pause inside the
@@ -135,9 +142,9 @@ pub struct WhisperConfig {
     /// held finished turns to `max_turn_silence_ms` and still let half the pauses end
     /// (BENCHMARKS.md, "End of turn"). A profile can turn it on (`turn_model = true`).
     pub turn_model: bool,
-    /// With the turn model: the silence that ends a customer's utterance whatever the model
-    /// said, its final then ending in . ? ! too. The reply wait of a finished turn the model
-    /// took for a pause; pauses inside turns longer than this still end them.
+    /// The silence that ends a held customer's utterance whatever the words or the model
+    /// said, its final then ending in . ? ! too: the reply wait of a finished turn taken for
+    /// a pause; pauses inside turns longer than this still end them.
     pub max_turn_silence_ms: u64,
 }
 
@@ -161,6 +168,7 @@ impl Default for WhisperConfig {
             context_span_ms: crate::backend::embedded::segmenter::CONTEXT_SPAN_MS,
             context_as: ContextKind::Audio,
             encoder: EncoderProducts::Int8,
+            hold_unfinished: true,
             turn_model: false,
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
         }
@@ -356,6 +364,7 @@ pub fn settings(config: &WhisperConfig) -> Settings {
         narrowband_endpoint_ms: config.narrowband_endpoint_ms,
         assistant_endpoint_ms: config.assistant_endpoint_ms,
         max_load: config.max_load,
+        hold_unfinished: config.hold_unfinished,
         turn_model: config.turn_model,
         max_turn_silence_ms: config.max_turn_silence_ms,
         context_span_ms: config.context_span_ms,

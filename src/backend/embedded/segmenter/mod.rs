@@ -27,6 +27,7 @@ use context::Said;
 use super::Transcribed;
 use super::cost::CostModel;
 pub use crate::turn::end_turn;
+use crate::turn::words::goes_on;
 pub use context::{drop_repeat, strip_context};
 use verdict::Verdict;
 pub use verdict::{TURN_WINDOW, TurnTicket};
@@ -88,6 +89,13 @@ pub struct SegmenterConfig {
     /// Earlier utterances count as the same turn while the pauses between them are no longer
     /// than this.
     pub turn_gap: usize,
+    /// A pause after words that go on ([`goes_on`]: a number read out, a spelled letter,
+    /// "and", a trailing comma) does not end the utterance at `endpoint`: it is held, so the
+    /// words after it join the same final, until `turn_hold` of silence ends it anyway. Any
+    /// other pause ends the turn: its final ends in . ? !.
+    pub hold_unfinished: bool,
+    /// The call's language is (or may be) English: [`goes_on`] reads English words too.
+    pub english: bool,
     /// An end-of-turn model judges each pause of the speaker's: one it hears as the turn's
     /// end closes the utterance at `endpoint`, its final ending in . ? ! (see [`end_turn`]);
     /// one it hears as a pause inside the turn keeps the utterance open, so the words after
@@ -145,6 +153,8 @@ impl SegmenterConfig {
             pad: ms(DECODE_PAD_MS),
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
+            hold_unfinished: false,
+            english: true,
             judge_turns: false,
             turn_hold: ms(TURN_HOLD_MS),
             context_as_text: false,
@@ -573,7 +583,7 @@ impl Segmenter {
             // its end (frames at `release` in a long held pause) is decoded again only after
             // as much quiet as a fresh pause: not once per faint frame.
             let paused = match open.whole {
-                Some(_) if self.config.judge_turns => open.silence.min(open.quiet),
+                Some(_) if self.config.holds() => open.silence.min(open.quiet),
                 _ => open.silence,
             };
             return (paused >= start_at).then(|| Want {
@@ -809,19 +819,22 @@ impl Segmenter {
                 },
             ));
         }
-        if ticket.len < open.decoded_len {
-            return;
-        }
-        open.decoded_len = ticket.len;
-        open.since = now;
-        if !text.trim().is_empty() {
-            open.heard = Some(text.clone());
-            if text != self.last_partial {
-                self.last_partial.clone_from(&text);
-                out.push(Emit::Partial(text.clone()));
+        if ticket.len >= open.decoded_len {
+            open.decoded_len = ticket.len;
+            open.since = now;
+            if !text.trim().is_empty() {
+                open.heard = Some(text.clone());
+                if text != self.last_partial {
+                    self.last_partial.clone_from(&text);
+                    out.push(Emit::Partial(text.clone()));
+                }
             }
+            open.decoded_text = Some(text);
         }
-        open.decoded_text = Some(text);
+        if ticket.whole {
+            // The words of a pause that reached the endpoint while they were decoded.
+            self.end_if_judged(out);
+        }
     }
 
     /// Input position of the endpoint of the oldest utterance still without its final:
@@ -950,7 +963,7 @@ impl Segmenter {
                 let long = open.audio.len() >= config.max_utterance;
                 if (open.silence >= config.endpoint
                     && open.quiet >= config.endpoint / 2
-                    && open.verdict.ends_turn(open.silence, &config))
+                    && open.ends_turn(&config))
                     || (long && heard == Heard::Silence)
                     || open.audio.len() >= 2 * config.max_utterance
                 {
@@ -964,6 +977,7 @@ impl Segmenter {
     /// Turns the open utterance into one waiting for its final.
     fn close(&mut self, at_input: u64, now: Instant) {
         let Some(open) = self.open.take() else { return };
+        let turn = open.ending(&self.config);
         // What follows the endpoint is the next utterance's pre-roll.
         let tail = open.silence.min(self.config.preroll);
         let mut audio = open.audio;
@@ -982,7 +996,7 @@ impl Segmenter {
             retry: false,
             heard: open.heard,
             recovery: Recovery::None,
-            turn: open.verdict.ending(open.silence, &self.config),
+            turn,
             at_input,
             since: now,
             silence: open.silence,
@@ -1706,6 +1720,69 @@ mod tests {
         feed(&mut s, 40, false, &mut at);
         s.drain_ready(&mut out);
         assert_eq!(finals(&out), ["and then."]);
+    }
+
+    /// A segmenter that holds pauses after words that go on, with a hold of 40 frames.
+    fn holding() -> Segmenter {
+        Segmenter::new(SegmenterConfig {
+            hold_unfinished: true,
+            turn_hold: 40 * FRAME,
+            ..config()
+        })
+    }
+
+    #[test]
+    fn a_pause_after_words_that_go_on_is_held_and_the_words_after_it_join_one_final() {
+        let mut s = holding();
+        let mut at = 0;
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculated(&mut s, "My name is", &mut at, &mut out);
+        feed(&mut s, 30, false, &mut at);
+        s.drain_ready(&mut out);
+        assert!(s.open.is_some() && s.ended.is_empty() && finals(&out).is_empty());
+        // The speaker goes on: one utterance; its words end the turn at the endpoint, and
+        // the final ends in a period for the platform to answer at once.
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculated(&mut s, "My name is Smith", &mut at, &mut out);
+        assert!(finals(&out).is_empty(), "not before the endpoint");
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["My name is Smith."]);
+        assert!(s.is_idle());
+    }
+
+    #[test]
+    fn words_decoded_after_the_endpoint_end_the_turn_at_once_or_hold_it() {
+        let mut s = holding();
+        let mut at = 0;
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        let want = speculate(&mut s, &mut at);
+        // The endpoint passes before the decode is back: held, not yet ended.
+        feed(&mut s, 12, false, &mut at);
+        assert!(s.open.is_some() && s.pending_since().is_none());
+        s.decoded(want.ticket, "No".into(), Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["No."]);
+        assert!(s.is_idle());
+
+        // A number read out: held to the hold, then ended with a period (the speculative
+        // decode is the final, no decode after the hold).
+        out.clear();
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculated(&mut s, "4-1-5", &mut at, &mut out);
+        let held_at = s.open.as_ref().unwrap().silence / FRAME;
+        feed(&mut s, 39 - held_at, false, &mut at);
+        s.drain_ready(&mut out);
+        assert!(finals(&out).is_empty() && s.ended.is_empty(), "held");
+        feed(&mut s, 1, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["4-1-5."]);
+        assert!(s.want().is_none());
     }
 
     #[test]

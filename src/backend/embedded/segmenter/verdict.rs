@@ -1,7 +1,8 @@
-//! Turn verdicts: when to ask the end-of-turn model, what it hears, and what its verdict
-//! does: a pause heard as the turn's end closes the utterance at the endpoint, its final
-//! ending in . ? !; a pause heard as one inside the turn holds the utterance open until the
-//! speaker goes on (one final for both parts) or the silence reaches `turn_hold`.
+//! Turn verdicts: what the words so far and the end-of-turn model make of a pause, when to
+//! ask the model and what it hears. A pause heard as the turn's end closes the utterance at
+//! the endpoint, its final ending in . ? !; a pause after words that go on, or heard as one
+//! inside the turn, holds the utterance open until the speaker goes on (one final for both
+//! parts) or the silence reaches `turn_hold`.
 
 use super::*;
 
@@ -19,27 +20,61 @@ pub(super) enum Verdict {
 }
 
 impl Verdict {
-    /// Whether a pause of `silence` that has reached the endpoint ends the utterance.
-    pub(super) fn ends_turn(self, silence: usize, config: &SegmenterConfig) -> bool {
-        match self {
-            _ if !config.judge_turns => true,
-            Self::Said(true) | Self::Failed => true,
-            // Unfinished, or not yet judged (the judge is busy): held, within the bound.
-            Self::Said(false) | Self::Unasked | Self::Asked(_) => silence >= config.turn_hold,
+    /// Whether the model lets the turn end here: it heard the end, could not say, or is not
+    /// on.
+    fn lets_end(self, config: &SegmenterConfig) -> bool {
+        !config.judge_turns || matches!(self, Self::Said(true) | Self::Failed)
+    }
+}
+
+impl SegmenterConfig {
+    /// Whether a pause may be held past the endpoint: some judge of turns is on.
+    pub fn holds(&self) -> bool {
+        self.judge_turns || self.hold_unfinished
+    }
+}
+
+impl Open {
+    /// What the words of the decode covering the whole utterance say of its pause: it goes
+    /// on (`Some(true)`: a number, a spelled letter, "and", a comma; [`goes_on`]), or not.
+    /// `None` while no decode covers its last voiced frame yet.
+    fn words_go_on(&self, config: &SegmenterConfig) -> Option<bool> {
+        if !config.hold_unfinished {
+            return Some(false);
         }
+        self.whole
+            .as_ref()
+            .filter(|(len, _)| *len >= self.voiced_end)
+            .map(|(_, heard)| goes_on(&heard.text, config.english))
     }
 
-    /// How the final of an utterance closed after `silence` ends ([`Ended::turn`]): a pause
-    /// the model heard as the turn's end, or one that outlasted the hold, ends the turn.
-    pub(super) fn ending(self, silence: usize, config: &SegmenterConfig) -> Option<bool> {
-        match self {
-            _ if !config.judge_turns => None,
-            Self::Said(true) => Some(true),
-            Self::Failed => None,
-            Self::Said(false) | Self::Unasked | Self::Asked(_) => {
-                (silence >= config.turn_hold).then_some(true)
-            }
+    /// Whether a pause that has reached the endpoint ends the utterance: the judges hear the
+    /// turn's end, or the silence has reached `turn_hold`. A pause whose words go on, or
+    /// that is not judged yet (its decode or the model busy), is held.
+    pub(super) fn ends_turn(&self, config: &SegmenterConfig) -> bool {
+        !config.holds()
+            || self.silence >= config.turn_hold
+            || (self.words_go_on(config) == Some(false) && self.verdict.lets_end(config))
+    }
+
+    /// How the final of an utterance closed now ends ([`Ended::turn`]): a pause the judges
+    /// heard as the turn's end, or one that outlasted the hold, ends the turn (. ? !); a
+    /// model that could not say, or a close for another reason (a long utterance cut, the
+    /// call's end), leaves the final as decoded.
+    pub(super) fn ending(&self, config: &SegmenterConfig) -> Option<bool> {
+        if !config.holds() {
+            return None;
         }
+        if self.silence >= config.turn_hold {
+            return Some(true);
+        }
+        let model = match self.verdict {
+            _ if !config.judge_turns => true,
+            Verdict::Said(true) => true,
+            _ => false,
+        };
+        (self.silence >= config.endpoint && model && self.words_go_on(config) == Some(false))
+            .then_some(true)
     }
 }
 
@@ -118,7 +153,6 @@ impl Segmenter {
     /// not say). A pause it hears as the turn's end that has already reached the endpoint
     /// closes the utterance at once, and its final goes out if its text is ready.
     pub fn judged(&mut self, ticket: TurnTicket, complete: Option<bool>, out: &mut Vec<Emit>) {
-        let config = self.config;
         let Some(open) = self.open.as_mut().filter(|o| o.id == ticket.utterance) else {
             // Closed meanwhile (by the hold, the audio's end, a long cut): too late to count.
             return;
@@ -135,12 +169,21 @@ impl Segmenter {
             Some(complete) => Verdict::Said(complete),
             None => Verdict::Failed,
         };
-        if open.silence >= config.endpoint
-            && open.quiet >= config.endpoint / 2
-            && open.verdict.ends_turn(open.silence, &config)
-        {
-            let now = Instant::now();
-            self.close(self.at_input, now);
+        self.end_if_judged(out);
+    }
+
+    /// Closes the open utterance if its pause has reached the endpoint and the judges now
+    /// let it end (a verdict or a decode came after the endpoint), emitting its final if
+    /// its text is ready.
+    pub(super) fn end_if_judged(&mut self, out: &mut Vec<Emit>) {
+        let config = self.config;
+        if self.open.as_ref().is_some_and(|open| {
+            config.holds()
+                && open.silence >= config.endpoint
+                && open.quiet >= config.endpoint / 2
+                && open.ends_turn(&config)
+        }) {
+            self.close(self.at_input, Instant::now());
             self.drain_ready(out);
         }
     }
