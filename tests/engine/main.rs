@@ -12,4 +12,5 @@ mod overload;
 mod shedding;
 mod speech;
 mod turn_model;
+mod turns;
 mod whisper_engine;

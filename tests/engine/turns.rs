@@ -1,0 +1,155 @@
+//! End of turn on the default profile, through the server with the real Whisper: a pause
+//! after words that go on (a number read out) is held and the words after it join one
+//! final; a finished sentence ends at the endpoint with a period; the hold ends a held pause
+//! that goes on; a profile can turn the hold off. The customer's speech is espeak-ng's (a
+//! test prerequisite, as for the bench's assistant prompts).
+
+use std::time::{Duration, Instant};
+
+use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
+use hark_testkit::{TestServer, config_with_default_backend, whisper_registry};
+
+const RATE: u32 = 16_000;
+
+/// Speaks `text` with espeak-ng's American voice, at the call's rate.
+fn say(text: &str) -> Vec<i16> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("say.wav");
+    hark_bench::fetch::espeak(text, "en-us", 150, &path)
+        .unwrap_or_else(|e| panic!("{e} (scripts/test installs espeak-ng)"));
+    let spoken = hark_bench::conversation::load_wav(&path, text).expect("espeak-ng's wav");
+    hark_bench::resample::resample(&spoken.samples, spoken.rate, RATE).expect("resample")
+}
+
+/// The customer says `first`, is silent for `pause` seconds, then says `then` (if any) and
+/// is silent for 3 s, on a call whose URL ends in `path`: each customer final with the
+/// seconds of silence sent after `first` before it came (negative: before `first` was all
+/// sent).
+async fn pause_between(
+    server: &TestServer,
+    path: &str,
+    first: &[i16],
+    pause: f64,
+    then: Option<&[i16]>,
+) -> Vec<(f64, String)> {
+    let url = server.ws_url(&format!("/api/custom-transcriber{path}"));
+    let mut call = hark_testkit::connect_admitted(&url, Duration::from_secs(180)).await;
+    call.start(RATE, 2).await.expect("start frame");
+    let quiet = vec![0i16; first.len().max(then.map_or(0, <[i16]>::len))];
+    assert!(
+        call.play(&[first, &quiet[..first.len()]], RATE, 20, true)
+            .await
+    );
+    let paused = Instant::now();
+    assert!(call.silence(2, RATE, pause).await);
+    if let Some(then) = then {
+        assert!(
+            call.play(&[then, &quiet[..then.len()]], RATE, 20, true)
+                .await
+        );
+    }
+    assert!(call.silence(2, RATE, 3.0).await);
+    let got = call.hang_up().await;
+    assert!(got.error().is_none(), "{path}: {:?}", got.error());
+    let finals: Vec<(f64, String)> = got
+        .messages
+        .iter()
+        .filter_map(|(t, m)| match m {
+            ServerMessage::TranscriberResponse {
+                transcription,
+                channel: Channel::Customer,
+                transcript_type: TranscriptType::Final,
+            } => {
+                let after = match t.checked_duration_since(paused) {
+                    Some(d) => d.as_secs_f64(),
+                    None => -paused.duration_since(*t).as_secs_f64(),
+                };
+                Some((after, transcription.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    eprintln!("{path}, pause {pause} s: {finals:?}");
+    finals
+}
+
+fn words(text: &str) -> String {
+    hark_bench::wer::normalize(text).join(" ")
+}
+
+/// The default profile holds "my number is four one five … two zero seven" through its
+/// 0.7 s pause (more than three endpoints) and gives one final for both parts; "That is all
+/// for today." ends at the endpoint, with a period, long before the hold; a number followed
+/// by silence ends at the hold, never before, with a period for the platform to answer at
+/// once; with `hold_unfinished = false` the same pause ends the utterance. One call at a
+/// time: the engine is shared with this binary's other tests.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_number_read_out_is_held_and_a_finished_sentence_ends_at_once() {
+    let mut config = config_with_default_backend("whisper");
+    config.profiles.insert(
+        "nohold".into(),
+        hark::config::Profile {
+            backend: "whisper".into(),
+            options: hark::backend::Options {
+                hold_unfinished: Some(false),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
+    let server = TestServer::start(config, whisper_registry()).await;
+    let number = say("My number is four one five.");
+    let rest = say("Two zero seven.");
+
+    // Held through the pause and joined.
+    let finals = pause_between(
+        &server,
+        "?max_turn_silence_ms=3000",
+        &number,
+        0.7,
+        Some(&rest),
+    )
+    .await;
+    assert!(
+        finals.iter().all(|(after, _)| !(0.0..0.7).contains(after)),
+        "a final came during the pause: {finals:?}"
+    );
+    let joined = finals.iter().find(|(_, f)| {
+        let f = f.to_lowercase();
+        f.contains("number") && (f.contains('7') || f.contains("seven"))
+    });
+    let (_, joined) = joined.unwrap_or_else(|| panic!("no final spans the pause: {finals:?}"));
+    assert!(joined.ends_with(['.', '?', '!']), "{joined:?}");
+
+    // A finished sentence: at the endpoint, with a period.
+    let done = say("That is all for today");
+    let finals = pause_between(&server, "?max_turn_silence_ms=3000", &done, 0.0, None).await;
+    let (after, text) = finals.last().expect("a final");
+    assert!(words(text).ends_with("for today"), "{finals:?}");
+    assert!(text.ends_with(['.', '?', '!']), "{text:?}");
+    assert!(*after < 2.0, "held as if unfinished: {after} s");
+
+    // The hold ends a pause after a number, never before it, with a period.
+    let finals = pause_between(&server, "?max_turn_silence_ms=1500", &number, 2.5, None).await;
+    let (after, text) = finals
+        .iter()
+        .find(|(after, _)| *after >= 0.0)
+        .unwrap_or_else(|| panic!("no final ended the pause: {finals:?}"));
+    assert!(*after >= 1.4, "ended before the hold: {after} s");
+    assert!(text.ends_with(['.', '?', '!']), "{text:?}");
+
+    // Without the hold, the pause ends the utterance.
+    let finals = pause_between(
+        &server,
+        "/nohold?max_turn_silence_ms=3000",
+        &number,
+        0.7,
+        Some(&rest),
+    )
+    .await;
+    assert!(
+        finals.iter().any(|(after, _)| (0.0..0.7).contains(after)),
+        "without the hold the pause ends a final: {finals:?}"
+    );
+    server.shutdown().await.unwrap();
+}
