@@ -11,14 +11,22 @@ use hark_testkit::{TestServer, config_with_default_backend, whisper_registry};
 
 const RATE: u32 = 16_000;
 
-/// Speaks `text` with espeak-ng's American voice, at the call's rate.
+/// Speaks `text` with espeak-ng's American voice, at the call's rate, without the silence
+/// espeak-ng ends a sentence with: the pauses below are the only ones after the words.
 fn say(text: &str) -> Vec<i16> {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("say.wav");
     hark_bench::fetch::espeak(text, "en-us", 150, &path)
         .unwrap_or_else(|e| panic!("{e} (scripts/test installs espeak-ng)"));
     let spoken = hark_bench::conversation::load_wav(&path, text).expect("espeak-ng's wav");
-    hark_bench::resample::resample(&spoken.samples, spoken.rate, RATE).expect("resample")
+    let mut samples =
+        hark_bench::resample::resample(&spoken.samples, spoken.rate, RATE).expect("resample");
+    let voiced_end = samples
+        .iter()
+        .rposition(|s| s.unsigned_abs() > 300)
+        .map_or(0, |i| i + 1);
+    samples.truncate((voiced_end + RATE as usize / 50).min(samples.len()));
+    samples
 }
 
 /// The customer says `first`, is silent for `pause` seconds, then says `then` (if any) and
@@ -135,7 +143,8 @@ async fn a_number_read_out_is_held_and_a_finished_sentence_ends_at_once() {
         .iter()
         .find(|(after, _)| *after >= 0.0)
         .unwrap_or_else(|| panic!("no final ended the pause: {finals:?}"));
-    assert!(*after >= 1.4, "ended before the hold: {after} s");
+    // Unheld, it would come about 0.3 s after the words (the endpoint and the decode).
+    assert!(*after >= 1.0, "ended before the hold: {after} s");
     assert!(text.ends_with(['.', '?', '!']), "{text:?}");
 
     // Without the hold, the pause ends the utterance.
