@@ -53,8 +53,27 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     };
     show(&run, summary_shown(&args));
     write_outputs(&args, &run)?;
+    if args.find_capacity {
+        return Ok(());
+    }
+    // A run that measured nothing, or calls the platform would have lost, is not a success
+    // for a script or CI job to read: exit 1 (README, "Exit status").
+    for t in &run.targets {
+        if !t.per_call.is_empty() && t.refused_calls == t.per_call.len() {
+            let why = t
+                .refusals
+                .first()
+                .map(|r| format!(": HTTP {} {:?}", r.status, r.body))
+                .unwrap_or_default();
+            bail!(
+                "{} admitted none of the {} calls{why}; the run measured nothing",
+                t.url,
+                t.refused_calls
+            );
+        }
+    }
     let failed: usize = run.targets.iter().map(|t| t.failed_calls).sum();
-    if failed > 0 && !args.find_capacity {
+    if failed > 0 {
         bail!("{failed} calls failed");
     }
     Ok(())

@@ -276,3 +276,37 @@ async fn a_call_refused_at_the_upgrade_is_counted_as_refused_not_failed() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// A server that admits none of the calls (here full: the one session it holds is taken)
+/// makes `hark bench` exit non-zero, saying so with the server's words, though it printed its
+/// table: a CI job benchmarking a deploy must not report success on a server that carried
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_calls_were_all_refused_exits_non_zero() {
+    clips(); // fetches the clips on first use
+    let mut config = config_with_default_backend("recorder");
+    config.max_sessions = 1;
+    let server = TestServer::start(config, backends::registry()).await;
+    let url = server.ws_url("/api/custom-transcriber");
+    let mut taken = hark_testkit::connect_admitted(&url, std::time::Duration::from_secs(30)).await;
+    taken.start(16_000, 2).await.expect("start frame");
+    let clips = default_clips_dir();
+    let clips = clips.to_str().expect("a UTF-8 path");
+    let out = hark_bench(
+        &["--url", url.as_str(), "--calls", "1", "--duration", "5"],
+        &[("HARK_CLIPS_DIR", clips)],
+    )
+    .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("admitted none of the 1 calls: HTTP 503") && err.contains("max_sessions"),
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("refused at the upgrade: 1 of 1 calls"),
+        "the table says it too"
+    );
+    drop(taken);
+    server.shutdown().await.unwrap();
+}
