@@ -156,6 +156,28 @@ impl Received {
         self.transcripts(channel, TranscriptType::Partial)
     }
 
+    /// A channel's finals, each with the seconds from `since` to when it came (negative:
+    /// before it).
+    pub fn finals_since(&self, channel: &str, since: Instant) -> Vec<(f64, String)> {
+        self.messages
+            .iter()
+            .filter_map(|(t, m)| match m {
+                ServerMessage::TranscriberResponse {
+                    transcription,
+                    channel: c,
+                    transcript_type: TranscriptType::Final,
+                } if c.as_str() == channel => {
+                    let after = match t.checked_duration_since(since) {
+                        Some(d) => d.as_secs_f64(),
+                        None => -since.duration_since(*t).as_secs_f64(),
+                    };
+                    Some((after, transcription.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The first error message, as (error code, message).
     pub fn error(&self) -> Option<(String, String)> {
         self.messages.iter().find_map(|(_, m)| match m {

@@ -3,18 +3,41 @@
 //! server, a capacity ramp, and the JSON, Markdown and SVG outputs.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use hark_bench::conversation::{Corpus, default_clips_dir};
 use hark_bench::run::{capacity_plot_path, find_capacity, write_outputs};
 use hark_bench::shape::{self, Shape};
 use hark_bench::summary;
 use hark_bench::{BenchArgs, measure_run};
-use hark_testkit::{TestServer, backends, clips, config_with_default_backend, moonshine_registry};
+use hark_testkit::{TestServer, backends, clips, config_with_default_backend};
 use serde_json::Value;
 
 /// The real-recognizer tests take turns: on a small machine, two at once would measure each
 /// other.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Moonshine with two decoders, shared by this binary's tests (its two servers side by side
+/// share it too). They check the report, not admission: with one decoder, on a CPU without
+/// VNNI, a wave of two finals is priced just over admission's 600 ms (619–663 ms measured),
+/// so every call after the first would be refused.
+fn two_decoders() -> hark::backend::Registry {
+    static M: OnceLock<Arc<hark::backend::embedded::Embedded>> = OnceLock::new();
+    let engine = M.get_or_init(|| {
+        let config = hark::backend::moonshine::MoonshineConfig {
+            pool_size: 2,
+            ..hark::config::Config::default().moonshine
+        };
+        let m = hark::backend::moonshine::spawn(&config, false);
+        m.wait_ready(Duration::from_secs(600))
+            .expect("embedded recognizer loads");
+        m
+    });
+    let mut registry = hark::backend::Registry::default();
+    registry.insert("moonshine", engine.clone());
+    registry
+}
 
 fn corpus() -> Corpus {
     clips(); // fetches the clips on first use
@@ -62,11 +85,11 @@ fn staggered_calls_spread_and_burst_calls_start_together() {
 async fn two_real_servers_side_by_side() {
     let _serial = SERIAL.lock().await;
     let corpus = corpus();
-    let a_server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
+    let a_server = TestServer::start(hark_testkit::moonshine_config(), two_decoders()).await;
     // B: the same recognizer with a longer endpoint, so its figures differ.
     let mut b_config = hark_testkit::moonshine_config();
     b_config.moonshine.endpoint_ms = 500;
-    let b_server = TestServer::start(b_config, moonshine_registry()).await;
+    let b_server = TestServer::start(b_config, two_decoders()).await;
     let dir = tempfile::tempdir().unwrap();
     let mut a = args(a_server.ws_url("/api/custom-transcriber"), 2, 12.0);
     a.vs = Some(b_server.ws_url("/api/custom-transcriber"));
@@ -170,7 +193,7 @@ async fn two_real_servers_side_by_side() {
 async fn a_failing_second_server_is_reported_with_its_close_code() {
     let _serial = SERIAL.lock().await;
     let corpus = corpus();
-    let a_server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
+    let a_server = TestServer::start(hark_testkit::moonshine_config(), two_decoders()).await;
     let b_server = TestServer::start(
         config_with_default_backend("fail-start"),
         backends::registry(),
@@ -210,7 +233,7 @@ async fn a_failing_second_server_is_reported_with_its_close_code() {
 async fn a_ramp_reports_levels_and_a_capacity_plot() {
     let _serial = SERIAL.lock().await;
     let corpus = corpus();
-    let server = TestServer::start(hark_testkit::moonshine_config(), moonshine_registry()).await;
+    let server = TestServer::start(hark_testkit::moonshine_config(), two_decoders()).await;
     let dir = tempfile::tempdir().unwrap();
     let mut a = args(server.ws_url("/api/custom-transcriber"), 1, 10.0);
     a.find_capacity = true;

@@ -188,25 +188,30 @@ impl Provider for Stream {
     }
 
     fn read(&mut self, text: &str, heard: &mut Vec<Heard>) {
-        let Ok(msg) = serde_json::from_str::<Value>(text) else {
-            heard.push(Heard::Error {
-                code: "unparseable".into(),
-                message: "a message that is not JSON".into(),
-            });
-            return;
+        let msg = match serde_json::from_str::<Streaming>(text) {
+            Ok(msg) => msg,
+            Err(e) => {
+                // A renamed or missing field is a provider fault, never a silent caller.
+                heard.push(Heard::Error {
+                    code: "unparseable".into(),
+                    message: format!("a message hark cannot read: {e}"),
+                });
+                return;
+            }
         };
-        match msg["type"].as_str() {
-            Some("Turn") => self.turn(&msg, heard),
-            Some("Termination") => heard.push(Heard::Ended),
-            Some("Error") => heard.push(Heard::Error {
-                code: match &msg["error_code"] {
-                    Value::Null => "unknown".into(),
-                    code => code.to_string(),
+        match msg {
+            Streaming::Turn(turn) => self.turn(turn, heard),
+            Streaming::Termination {} => heard.push(Heard::Ended),
+            Streaming::Error(e) => heard.push(Heard::Error {
+                code: match e.error_code {
+                    None | Some(Value::Null) => "unknown".into(),
+                    Some(Value::String(code)) => code,
+                    Some(code) => code.to_string(),
                 },
-                message: msg["error"].as_str().unwrap_or_default().to_string(),
+                message: e.error.unwrap_or_default(),
             }),
             // Begin, and Warning, SpeechStarted, … carry no text.
-            _ => {}
+            Streaming::Other => {}
         }
     }
 
@@ -221,30 +226,61 @@ impl Provider for Stream {
 impl Stream {
     /// A turn is final when it ended and, if formatting was asked for, is formatted: the
     /// rule for both server behaviours (formatted inline, or in a second message).
-    fn turn(&mut self, msg: &Value, heard: &mut Vec<Heard>) {
-        let order = msg["turn_order"].as_i64();
-        if order.is_some() && order == self.last_final {
+    fn turn(&mut self, turn: Turn, heard: &mut Vec<Heard>) {
+        let order = Some(turn.turn_order);
+        if order == self.last_final {
             return;
         }
-        let transcript = msg["transcript"].as_str().unwrap_or_default().to_string();
-        let ended = msg["end_of_turn"].as_bool() == Some(true);
-        let formatted = msg["turn_is_formatted"].as_bool() == Some(true);
-        if ended && (!self.format_turns || formatted) {
-            heard.push(Heard::Final(transcript));
-            let last_end = msg["words"]
-                .as_array()
-                .and_then(|w| w.last())
-                .and_then(|w| w["end"].as_f64());
-            if let Some(ms) = last_end {
-                heard.push(Heard::Settled(ms / 1000.0));
+        if turn.end_of_turn && (!self.format_turns || turn.turn_is_formatted) {
+            heard.push(Heard::Final(turn.transcript));
+            if let Some(word) = turn.words.last() {
+                heard.push(Heard::Settled(word.end / 1000.0));
             }
             self.open = false;
             self.last_final = order;
         } else {
-            self.open |= !transcript.trim().is_empty();
-            heard.push(Heard::Partial(transcript));
+            self.open |= !turn.transcript.trim().is_empty();
+            heard.push(Heard::Partial(turn.transcript));
         }
     }
+}
+
+/// A message of AssemblyAI's Universal Streaming v3 API (docs/PROVIDERS.md): the fields hark
+/// reads, required where the protocol always sends them; others are ignored.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type")]
+enum Streaming {
+    Turn(Turn),
+    /// After `Terminate`: every turn has been answered.
+    Termination {},
+    Error(StreamingError),
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+struct Turn {
+    turn_order: i64,
+    end_of_turn: bool,
+    /// Absent from sessions without `format_turns`.
+    #[serde(default)]
+    turn_is_formatted: bool,
+    /// Every word of the turn so far.
+    transcript: String,
+    #[serde(default)]
+    words: Vec<TurnWord>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TurnWord {
+    /// Milliseconds from the stream's start.
+    end: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct StreamingError {
+    error_code: Option<Value>,
+    error: Option<String>,
 }
 
 #[cfg(test)]
@@ -291,6 +327,40 @@ mod tests {
                 Heard::Final("Hi, my name.".into()),
                 Heard::Settled(0.64),
             ]
+        );
+    }
+
+    #[test]
+    fn a_turn_missing_what_the_protocol_always_sends_is_an_error_not_silence() {
+        let out = heard(
+            true,
+            &[
+                // The transcript renamed: read with a default it would be an empty final.
+                r#"{"type":"Turn","turn_order":0,"end_of_turn":true,"turn_is_formatted":true,"text":"Hi."}"#.into(),
+                r#"{"type":"Turn","turn_order":0,"transcript":"Hi."}"#.into(),
+                r#"{"type":"Turn","turn_order":0,"end_of_turn":true,"transcript":"Hi.","words":[{"start":1}]}"#.into(),
+            ],
+        );
+        assert_eq!(out.len(), 3, "{out:?}");
+        for h in &out {
+            assert!(
+                matches!(h, Heard::Error { code, .. } if code == "unparseable"),
+                "{h:?}"
+            );
+        }
+        let out = heard(
+            false,
+            &[
+                r#"{"type":"Begin","id":"x","expires_at":1}"#.into(),
+                r#"{"type":"Error","error_code":3008,"error":"Session Expired"}"#.into(),
+            ],
+        );
+        assert_eq!(
+            out,
+            [Heard::Error {
+                code: "3008".into(),
+                message: "Session Expired".into()
+            }]
         );
     }
 

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 use super::relay::{self, Heard, Pacing, Provider, RelaySettings};
@@ -168,6 +167,53 @@ struct Stream {
     open: bool,
 }
 
+/// A message of Deepgram's live API (docs/PROVIDERS.md): the fields hark reads, required
+/// where the protocol always sends them; others are ignored.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type")]
+enum Live {
+    Results(Results),
+    /// The stream's summary after `CloseStream`: everything has been answered.
+    Metadata {},
+    Error(LiveError),
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+struct Results {
+    channel: ResultsChannel,
+    /// Seconds of the stream this result covers.
+    start: f64,
+    duration: f64,
+    is_final: bool,
+    /// The endpoint: the speaker paused (absent: not one).
+    #[serde(default)]
+    speech_final: bool,
+    /// The final that answers our `Finalize` (newer servers).
+    #[serde(default)]
+    from_finalize: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct ResultsChannel {
+    alternatives: Vec<Alternative>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Alternative {
+    transcript: String,
+}
+
+/// Deepgram's error message; older servers name its fields `err_code` and `err_msg`.
+#[derive(Debug, Deserialize)]
+struct LiveError {
+    #[serde(alias = "err_code")]
+    code: Option<String>,
+    #[serde(alias = "err_msg")]
+    description: Option<String>,
+}
+
 impl Provider for Stream {
     fn pacing(&self) -> Pacing {
         Pacing {
@@ -198,56 +244,48 @@ impl Provider for Stream {
     }
 
     fn read(&mut self, text: &str, heard: &mut Vec<Heard>) {
-        let Ok(msg) = serde_json::from_str::<Value>(text) else {
-            heard.push(Heard::Error {
-                code: "unparseable".into(),
-                message: "a message that is not JSON".into(),
-            });
-            return;
+        let msg = match serde_json::from_str::<Live>(text) {
+            Ok(msg) => msg,
+            Err(e) => {
+                // A renamed or missing field is a provider fault, never a silent caller.
+                heard.push(Heard::Error {
+                    code: "unparseable".into(),
+                    message: format!("a message hark cannot read: {e}"),
+                });
+                return;
+            }
         };
-        match msg["type"].as_str() {
-            Some("Results") => {
-                let transcript = msg["channel"]["alternatives"][0]["transcript"]
-                    .as_str()
-                    .unwrap_or_default();
-                if msg["is_final"].as_bool() == Some(true) {
+        match msg {
+            Live::Results(r) => {
+                let transcript = r
+                    .channel
+                    .alternatives
+                    .first()
+                    .map_or("", |a| a.transcript.as_str());
+                let end = r.start + r.duration;
+                if r.is_final {
                     self.open = false;
                     // Deepgram's turn signal: a final without `speech_final` (nor answering
                     // our `Finalize`) was cut while the speaker goes on. Its sentence-like
                     // ending would let the platform answer mid-turn; without one the
                     // platform waits for more (docs/PROVIDERS.md).
-                    let ended = msg["speech_final"].as_bool() == Some(true)
-                        || msg["from_finalize"].as_bool() == Some(true);
+                    let ended = r.speech_final || r.from_finalize;
                     heard.push(Heard::Final(crate::turn::end_turn(transcript, ended)));
-                    let start = msg["start"].as_f64().unwrap_or(0.0);
-                    let duration = msg["duration"].as_f64().unwrap_or(0.0);
-                    heard.push(Heard::Settled(start + duration));
+                    heard.push(Heard::Settled(end));
                 } else {
                     self.open |= !transcript.trim().is_empty();
                     heard.push(Heard::Partial(transcript.to_string()));
                     // An interim covers the audio processed so far.
-                    if let (Some(start), Some(duration)) =
-                        (msg["start"].as_f64(), msg["duration"].as_f64())
-                    {
-                        heard.push(Heard::Processed(start + duration));
-                    }
+                    heard.push(Heard::Processed(end));
                 }
             }
-            Some("Metadata") => heard.push(Heard::Ended),
-            Some("Error") => heard.push(Heard::Error {
-                code: msg["err_code"]
-                    .as_str()
-                    .or(msg["code"].as_str())
-                    .unwrap_or("unknown")
-                    .to_string(),
-                message: msg["description"]
-                    .as_str()
-                    .or(msg["err_msg"].as_str())
-                    .unwrap_or_default()
-                    .to_string(),
+            Live::Metadata {} => heard.push(Heard::Ended),
+            Live::Error(e) => heard.push(Heard::Error {
+                code: e.code.unwrap_or_else(|| "unknown".into()),
+                message: e.description.unwrap_or_default(),
             }),
             // UtteranceEnd, SpeechStarted and whatever comes later carry no text.
-            _ => {}
+            Live::Other => {}
         }
     }
 
@@ -367,6 +405,47 @@ mod tests {
         assert_eq!(heard[3], Heard::Settled(2.25));
         assert!(matches!(heard[4], Heard::Error { .. }));
         assert_eq!(heard.len(), 5);
+    }
+
+    #[test]
+    fn a_result_missing_what_the_protocol_always_sends_is_an_error_not_silence() {
+        let mut s = Stream { open: false };
+        let mut heard = Vec::new();
+        for broken in [
+            // The transcript renamed: read with a default it would be an empty final.
+            r#"{"type":"Results","start":0.0,"duration":1.0,"is_final":true,
+               "channel":{"alternatives":[{"text":"Hello."}]}}"#,
+            // No timing: the replay buffer would settle at 0.
+            r#"{"type":"Results","is_final":true,"channel":{"alternatives":[{"transcript":"Hi."}]}}"#,
+            r#"{"type":"Results","start":"soon","duration":1.0,"is_final":false,
+               "channel":{"alternatives":[{"transcript":"Hi"}]}}"#,
+        ] {
+            s.read(broken, &mut heard);
+        }
+        assert_eq!(heard.len(), 3, "{heard:?}");
+        for h in &heard {
+            assert!(
+                matches!(h, Heard::Error { code, .. } if code == "unparseable"),
+                "{h:?}"
+            );
+        }
+        // Messages of other types, and fields hark does not read, change nothing.
+        heard.clear();
+        s.read(
+            r#"{"type":"SpeechStarted","channel":[0],"timestamp":1.5}"#,
+            &mut heard,
+        );
+        s.read(
+            r#"{"type":"Error","err_code":"DATA-0000","err_msg":"bad audio"}"#,
+            &mut heard,
+        );
+        assert_eq!(
+            heard,
+            [Heard::Error {
+                code: "DATA-0000".into(),
+                message: "bad audio".into()
+            }]
+        );
     }
 
     #[test]

@@ -254,26 +254,7 @@ async fn jfk_with_a_pause(query: &str, cut: f64, pause: f64) -> Vec<(f64, String
     );
     assert!(call.silence(2, rate, 3.0).await);
     let got = call.hang_up().await;
-    let finals: Vec<(f64, String)> = got
-        .messages
-        .iter()
-        .filter_map(|(t, m)| match m {
-            hark_bench::protocol::ServerMessage::TranscriberResponse {
-                transcription,
-                channel,
-                transcript_type,
-            } if *channel == hark_bench::protocol::Channel::Customer
-                && *transcript_type == hark_bench::protocol::TranscriptType::Final =>
-            {
-                let after = match t.checked_duration_since(cut_sent) {
-                    Some(d) => d.as_secs_f64(),
-                    None => -cut_sent.duration_since(*t).as_secs_f64(),
-                };
-                Some((after, transcription.clone()))
-            }
-            _ => None,
-        })
-        .collect();
+    let finals = got.finals_since("customer", cut_sent);
     eprintln!("{query} cut {cut} s, pause {pause} s: {finals:?}");
     finals
 }

@@ -6,7 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use hark_bench::protocol::{Channel, ServerMessage, TranscriptType};
 use hark_testkit::{TestServer, config_with_default_backend, whisper_registry};
 
 const RATE: u32 = 16_000;
@@ -59,24 +58,7 @@ async fn pause_between(
     assert!(call.silence(2, RATE, 3.0).await);
     let got = call.hang_up().await;
     assert!(got.error().is_none(), "{path}: {:?}", got.error());
-    let finals: Vec<(f64, String)> = got
-        .messages
-        .iter()
-        .filter_map(|(t, m)| match m {
-            ServerMessage::TranscriberResponse {
-                transcription,
-                channel: Channel::Customer,
-                transcript_type: TranscriptType::Final,
-            } => {
-                let after = match t.checked_duration_since(paused) {
-                    Some(d) => d.as_secs_f64(),
-                    None => -paused.duration_since(*t).as_secs_f64(),
-                };
-                Some((after, transcription.clone()))
-            }
-            _ => None,
-        })
-        .collect();
+    let finals = got.finals_since("customer", paused);
     eprintln!("{path}, pause {pause} s: {finals:?}");
     finals
 }

@@ -208,6 +208,7 @@ impl ChannelState {
         let (Some(why), Some(want)) = (why, self.want()) else {
             return;
         };
+        self.segmenter.speculative_shed();
         if self.shed_speculative != Some(want.since) {
             self.shed_speculative = Some(want.since);
             metrics::counter!(m::SHED_DECODES, "what" => "speculative", "why" => why.as_str())

@@ -362,6 +362,8 @@ struct Open {
     whole: Option<(usize, Transcribed)>,
     /// What the end-of-turn model made of the current pause.
     verdict: Verdict,
+    /// The decoders shed the current pause's speculative decode.
+    words_shed: bool,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
 }
@@ -932,6 +934,7 @@ impl Segmenter {
                     heard: None,
                     whole: None,
                     verdict: Verdict::Unasked,
+                    words_shed: false,
                     since: now,
                 });
             }
@@ -952,6 +955,7 @@ impl Segmenter {
                 if heard == Heard::Voice {
                     open.silence = 0;
                     open.verdict = Verdict::Unasked;
+                    open.words_shed = false;
                     open.level_frames += 1;
                     open.level_db += (db - open.level_db) / open.level_frames as f32;
                 } else {
@@ -1783,6 +1787,28 @@ mod tests {
         s.drain_ready(&mut out);
         assert_eq!(finals(&out), ["4-1-5."]);
         assert!(s.want().is_none());
+
+        // The decoders shed the pause's speculative decode (load): no words will come, so
+        // the pause ends at the endpoint as without the hold, and the final is decoded.
+        out.clear();
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculate(&mut s, &mut at);
+        s.speculative_shed();
+        feed(&mut s, 12, false, &mut at);
+        assert!(
+            s.open.is_none() && s.ended.len() == 1,
+            "ended at the endpoint"
+        );
+        let want = s.want().unwrap();
+        assert_eq!(want.kind, DecodeKind::Final);
+        s.decoded(
+            want.ticket,
+            "My number is 4".into(),
+            Instant::now(),
+            &mut out,
+        );
+        assert_eq!(finals(&out), ["My number is 4"], "as decoded");
     }
 
     #[test]

@@ -34,18 +34,33 @@ impl SegmenterConfig {
     }
 }
 
+/// What the words of a pause say ([`Open::words`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Words {
+    /// Not decoded yet: the speculative decode is coming.
+    Pending,
+    /// The decoders shed the pause's speculative decode (load): no words will judge it, so
+    /// the pause ends at the endpoint as without the hold, its final as decoded.
+    Shed,
+    /// They go on (`true`: a number, a spelled letter, "and", a comma; [`goes_on`]) or not.
+    GoOn(bool),
+}
+
 impl Open {
-    /// What the words of the decode covering the whole utterance say of its pause: it goes
-    /// on (`Some(true)`: a number, a spelled letter, "and", a comma; [`goes_on`]), or not.
-    /// `None` while no decode covers its last voiced frame yet.
-    fn words_go_on(&self, config: &SegmenterConfig) -> Option<bool> {
+    /// What the words of the decode covering the whole utterance say of its pause.
+    pub(super) fn words(&self, config: &SegmenterConfig) -> Words {
         if !config.hold_unfinished {
-            return Some(false);
+            return Words::GoOn(false);
         }
-        self.whole
+        match self
+            .whole
             .as_ref()
             .filter(|(len, _)| *len >= self.voiced_end)
-            .map(|(_, heard)| goes_on(&heard.text, config.english))
+        {
+            Some((_, heard)) => Words::GoOn(goes_on(&heard.text, config.english)),
+            None if self.words_shed => Words::Shed,
+            None => Words::Pending,
+        }
     }
 
     /// Whether a pause that has reached the endpoint ends the utterance: the judges hear the
@@ -54,13 +69,17 @@ impl Open {
     pub(super) fn ends_turn(&self, config: &SegmenterConfig) -> bool {
         !config.holds()
             || self.silence >= config.turn_hold
-            || (self.words_go_on(config) == Some(false) && self.verdict.lets_end(config))
+            || match self.words(config) {
+                Words::GoOn(false) => self.verdict.lets_end(config),
+                Words::Shed => true,
+                Words::GoOn(true) | Words::Pending => false,
+            }
     }
 
     /// How the final of an utterance closed now ends ([`Ended::turn`]): a pause the judges
     /// heard as the turn's end, or one that outlasted the hold, ends the turn (. ? !); a
-    /// model that could not say, or a close for another reason (a long utterance cut, the
-    /// call's end), leaves the final as decoded.
+    /// model that could not say, words that were never decoded, or a close for another
+    /// reason (a long utterance cut, the call's end) leave the final as decoded.
     pub(super) fn ending(&self, config: &SegmenterConfig) -> Option<bool> {
         if !config.holds() {
             return None;
@@ -73,8 +92,18 @@ impl Open {
             Verdict::Said(true) => true,
             _ => false,
         };
-        (self.silence >= config.endpoint && model && self.words_go_on(config) == Some(false))
+        (self.silence >= config.endpoint && model && self.words(config) == Words::GoOn(false))
             .then_some(true)
+    }
+}
+
+impl Segmenter {
+    /// The decoders left out the open utterance's speculative decode (load): its pause is
+    /// not held for words that will not come.
+    pub fn speculative_shed(&mut self) {
+        if let Some(open) = self.open.as_mut().filter(|o| o.silence > 0) {
+            open.words_shed = true;
+        }
     }
 }
 
