@@ -244,16 +244,8 @@ impl Provider for Stream {
     }
 
     fn read(&mut self, text: &str, heard: &mut Vec<Heard>) {
-        let msg = match serde_json::from_str::<Live>(text) {
-            Ok(msg) => msg,
-            Err(e) => {
-                // A renamed or missing field is a provider fault, never a silent caller.
-                heard.push(Heard::Error {
-                    code: "unparseable".into(),
-                    message: format!("a message hark cannot read: {e}"),
-                });
-                return;
-            }
+        let Some(msg) = relay::parse::<Live>(text, heard) else {
+            return;
         };
         match msg {
             Live::Results(r) => {

@@ -38,6 +38,22 @@ pub struct Pacing {
     pub max_frame: Duration,
 }
 
+/// Reads a provider's JSON message as its type (the fields the protocol always sends
+/// required), or records that it could not: a renamed or missing field is a provider
+/// fault, never a silent caller.
+pub fn parse<T: serde::de::DeserializeOwned>(text: &str, heard: &mut Vec<Heard>) -> Option<T> {
+    match serde_json::from_str(text) {
+        Ok(msg) => Some(msg),
+        Err(e) => {
+            heard.push(Heard::Error {
+                code: "unparseable".into(),
+                message: format!("a message hark cannot read: {e}"),
+            });
+            None
+        }
+    }
+}
+
 /// What a provider's message meant.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Heard {
