@@ -44,6 +44,7 @@ enum Outcome {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offered_twice_the_capacity_no_admitted_call_fails() {
+    let _machine = crate::MACHINE.lock().await;
     const OFFERED: usize = 36;
     const STAGGER: Duration = Duration::from_millis(700);
     const CALL_SECS: f64 = 30.0;
@@ -162,6 +163,7 @@ async fn server_of_its_own(
 /// cannot make an idle server refuse a real call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_or_silent_handshakes_do_not_keep_a_real_call_out() {
+    let _machine = crate::MACHINE.lock().await;
     const BURST: usize = 20;
     let mut config = hark_testkit::moonshine_config();
     config.max_sessions = 64;
@@ -250,6 +252,7 @@ fn in_phase_turns(all: &[hark_testkit::Clip], secs: f64) -> (Vec<i16>, Vec<i16>)
 /// BENCHMARKS.md, "Bursts".)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_in_phase_burst_is_cut_where_the_decoders_would_fall_behind() {
+    let _machine = crate::MACHINE.lock().await;
     const OFFERED: usize = 26;
     const CALL_SECS: f64 = 24.0;
     let mut config = hark_testkit::test_config();

@@ -169,6 +169,7 @@ fn heard(mut rx: UnboundedReceiver<Event>, start: Instant) -> Heard {
 
 #[test]
 fn finals_shed_the_beam_then_fall_back_to_the_partials_model_under_load_and_return_after_it() {
+    let _machine = crate::MACHINE.blocking_lock();
     let all = clips();
     let audio: Vec<Vec<i16>> = (0..CALLS)
         .map(|c| {
