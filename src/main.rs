@@ -118,8 +118,14 @@ fn init_logging(format: LogFormat) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::{Layer, filter};
-    let wanted = tracing_subscriber::EnvFilter::try_from_env("HARK_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A filter that does not parse is said once logging is up, not silently replaced.
+    let (wanted, unparsed) = match std::env::var("HARK_LOG") {
+        Ok(spec) => match tracing_subscriber::EnvFilter::try_new(&spec) {
+            Ok(filter) => (filter, None),
+            Err(e) => (tracing_subscriber::EnvFilter::new("info"), Some((spec, e))),
+        },
+        Err(_) => (tracing_subscriber::EnvFilter::new("info"), None),
+    };
     // Colours only on a terminal: a log file or journald gets plain `key=value` text.
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -135,6 +141,9 @@ fn init_logging(format: LogFormat) {
         .with(fmt.with_filter(wanted).with_filter(never))
         .init();
     let _ = LOGGING.set(());
+    if let Some((spec, e)) = unparsed {
+        tracing::warn!(HARK_LOG = %spec, error = %e, "HARK_LOG does not parse: logging at info");
+    }
 }
 
 /// Log targets that print request headers, and so credentials, whatever their level.

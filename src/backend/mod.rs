@@ -158,6 +158,13 @@ impl ApiKey {
 
     /// Reads the key from the environment variable `env`.
     pub fn from_env(env: &str) -> Result<Self, String> {
+        if env.trim().is_empty() {
+            return Err(
+                "`api_key_env` is empty: name the environment variable that holds \
+                        the API key"
+                    .into(),
+            );
+        }
         match std::env::var(env) {
             Ok(key) if !key.trim().is_empty() => Ok(Self::new(env, key.trim().to_string())),
             _ => Err(format!(
@@ -351,6 +358,16 @@ fn clean(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A missing key names the variable to set; an empty `api_key_env` says so, rather
+    /// than naming a variable called "".
+    #[test]
+    fn a_missing_key_names_its_variable() {
+        let e = ApiKey::from_env("HARK_TEST_KEY_NEVER_SET_7f3a").unwrap_err();
+        assert!(e.contains("HARK_TEST_KEY_NEVER_SET_7f3a"), "{e}");
+        let e = ApiKey::from_env(" ").unwrap_err();
+        assert!(e.contains("`api_key_env` is empty"), "{e}");
+    }
 
     #[test]
     fn blank_text_is_never_sent_and_a_dropped_sink_fails() {

@@ -201,3 +201,24 @@ async fn the_start_up_log_names_the_call_urls_auth_and_profiles() {
     assert!(!admin.contains("Some("), "{admin}");
     assert!(!log.contains(SECRET) && !log.contains(DG_KEY), "{log}");
 }
+
+/// A `HARK_LOG` that does not parse is said at start-up (logging goes on at info), not
+/// silently replaced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hark_log_that_does_not_parse_is_said_at_start_up() {
+    let mut served = Served::start("", &[("HARK_LOG", "hark=loud")]);
+    served.healthy().await;
+    let log = served.stop();
+    let warned = log
+        .lines()
+        .find(|l| l.contains("HARK_LOG does not parse"))
+        .unwrap_or_else(|| panic!("no warning of the bad HARK_LOG:\n{log}"));
+    assert!(
+        warned.contains("WARN") && warned.contains("hark=loud"),
+        "{warned}"
+    );
+    assert!(
+        log.contains("hark listening"),
+        "info lines still logged:\n{log}"
+    );
+}
