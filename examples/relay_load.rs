@@ -1,4 +1,4 @@
-//! Load study of relayed calls (issue 8): `target/release/hark serve` relays N concurrent
+//! Load study of relayed calls: `target/release/hark serve` relays N concurrent
 //! platform calls to loopback mocks of Deepgram and AssemblyAI (`hark_testkit::provider_mock`)
 //! that answer the word-code "speech" of `hark_testkit::words`. The calls are hark-bench's
 //! client (`hark_bench::client::Call`, the platform's side of the wire) and the figures its
@@ -42,7 +42,7 @@
 //!   with dg as its fallback, its streams sharing `--riva-connections` HTTP/2 connections; in
 //!   failover mode both channels' streams end UNAVAILABLE instead of dropping, and even
 //!   calls' new streams are refused UNAUTHENTICATED (so they fail over to dg).
-//! - Slow providers (issue 30, part 4): `--late-ms`, `--late-per-stream-ms` and `--capacity`
+//! - Slow providers: `--late-ms`, `--late-per-stream-ms` and `--capacity`
 //!   make the Deepgram and AssemblyAI mocks answer late under load (`provider_mock::Load`),
 //!   `--riva-speed 1` makes the Riva mock process at real time; with `--cut-replay`, failover
 //!   mode also fails each channel's next connection (or stream) while it is still taking the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soak: hark at its measured capacity for an hour, embedded calls and relayed calls at once,
-# resident memory recorded after every round and plotted (issue 10, BENCHMARKS.md "Soak").
+# resident memory recorded after every round and plotted (BENCHMARKS.md "Soak").
 #
 #   samples/soak.sh [OUT_DIR]      # env: MINUTES=60 CALLS=18 RELAY_CALLS=4 ROUND_S=180
 #

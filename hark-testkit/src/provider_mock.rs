@@ -110,7 +110,7 @@ pub enum Fault {
     SlowUpgrade(Duration),
 }
 
-/// A provider under load (issue 30, part 4): it processes audio at a finite speed that every
+/// A provider under load: it processes audio at a finite speed that every
 /// stream open on it shares, and answers what a frame or a control message produced only once
 /// it has processed that audio, some latency later. So its answers come late in proportion to
 /// the audio a connection holds unprocessed (a replay sent faster than real time) and to the

@@ -244,7 +244,7 @@ fn in_phase_turns(all: &[hark_testkit::Clip], secs: f64) -> (Vec<i16>, Vec<i16>)
     (customer, assistant)
 }
 
-/// issues 30, 38: a burst of calls whose callers speak in phase, all opened at the same
+/// A burst of calls whose callers speak in phase, all opened at the same
 /// instant on an idle server. Admission counts the finals those calls will bring together
 /// before any of them shows in the measured load, priced at the last step the ladder may
 /// take: with the ladder capped at partials (base's finals kept whatever the load) it takes

@@ -1,4 +1,4 @@
-//! The shedding ladder's finals' model (issue 30) and finals' beam search: while finals
+//! The shedding ladder's finals' model and finals' beam search: while finals
 //! queue, the embedded path has them decoded greedily, then by the partials' model, and by
 //! their own with the beam again once the load falls; a ladder whose last step is below the
 //! finals' model never sheds it. An engine of two models whose cost

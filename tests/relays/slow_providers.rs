@@ -1,4 +1,4 @@
-//! Relays under slow providers (issue 30, part 4): a Riva that processes at real time, and a
+//! Relays under slow providers: a Riva that processes at real time, and a
 //! Deepgram and an AssemblyAI that answer late under load, each with a fault while hark is
 //! replaying the unsettled audio to the next connection. Every word spoken reaches the
 //! client exactly once, and each new connection hears the audio from just after the last
