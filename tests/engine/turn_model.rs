@@ -236,6 +236,19 @@ async fn jfk_with_a_pause(query: &str, cut: f64, pause: f64) -> Vec<(f64, String
             ..Default::default()
         },
     );
+    // Neither the model nor the words hold: silence alone ends an utterance. (The default
+    // profile holds a pause whose words go on, and Whisper may write "country," there.)
+    config.profiles.insert(
+        "silence".into(),
+        hark::config::Profile {
+            backend: "whisper".into(),
+            options: hark::backend::Options {
+                hold_unfinished: Some(false),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    );
     let server = TestServer::start(config, whisper_registry()).await;
     let url = server.ws_url(&format!("/api/custom-transcriber{query}"));
     let (jfk, rate) = dirs::read_clip("jfk.wav");
@@ -265,7 +278,7 @@ fn words(text: &str) -> String {
 
 /// "ask not what your country | can do for you": the model hears the speaker pausing, not
 /// done, so the server holds the utterance through 0.7 s of silence (more than three
-/// endpoints) and the words after the pause join the same final. Without the model the
+/// endpoints) and the words after the pause join the same final. On silence alone the
 /// pause ends the utterance: its final, ending in a period, would let the assistant answer.
 /// The turn model through the server, one call at a time: the engine is shared with this
 /// binary's other tests, which each take their share of it.
@@ -287,8 +300,8 @@ async fn a_pause_judged_unfinished_is_held_and_the_words_after_it_join_one_final
         "a final came during the pause: {finals:?}"
     );
 
-    // The same call with the model off (the default): the pause is an endpoint.
-    let finals = jfk_with_a_pause("?max_turn_silence_ms=3000", 6.5, 0.7).await;
+    // The same call with silence alone: the pause is an endpoint.
+    let finals = jfk_with_a_pause("/silence?max_turn_silence_ms=3000", 6.5, 0.7).await;
     assert!(
         finals.iter().any(|(after, _)| (0.0..0.7).contains(after)),
         "without the model the pause ends a final: {finals:?}"
