@@ -66,10 +66,11 @@ pub fn network(
     config: BackendConfig,
     key: Option<ApiKey>,
 ) -> Result<Arc<dyn crate::backend::Backend>, String> {
-    let needed = match config.api_key_env() {
-        Some(var) if !var.trim().is_empty() => format!("no API key: set {var}"),
-        _ => "no API key: `api_key_env` names no environment variable".to_string(),
-    };
+    // An empty `api_key_env` was refused by `ApiKey::from_env` already.
+    let needed = format!(
+        "no API key: set {}",
+        config.api_key_env().unwrap_or_default()
+    );
     Ok(match config {
         BackendConfig::Deepgram(c) => Arc::new(Deepgram::new(name, c, key.ok_or(needed)?)),
         BackendConfig::Assemblyai(c) => Arc::new(AssemblyAi::new(name, c, key.ok_or(needed)?)),

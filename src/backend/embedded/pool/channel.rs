@@ -40,9 +40,6 @@ pub(super) struct ChannelState {
     pub(super) language: String,
     /// A decoder is working on this channel.
     pub(super) decoding: bool,
-    /// The speculative decode last left out (its utterance, by its start), so each is
-    /// counted once however many claims pass it by.
-    shed_speculative: Option<Instant>,
     /// The audio has ended and the segmenter was told.
     finished: bool,
     /// The last position reported settled, and how often to report it (see `report`).
@@ -88,7 +85,6 @@ impl Channel {
                 segmenter,
                 language,
                 decoding: false,
-                shed_speculative: None,
                 finished: false,
                 settled: 0,
                 settle_every: u64::from(sample_rate),
@@ -203,14 +199,12 @@ impl ChannelState {
         }
     }
 
-    /// Its wanted speculative decode is left out (`why`): counted once per utterance.
+    /// Its wanted speculative decode is left out (`why`): counted once per pause.
     pub(super) fn shed_speculative(&mut self, why: Option<Why>) {
-        let (Some(why), Some(want)) = (why, self.want()) else {
+        let Some(why) = why.filter(|_| self.want().is_some()) else {
             return;
         };
-        self.segmenter.speculative_shed();
-        if self.shed_speculative != Some(want.since) {
-            self.shed_speculative = Some(want.since);
+        if self.segmenter.speculative_shed() {
             metrics::counter!(m::SHED_DECODES, "what" => "speculative", "why" => why.as_str())
                 .increment(1);
         }

@@ -1794,7 +1794,8 @@ mod tests {
         feed(&mut s, 40, true, &mut at);
         feed(&mut s, 1, false, &mut at);
         speculate(&mut s, &mut at);
-        s.speculative_shed();
+        assert!(s.speculative_shed(), "the first shed of the pause");
+        assert!(!s.speculative_shed(), "counted once");
         feed(&mut s, 12, false, &mut at);
         assert!(
             s.open.is_none() && s.ended.len() == 1,

@@ -99,10 +99,15 @@ impl Open {
 
 impl Segmenter {
     /// The decoders left out the open utterance's speculative decode (load): its pause is
-    /// not held for words that will not come.
-    pub fn speculative_shed(&mut self) {
-        if let Some(open) = self.open.as_mut().filter(|o| o.silence > 0) {
-            open.words_shed = true;
+    /// not held for words that will not come. True the first time for a pause, so the shed
+    /// is counted once.
+    pub fn speculative_shed(&mut self) -> bool {
+        match self.open.as_mut().filter(|o| o.silence > 0) {
+            Some(open) if !open.words_shed => {
+                open.words_shed = true;
+                true
+            }
+            _ => false,
         }
     }
 }
