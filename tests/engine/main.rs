@@ -13,3 +13,24 @@ mod speech;
 mod turn_model;
 mod turns;
 mod whisper_engine;
+
+/// A text's words as the bench scores them (lower case, no punctuation), one space apart.
+pub(crate) fn words(text: &str) -> String {
+    hark_bench::wer::normalize(text).join(" ")
+}
+
+/// Adds profile `name`: the embedded Whisper with `options`, beside the default profile.
+pub(crate) fn whisper_profile(
+    config: &mut hark::config::Config,
+    name: &str,
+    options: hark::backend::Options,
+) {
+    config.profiles.insert(
+        name.into(),
+        hark::config::Profile {
+            backend: "whisper".into(),
+            options,
+            ..Default::default()
+        },
+    );
+}

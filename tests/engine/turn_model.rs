@@ -21,6 +21,8 @@ use hark::backend::moonshine::ffi::{self, Library, Transcriber};
 use hark::turn::{self, TurnError, TurnModel, TurnPaths};
 use hark::wheel::{self, EnginePaths, FetchOptions};
 
+use crate::words;
+
 /// Python's probability for whole jfk.wav ("... ask what you can do for your country.").
 const JFK_WHOLE: f32 = 0.798_758_3;
 
@@ -216,8 +218,8 @@ fn shares_onnxruntime_with_moonshine() {
     assert!((1..=2).contains(&copies.len()), "{copies:?}");
 }
 
-/// What the server (Whisper; the profile `turn` with the turn model, the default without)
-/// sent for jfk.wav with `pause`
+/// What the server (Whisper; the profile `turn` with the turn model, `silence` with neither
+/// the model nor the words hold) sent for jfk.wav with `pause`
 /// seconds of silence put in at `cut` seconds, on the customer's channel of a 16 kHz call
 /// whose URL carries `query`: each customer final with the seconds of silence sent after
 /// the cut before it came (negative: before the cut's audio was all sent).
@@ -225,55 +227,24 @@ async fn jfk_with_a_pause(query: &str, cut: f64, pause: f64) -> Vec<(f64, String
     use hark_testkit::{TestServer, config_with_default_backend, whisper_registry};
     let mut config = config_with_default_backend("whisper");
     // The same engine with the model on: a pause ends an utterance when the turn is over.
-    config.profiles.insert(
-        "turn".into(),
-        hark::config::Profile {
-            backend: "whisper".into(),
-            options: hark::backend::Options {
-                turn_model: Some(true),
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-    );
+    let turn_model = hark::backend::Options {
+        turn_model: Some(true),
+        ..Default::default()
+    };
+    crate::whisper_profile(&mut config, "turn", turn_model);
     // Neither the model nor the words hold: silence alone ends an utterance. (The default
     // profile holds a pause whose words go on, and Whisper may write "country," there.)
-    config.profiles.insert(
-        "silence".into(),
-        hark::config::Profile {
-            backend: "whisper".into(),
-            options: hark::backend::Options {
-                hold_unfinished: Some(false),
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-    );
+    let silence = hark::backend::Options {
+        hold_unfinished: Some(false),
+        ..Default::default()
+    };
+    crate::whisper_profile(&mut config, "silence", silence);
     let server = TestServer::start(config, whisper_registry()).await;
-    let url = server.ws_url(&format!("/api/custom-transcriber{query}"));
     let (jfk, rate) = dirs::read_clip("jfk.wav");
+    assert_eq!(rate, crate::turns::RATE, "jfk.wav is a 16 kHz recording");
     let jfk: Vec<i16> = jfk.iter().map(|x| (x * 32767.0) as i16).collect();
     let at = ((cut * f64::from(rate)) as usize).min(jfk.len());
-    let mut call = hark_testkit::connect_admitted(&url, std::time::Duration::from_secs(180)).await;
-    call.start(rate, 2).await.expect("start frame");
-    let quiet = vec![0i16; jfk.len()];
-    assert!(call.play(&[&jfk[..at], &quiet[..at]], rate, 20, true).await);
-    let cut_sent = Instant::now();
-    assert!(call.silence(2, rate, pause).await);
-    let rest = jfk.len() - at;
-    assert!(
-        call.play(&[&jfk[at..], &quiet[..rest]], rate, 20, true)
-            .await
-    );
-    assert!(call.silence(2, rate, 3.0).await);
-    let got = call.hang_up().await;
-    let finals = got.finals_since("customer", cut_sent);
-    eprintln!("{query} cut {cut} s, pause {pause} s: {finals:?}");
-    finals
-}
-
-fn words(text: &str) -> String {
-    hark_bench::wer::normalize(text).join(" ")
+    crate::turns::pause_between(&server, query, &jfk[..at], pause, Some(&jfk[at..])).await
 }
 
 /// "ask not what your country | can do for you": the model hears the speaker pausing, not

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use hark_testkit::{TestServer, config_with_default_backend, whisper_registry};
 
-const RATE: u32 = 16_000;
+use crate::words;
+
+pub(crate) const RATE: u32 = 16_000;
 
 /// Speaks `text` with espeak-ng's American voice, at the call's rate, without the silence
 /// espeak-ng ends a sentence with: the pauses below are the only ones after the words.
@@ -32,7 +34,7 @@ fn say(text: &str) -> Vec<i16> {
 /// is silent for 3 s, on a call whose URL ends in `path`: each customer final with the
 /// seconds of silence sent after `first` before it came (negative: before `first` was all
 /// sent).
-async fn pause_between(
+pub(crate) async fn pause_between(
     server: &TestServer,
     path: &str,
     first: &[i16],
@@ -63,10 +65,6 @@ async fn pause_between(
     finals
 }
 
-fn words(text: &str) -> String {
-    hark_bench::wer::normalize(text).join(" ")
-}
-
 /// The default profile holds "my number is four one five … two zero seven" through its
 /// 0.7 s pause (more than three endpoints) and gives one final for both parts; "That is all
 /// for today." ends at the endpoint, with a period, long before the hold; a number followed
@@ -76,14 +74,11 @@ fn words(text: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_number_read_out_is_held_and_a_finished_sentence_ends_at_once() {
     let mut config = config_with_default_backend("whisper");
-    config.profiles.insert(
-        "nohold".into(),
-        hark::config::Profile {
-            backend: "whisper".into(),
-            options: hark::backend::Options {
-                hold_unfinished: Some(false),
-                ..Default::default()
-            },
+    crate::whisper_profile(
+        &mut config,
+        "nohold",
+        hark::backend::Options {
+            hold_unfinished: Some(false),
             ..Default::default()
         },
     );
