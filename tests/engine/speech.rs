@@ -279,7 +279,13 @@ async fn synthetic_sentences_come_back_whole_on_the_assistant_channel() {
             got.finals("customer").is_empty() && got.partials("customer").is_empty(),
             "{rate} Hz: the silent customer's channel got text"
         );
-        // Each final belongs to the last prompt started before it came.
+        // Each final belongs to the prompt, of those started before it came, whose words it
+        // shares most (the latest of equals): a final that comes late, once the next prompt
+        // has started, is still its own prompt's.
+        let prompt_words: Vec<Vec<String>> = SYNTHETIC_PROMPTS
+            .iter()
+            .map(|t| wer::normalize(t))
+            .collect();
         let mut finals: Vec<Vec<String>> = vec![Vec::new(); starts.len()];
         for (at, m) in &got.messages {
             if let ServerMessage::TranscriberResponse {
@@ -289,7 +295,15 @@ async fn synthetic_sentences_come_back_whole_on_the_assistant_channel() {
             } = m
                 && *channel == hark_bench::protocol::Channel::Assistant
             {
-                let prompt = starts.iter().rposition(|s| s <= at).unwrap_or(0);
+                let started = starts.iter().rposition(|s| s <= at).unwrap_or(0);
+                let heard = wer::normalize(transcription);
+                let shared = |k: &usize| {
+                    heard
+                        .iter()
+                        .filter(|w| prompt_words[*k].contains(w))
+                        .count()
+                };
+                let prompt = (0..=started).max_by_key(shared).unwrap_or(started);
                 finals[prompt].push(transcription.clone());
             }
         }
