@@ -220,11 +220,31 @@ async fn metric(addr: SocketAddr, name: &str) -> f64 {
         .sum()
 }
 
+/// Opens a call as the platform does: a 503 (every instance draining or without headroom
+/// for one more call) is retried after its Retry-After. An instance carrying two calls may
+/// rightly refuse a third on a machine other tests keep busy (its admission prices a wave
+/// of their first finals); what this test asks is that the call is served, by the
+/// instance that is not draining.
+async fn open(url: &str) -> Call {
+    const TRIES: usize = 30;
+    for _ in 1..TRIES {
+        match Call::open(url, RATE, 2).await {
+            Ok(call) => return call,
+            Err(e) if e.contains("503") => {
+                eprintln!("call refused, retrying after Retry-After: {e}");
+                sleep(Duration::from_secs(2)).await;
+            }
+            Err(e) => panic!("call opens: {e}"),
+        }
+    }
+    Call::open(url, RATE, 2).await.expect("call opens")
+}
+
 /// One call from the platform's side: the clip on the customer channel (assistant silent),
 /// then silence, as the platform streams it, until the final of the clip's last words has
 /// come (or no final for 10 s, or `FINALS_WAIT` passed); then a hang-up.
 async fn call(url: String, clip: &Clip) -> Received {
-    let mut call = Call::open(&url, RATE, 2).await.expect("call opens");
+    let mut call = open(&url).await;
     let samples = resample(&clip.samples, clip.rate, RATE);
     let silence = vec![0i16; samples.len()];
     assert!(
@@ -406,9 +426,12 @@ async fn sigterm_drains_one_instance_while_nginx_sends_new_calls_to_the_other() 
     nginx.exited_ok(Duration::from_secs(30)).await;
     let log = std::fs::read_to_string(dir.path().join("access.log")).unwrap_or_default();
     let upgrades: Vec<&str> = log.lines().filter(|l| l.contains(PATH)).collect();
-    assert_eq!(upgrades.len(), 4, "four calls through nginx:\n{log}");
+    let opened = upgrades.iter().filter(|l| l.contains("\" 101 ")).count();
+    assert_eq!(opened, 4, "four calls through nginx:\n{log}");
     assert!(
-        upgrades.iter().all(|l| l.contains("\" 101 ")),
-        "every upgrade answered 101:\n{log}"
+        upgrades
+            .iter()
+            .all(|l| l.contains("\" 101 ") || l.contains("\" 503 ")),
+        "every upgrade answered 101, or 503 and retried:\n{log}"
     );
 }
