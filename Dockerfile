@@ -15,6 +15,7 @@ COPY Cargo.toml Cargo.lock ./
 COPY hark-fetch ./hark-fetch
 COPY hark-bench ./hark-bench
 COPY hark-testkit ./hark-testkit
+COPY hark-whisper ./hark-whisper
 COPY src ./src
 COPY benches ./benches
 # The build script compiles the vendored Riva protos (proto/) for the riva backend.

@@ -15,10 +15,10 @@
 //!
 //! With `ENCODE=1`, times the encoder alone on each file's first 2-13 s, its layers' products
 //! in `f32` and in int8, and prints how far the int8 encoding is from the `f32` one.
-use hark::backend::whisper::language::Spoken;
-use hark::backend::whisper::mel::Mel;
-use hark::backend::whisper::model::{EncoderProducts, Scratch, Weights};
-use hark::backend::whisper::{Decoder, Model, Request, WhisperConfig, ensure_model};
+use hark::backend::whisper::{WhisperConfig, ensure_model};
+use hark_whisper::mel::Mel;
+use hark_whisper::model::{EncoderProducts, Scratch, Weights};
+use hark_whisper::{Decoder, Model, Request, Spoken};
 
 fn main() {
     let config = WhisperConfig {
@@ -219,7 +219,7 @@ fn time_encoder(model: &std::path::Path) {
                 (best, out)
             };
             let ((f32_ms, want), (int8_ms, got)) = (time(&f32s), time(&int8));
-            let err = hark::backend::whisper::qmatmul::relative_difference(&want, &got);
+            let err = hark_whisper::qmatmul::relative_difference(&want, &got);
             println!(
                 "{:5.1} s: f32 {f32_ms:6.1} ms, int8 {int8_ms:6.1} ms, relative difference {:.4}",
                 n as f32 / 16000.0,

@@ -397,7 +397,7 @@ impl Config {
             out.push(e);
         }
         if profile.chain().any(|b| b == whisper::NAME) {
-            match whisper::language::Spoken::parse(language) {
+            match hark_whisper::Spoken::parse(language) {
                 Err(e) => out.push(e.to_string()),
                 Ok(spoken) if self.whisper.speaks(spoken) == Some(false) => out.push(format!(
                     "language = {language:?} needs a multilingual Whisper model, and \

@@ -411,12 +411,13 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
     }
     if config.uses(whisper::NAME) {
         let model = whisper::ensure_model(&config.whisper).map_err(anyhow::Error::msg)?;
-        whisper::Model::load_with(&model, config.whisper.encoder).map_err(anyhow::Error::msg)?;
+        hark_whisper::Model::load_with(&model, config.whisper.encoder)
+            .map_err(anyhow::Error::msg)?;
         println!("whisper\t{}\t{}", model.dir.display(), model.name);
         if let Some(finals) =
             whisper::ensure_final_model(&config.whisper).map_err(anyhow::Error::msg)?
         {
-            whisper::Model::load_with(&finals, config.whisper.encoder)
+            hark_whisper::Model::load_with(&finals, config.whisper.encoder)
                 .map_err(anyhow::Error::msg)?;
             println!("whisper-finals\t{}\t{}", finals.dir.display(), finals.name);
         }

@@ -146,8 +146,8 @@ pub fn engines(config: &Config) -> Vec<String> {
              {} decoder(s) of 1 thread; profiles: {}",
             w.encoder.as_str(),
             match w.encoder {
-                whisper::model::EncoderProducts::Int8 => " (float32 on a CPU without AVX2)",
-                whisper::model::EncoderProducts::F32 => "",
+                hark_whisper::EncoderProducts::Int8 => " (float32 on a CPU without AVX2)",
+                hark_whisper::EncoderProducts::F32 => "",
             },
             w.search(),
             w.decoders,

@@ -143,8 +143,8 @@ fn main() {
                 model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
                 final_model: std::env::var("FINAL_MODEL").ok(),
                 encoder: match std::env::var("ENCODER").as_deref() {
-                    Ok("float32") => whisper::model::EncoderProducts::F32,
-                    _ => whisper::model::EncoderProducts::Int8,
+                    Ok("float32") => hark_whisper::EncoderProducts::F32,
+                    _ => hark_whisper::EncoderProducts::Int8,
                 },
                 decoders: 1,
                 beam: std::env::var("BEAM")
@@ -487,10 +487,10 @@ fn through(audio: &[f32], from: u32, to: u32) -> Vec<f32> {
 }
 
 /// `POOLED=FILE`: each clip's mean encoding by base, as the sound probe reads a final's
-/// ([`whisper::Decoder::pooled_encoding`]).
+/// ([`hark_whisper::Decoder::pooled_encoding`]).
 struct PooledDump {
-    model: std::sync::Arc<whisper::Model>,
-    decoder: whisper::Decoder,
+    model: std::sync::Arc<hark_whisper::Model>,
+    decoder: hark_whisper::Decoder,
     out: std::io::BufWriter<std::fs::File>,
 }
 
@@ -502,9 +502,9 @@ impl PooledDump {
             ..Default::default()
         };
         let paths = whisper::ensure_model(&config).expect("base");
-        let model = whisper::Model::load(&paths).expect("base");
+        let model = hark_whisper::Model::load(&paths).expect("base");
         Some(Self {
-            decoder: whisper::Decoder::new(model.clone()),
+            decoder: hark_whisper::Decoder::new(model.clone()),
             model,
             out: std::io::BufWriter::new(std::fs::File::create(path).expect("POOLED file")),
         })

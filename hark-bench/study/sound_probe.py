@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Trains the sound probe (src/backend/whisper/sound_probe.rs) and says how well it
+"""Trains the sound probe (hark-whisper/src/sound_probe.rs) and says how well it
 separates sounds from speech on sources it was not trained on.
 
 What it reads
@@ -26,7 +26,7 @@ Run
     for each set and rate: ``POOLED=/tmp/pooled/SET-RATE.tsv [RATE=8000] ENGINE=whisper
     MODEL=tiny.en FINAL_MODEL=base CLIPS=~/.cache/hark/SET target/release/examples/segment_study``
     (SET for language-clips/es is written language-clips-es); then
-    ``python3 hark-bench/study/sound_probe.py /tmp/pooled src/backend/whisper/sound_probe/base.txt``
+    ``python3 hark-bench/study/sound_probe.py /tmp/pooled hark-whisper/src/sound_probe/base.txt``
     (``pip install numpy scikit-learn``).
 """
 

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use hark::backend::embedded::{Engine, Tier, Utterance};
-use hark::backend::whisper::Decoder;
 use hark_bench::wer::wer;
+use hark_whisper::Decoder;
 
 use crate::whisper_engine::{base, model as tiny};
 

@@ -12,8 +12,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use hark::backend::whisper::language::Spoken;
-use hark::backend::whisper::{self, Decoder, Model, ModelPaths, Request};
+use hark::backend::whisper::{self, ModelPaths};
+use hark_whisper::Spoken;
+use hark_whisper::{Decoder, Model, Request};
 
 /// One Whisper shape.
 struct Shape {
@@ -257,7 +258,7 @@ fn every_whisper_shape_loads_and_decodes_alone_and_batched_alike() {
         );
         // No figures for it: thresholds calibrated on its own hearing of silence, in range.
         let speech = model.options.speech;
-        let (low, high) = whisper::options::calibration::RANGE;
+        let (low, high) = hark_whisper::options::calibration::RANGE;
         assert!(
             (low..=high).contains(&speech.no_speech)
                 && (low..=speech.no_speech).contains(&speech.invention),

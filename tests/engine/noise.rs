@@ -232,7 +232,7 @@ async fn keypad_tones_line_noise_and_hold_music_give_no_words() {
 #[test]
 fn the_finals_model_hears_keys_and_music_as_sounds() {
     use hark::backend::embedded::{Engine, Tier, Utterance};
-    let mut decoder = hark::backend::whisper::Decoder::new(super::whisper_engine::model())
+    let mut decoder = hark_whisper::Decoder::new(super::whisper_engine::model())
         .with_finals(super::whisper_engine::base());
     let mut sounds = 0;
     for (name, audio) in line_sounds() {
@@ -258,7 +258,7 @@ fn the_finals_model_hears_keys_and_music_as_sounds() {
 fn the_sound_probe_tells_the_lines_sounds_from_speech() {
     let base = super::whisper_engine::base();
     let threshold = base.options.speech.probed_sound;
-    let mut decoder = hark::backend::whisper::Decoder::new(base);
+    let mut decoder = hark_whisper::Decoder::new(base);
     let mut probe = |audio: &[f32]| {
         let decoded = decoder.decode(audio, "", "");
         decoded.probe.expect("base has a sound probe")

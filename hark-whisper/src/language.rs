@@ -112,10 +112,19 @@ pub const LANGUAGES: &[(&str, &str)] = &[
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "language {} is not one Whisper transcribes: use one of its 100 codes ({}, …) or \"auto\"",
-    crate::untrusted::quoted(.0),
+    shown(.0),
     LANGUAGES[..12].iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ")
 )]
 pub struct UnknownLanguage(pub String);
+
+/// A tag as an error shows it: quoted, control characters escaped, cut to a few dozen
+/// characters. It may come from a caller's URL, and the error may reach a log line.
+fn shown(tag: &str) -> String {
+    const SHOWN: usize = 32;
+    let cut: String = tag.chars().take(SHOWN).collect();
+    let more = if cut.len() < tag.len() { "…" } else { "" };
+    format!("{cut:?}{more}")
+}
 
 /// What a profile's or a call's `language` asks of Whisper.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,5 +179,17 @@ mod tests {
             assert!(e.contains("not one Whisper transcribes"), "{e}");
         }
         assert_eq!(LANGUAGES.len(), 100);
+    }
+
+    #[test]
+    fn an_unknown_tag_is_shown_escaped_and_cut() {
+        let e = Spoken::parse("x\nforged log line").unwrap_err().to_string();
+        assert!(
+            e.starts_with("language \"x\\nforged log line\" is not"),
+            "{e}"
+        );
+        let long = "q".repeat(10_000);
+        let e = Spoken::parse(&long).unwrap_err().to_string();
+        assert!(e.len() < 300, "{e}");
     }
 }

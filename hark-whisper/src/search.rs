@@ -232,7 +232,7 @@ pub(super) fn repeating(tokens: &[u32]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::whisper::vocabulary::TokenRule;
+    use crate::vocabulary::TokenRule;
 
     #[test]
     fn token_rules_mask_their_tokens_and_the_first_steps_only_its_own() {

@@ -14,8 +14,7 @@ pub use super::search::Decoded;
 use super::search::{Search, probability};
 use super::sound_probe::{self, SoundProbe};
 use super::vocabulary::Vocabulary;
-use super::{ModelPaths, WINDOW_SAMPLES, mel};
-use crate::backend::embedded::Tier;
+use super::{ModelPaths, Role, WINDOW_SAMPLES, mel};
 
 /// A loaded model, shared by every decoder thread.
 pub struct Model {
@@ -98,7 +97,7 @@ pub struct Decoder {
     /// The finals' model, when it is not `model`.
     finals: Option<Arc<Model>>,
     /// The hypotheses of a final's beam search, when the caller asks for it.
-    pub(super) beam_width: usize,
+    beam_width: usize,
     /// The spectrogram of each mel band count its models read (80, 128).
     mels: Vec<mel::Mel>,
     scratch: Scratch,
@@ -133,6 +132,11 @@ impl Decoder {
         self
     }
 
+    /// The hypotheses a final's beam search keeps (1: greedy).
+    pub fn beam_width(&self) -> usize {
+        self.beam_width
+    }
+
     /// Decodes finals with `finals` rather than the partials' model.
     pub fn with_finals(mut self, finals: Arc<Model>) -> Self {
         self.finals = Some(finals);
@@ -143,16 +147,16 @@ impl Decoder {
     /// words, names) as Whisper's previous text and `draft` (an earlier decode's text of
     /// this audio, or empty) checked in one pass rather than decoded token by token.
     pub fn decode(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
-        self.decode_one(Tier::Partials, audio, prompt, draft)
+        self.decode_one(Role::Partials, audio, prompt, draft)
     }
 
     /// The same with the finals' model.
     pub fn decode_final(&mut self, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
-        self.decode_one(Tier::Finals, audio, prompt, draft)
+        self.decode_one(Role::Finals, audio, prompt, draft)
     }
 
-    fn decode_one(&mut self, tier: Tier, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
-        let model = self.model_for(tier);
+    fn decode_one(&mut self, role: Role, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
+        let model = self.model_for(role);
         let request = Request {
             audio,
             prompt,
@@ -163,23 +167,19 @@ impl Decoder {
         self.decode_batch(&model, &[request], None).remove(0)
     }
 
-    /// The model `tier` decodes with.
-    pub(super) fn model_for(&self, tier: Tier) -> Arc<Model> {
-        match tier {
-            Tier::Finals => self.finals.as_ref().unwrap_or(&self.model).clone(),
-            Tier::Partials => self.model.clone(),
+    /// The model `role` decodes with.
+    pub fn model_for(&self, role: Role) -> Arc<Model> {
+        match role {
+            Role::Finals => self.finals.as_ref().unwrap_or(&self.model).clone(),
+            Role::Partials => self.model.clone(),
         }
     }
 
-    /// The model `tier` decodes `spoken` with: the tier's own if it speaks it, else the
+    /// The model `role` decodes `spoken` with: its own if it speaks it, else the
     /// engine's other model if that one does (tiny.en's partials of a Spanish call come
     /// from base, the finals' model).
-    pub(super) fn model_speaking(
-        &self,
-        tier: Tier,
-        spoken: Spoken,
-    ) -> Result<Arc<Model>, DecodeError> {
-        let own = self.model_for(tier);
+    pub fn model_speaking(&self, role: Role, spoken: Spoken) -> Result<Arc<Model>, DecodeError> {
+        let own = self.model_for(role);
         if own.speaks(spoken) {
             return Ok(own);
         }
