@@ -21,6 +21,13 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const UNREACHABLE_WHEEL: &str = "http://127.0.0.1:9/unreachable.whl";
 /// What `Server::run` allows past the drain timeout for calls to flush and close.
 const SERVER_FLUSH_SECS: u64 = 10;
+/// Resident peaks with the default engine by `max_sessions` (calls, MB), as measured
+/// (BENCHMARKS.md, "Memory, resident peak at capacity"); the limit is the peak plus a fifth.
+const PEAK_MB: [(u64, f64); 2] = [(64, 461.0), (100, 536.0)];
+const MEMORY_MARGIN: f64 = 1.2;
+/// The fewest calls one 2-core pod held before refusing, on the slowest CPU measured
+/// (machine F's ramp, BENCHMARKS.md "End of turn"): the sessions HPA must scale out below it.
+const SLOWEST_POD_CALLS: f64 = 14.0;
 
 /// One Dockerfile instruction, continuation lines joined and comments dropped.
 #[derive(Debug, Clone)]
@@ -493,6 +500,29 @@ fn millicores(v: &Value) -> u64 {
     }
 }
 
+/// A memory quantity in bytes ("640Mi", "1Gi", "700M", "700000000").
+fn bytes(v: &Value) -> u64 {
+    let s = match v {
+        Value::Number(n) => return n.as_u64().expect("bytes"),
+        Value::String(s) => s.as_str(),
+        _ => panic!("memory quantity {v:?}"),
+    };
+    let units = [
+        ("Ki", 1u64 << 10),
+        ("Mi", 1 << 20),
+        ("Gi", 1 << 30),
+        ("k", 1_000),
+        ("M", 1_000_000),
+        ("G", 1_000_000_000),
+    ];
+    for (suffix, unit) in units {
+        if let Some(n) = s.strip_suffix(suffix) {
+            return n.parse::<u64>().expect("memory quantity") * unit;
+        }
+    }
+    s.parse().expect("memory quantity")
+}
+
 fn env_value<'a>(container: &'a Value, name: &str) -> &'a Value {
     container["env"]
         .as_sequence()
@@ -615,6 +645,28 @@ fn kubernetes_manifests_agree_with_the_image_and_each_other() {
         cpu >= 1000 && cpu.is_multiple_of(1000),
         "whole CPUs: {cpu}m"
     );
+    // Memory: the measured peak at the pod's max_sessions (the default unless the manifest
+    // sets one), plus the margin; an OOM kill ends every call on the pod.
+    let max_sessions: u64 = container["env"]
+        .as_sequence()
+        .expect("env")
+        .iter()
+        .find(|e| e["name"].as_str() == Some("HARK_MAX_SESSIONS"))
+        .map(|e| {
+            str_of(&e["value"], "HARK_MAX_SESSIONS")
+                .parse()
+                .expect("calls")
+        })
+        .unwrap_or(hark::config::Config::default().max_sessions as u64);
+    let (_, peak) = PEAK_MB
+        .iter()
+        .find(|(calls, _)| *calls >= max_sessions)
+        .unwrap_or_else(|| panic!("no measured peak for max_sessions {max_sessions}"));
+    let limit_mb = bytes(&resources["limits"]["memory"]) as f64 / 1e6;
+    assert!(
+        limit_mb >= peak * MEMORY_MARGIN,
+        "memory limit {limit_mb:.0} MB < {peak} MB (the peak at {max_sessions} calls) × {MEMORY_MARGIN}"
+    );
 
     // Non-root (the image's numeric user), read-only root, no way up.
     let pod_security = &spec["securityContext"];
@@ -679,6 +731,18 @@ fn kubernetes_manifests_agree_with_the_image_and_each_other() {
         sessions["spec"]["metrics"][0]["pods"]["metric"]["name"].as_str(),
         Some(hark::metrics::SESSIONS_ACTIVE),
         "the custom metric is the one hark exports"
+    );
+    // Half of what the slowest pod measured holds: a target above a pod's capacity never
+    // scales out, and the calls it refuses go to the platform's fallback.
+    let target: f64 = str_of(
+        &sessions["spec"]["metrics"][0]["pods"]["target"]["averageValue"],
+        "averageValue",
+    )
+    .parse()
+    .expect("calls per pod");
+    assert!(
+        target <= SLOWEST_POD_CALLS / 2.0,
+        "hpa-sessions targets {target} calls a pod; the slowest pod measured held {SLOWEST_POD_CALLS}"
     );
 
     let pdb = manifest("pdb.yaml");

@@ -398,6 +398,9 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
         "hark_provider_errors_total",
         "hark_backend_failovers_total",
         "hark_ready",
+        "hark_shed_step",
+        "hark_shed_decodes_total",
+        "hark_decode_batch_size_bucket",
     ] {
         assert!(
             used.contains(must),
@@ -408,6 +411,7 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
         let only_with = [
             "hark_time_to_final",
             "hark_decode",
+            "hark_shed",
             "hark_provider_errors",
             "hark_backend_reconnects",
             // Only once a riva backend has cooled.
