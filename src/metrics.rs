@@ -107,7 +107,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         REJECTED_UPGRADES,
         Kind::Counter,
         &["reason"],
-        "Upgrade requests refused before the websocket opened, by reason (unauthorized, unknown-profile, bad-query, shutting-down, not-ready, capacity: max_sessions, pending-capacity: max_pending_starts, headroom: the first backend has no room for the call).",
+        "Upgrade requests refused before the websocket opened, by reason (unauthorized, unknown-profile, bad-query, shutting-down, not-ready, capacity: max_sessions, pending-capacity: max_pending_starts, and the first backend's headroom refusals, one label each: headroom-wave (a wave of first finals would miss its budget), headroom-average (the load once settled would pass max_load), headroom-backlog (a final is waiting too long now), headroom-exhausted (the shedding ladder has nothing left), headroom-not-loaded; headroom: a backend that gives no reason).",
     ),
     (
         AUDIO_SECONDS,

@@ -27,9 +27,9 @@ pub struct Wedge;
 /// Reads audio at this fraction of real time.
 pub struct Slow(pub f64);
 
-/// Ready, but refuses every call at admission with these figures, as the embedded
+/// Ready, but refuses every call at admission with this refusal, as the embedded
 /// recognizer does when it has no headroom; `start` is never reached.
-pub struct NoHeadroom(pub &'static str);
+pub struct NoHeadroom(pub Refusal);
 
 pub fn registry() -> Registry {
     let mut r = Registry::default();
@@ -39,13 +39,21 @@ pub fn registry() -> Registry {
     r.insert("panic-after", Arc::new(PanicAfter(8000)));
     r.insert("wedge", Arc::new(Wedge));
     r.insert("slow", Arc::new(Slow(0.5)));
-    r.insert("no-headroom", Arc::new(NoHeadroom(NO_HEADROOM_FIGURES)));
+    r.insert("no-headroom", Arc::new(NoHeadroom(no_headroom_refusal())));
     r
 }
 
 /// What the registry's `no-headroom` backend says when it refuses.
-pub const NO_HEADROOM_FIGURES: &str =
-    "a wave of 17 finals at once would take 0.71 s on 2 decoders (budget 0.60 s)";
+pub fn no_headroom_refusal() -> Refusal {
+    Refusal::Wave {
+        finals: 17,
+        wave_ms: 710.0,
+        free: 2.0,
+        model: "finals'",
+        max_batch: 16,
+        budget_ms: 600.0,
+    }
+}
 
 pub fn fnv1a(hash: u64, sample: i16) -> u64 {
     sample.to_le_bytes().iter().fold(hash, |h, b| {
@@ -196,7 +204,7 @@ impl Backend for NoHeadroom {
     }
 
     fn reserve(&self, _channels: usize) -> Result<Booking, Refusal> {
-        Err(Refusal(self.0.into()))
+        Err(self.0.clone())
     }
 
     fn start(&self, _: ChannelSpec, _: AudioSource, _: EventSink) -> Result<(), BackendError> {

@@ -69,14 +69,57 @@ impl Booking {
     }
 }
 
-/// Why a backend refused a call: the figures behind the decision, in words, for the log
-/// line and the 503 body a refusal carries (never a secret, never client text).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refusal(pub String);
+/// Why a backend refused a call, with the figures behind the decision: one metric label
+/// per reason ([`Refusal::reason`]), and in words for the log line and the 503 body (never
+/// a secret, never client text).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    /// The engine has not loaded (yet).
+    #[error("the {backend} recognizer is not loaded")]
+    NotLoaded { backend: &'static str },
+    /// A final has waited longer than admission allows for a decoder.
+    #[error("a final has waited over {waited_ms} ms for a decoder")]
+    Backlog { waited_ms: u64 },
+    /// The shedding ladder stands on its last step and finals are still late.
+    #[error("the decoders are shedding all they may ({step}) and finals are still late")]
+    Exhausted { step: &'static str },
+    /// A wave of first finals, one per newly admitted call, would not be decoded in time.
+    #[error(
+        "a wave of {finals} finals at once would take {wave_ms:.0} ms to decode on {free:.1} \
+         free decoders ({model} model, batches of up to {max_batch}); the budget is \
+         {budget_ms:.0} ms"
+    )]
+    Wave {
+        finals: usize,
+        wave_ms: f64,
+        free: f64,
+        model: &'static str,
+        max_batch: usize,
+        budget_ms: f64,
+    },
+    /// The channels' load, once all have been here a while, would pass the limit.
+    #[error("{channels} channels would load the decoders to {load:.2} (max_load {limit})")]
+    Average {
+        channels: usize,
+        load: f64,
+        limit: f64,
+    },
+    /// A backend that says no without figures.
+    #[error("the backend has no headroom for another call")]
+    NoHeadroom,
+}
 
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl Refusal {
+    /// The metric label of `hark_rejected_upgrades_total{reason}` for this refusal.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::NotLoaded { .. } => "headroom-not-loaded",
+            Self::Backlog { .. } => "headroom-backlog",
+            Self::Exhausted { .. } => "headroom-exhausted",
+            Self::Wave { .. } => "headroom-wave",
+            Self::Average { .. } => "headroom-average",
+            Self::NoHeadroom => "headroom",
+        }
     }
 }
 
@@ -110,9 +153,7 @@ pub trait Backend: Send + Sync + 'static {
     fn reserve(&self, channels: usize) -> Result<Booking, Refusal> {
         match self.has_headroom(channels) {
             true => Ok(Booking::nothing()),
-            false => Err(Refusal(
-                "the backend has no headroom for another call".into(),
-            )),
+            false => Err(Refusal::NoHeadroom),
         }
     }
 

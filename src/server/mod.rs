@@ -390,7 +390,7 @@ async fn upgrade_profile(
 /// A headroom refusal's 503 body: what happened, with the backend's figures, and what the
 /// caller (or the operator reading a bench report) can do about it.
 fn headroom_body(refusal: &Refusal) -> String {
-    let figures = refusal.0.trim_end_matches(['.', ' ', '\n']);
+    let figures = refusal.to_string();
     format!(
         "hark has no headroom for another call now: {figures}. The calls here keep their \
          finals on time; retry after {RETRY_AFTER_SECS} s (Retry-After), send the call to \
@@ -535,12 +535,13 @@ fn upgrade(
                         backend = %profile.backend,
                         calls,
                         left_out,
+                        reason = refusal.reason(),
                         "upgrade refused: no headroom for another call: {refusal}"
                     );
                 }
                 return reject(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "headroom",
+                    refusal.reason(),
                     headroom_body(&refusal),
                 );
             }

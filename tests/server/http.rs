@@ -283,8 +283,8 @@ async fn at_capacity_upgrades_get_503_with_retry_after() {
 }
 
 /// A call the first backend has no headroom for is refused with 503 and Retry-After, a body
-/// carrying the backend's figures and what to do, and the metric reason `headroom` (not
-/// `capacity`, which is `max_sessions`).
+/// carrying the backend's figures and what to do, and the refusal's own metric reason
+/// (`headroom-wave`; not `capacity`, which is `max_sessions`).
 #[tokio::test]
 async fn a_call_without_headroom_is_refused_with_the_figures_and_what_to_do() {
     let mut config = recorder_config();
@@ -302,9 +302,10 @@ async fn a_call_without_headroom_is_refused_with_the_figures_and_what_to_do() {
     assert_eq!(status, 503, "{answer}");
     assert_eq!(header(&answer, "retry-after"), Some("2"), "{answer}");
     let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let figures = backends::no_headroom_refusal().to_string();
     for says in [
         "no headroom for another call",
-        backends::NO_HEADROOM_FIGURES,
+        figures.as_str(),
         "retry after 2 s",
         "another instance",
         "more cores",
@@ -322,8 +323,8 @@ async fn a_call_without_headroom_is_refused_with_the_figures_and_what_to_do() {
     assert!(
         metrics
             .lines()
-            .any(|l| l.starts_with("hark_rejected_upgrades_total{reason=\"headroom\"}")),
-        "no refusal counted with reason headroom:\n{metrics}"
+            .any(|l| l.starts_with("hark_rejected_upgrades_total{reason=\"headroom-wave\"}")),
+        "no refusal counted with reason headroom-wave:\n{metrics}"
     );
     // The default profile's recorder still takes calls.
     served(&server.ws_url(PATH), &[]).await;

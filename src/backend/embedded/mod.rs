@@ -441,15 +441,9 @@ impl Backend for Embedded {
 
     fn reserve(&self, channels: usize) -> Result<Booking, Refusal> {
         let Some(running) = self.pool.get() else {
-            return Err(Refusal(format!(
-                "the {} recognizer is not loaded",
-                self.name
-            )));
+            return Err(Refusal::NotLoaded { backend: self.name });
         };
-        running
-            .pool
-            .book(channels, self.settings.max_load)
-            .map_err(Refusal)
+        running.pool.book(channels, self.settings.max_load)
     }
 
     fn check_language(&self, language: &str) -> Result<(), String> {

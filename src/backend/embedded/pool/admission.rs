@@ -5,6 +5,8 @@ use std::time::{Duration, Instant};
 
 use super::super::Tier;
 use super::super::cost::{CostModel, TYPICAL_UTTERANCE};
+use super::FINAL_BACKLOG;
+use crate::backend::Refusal;
 use crate::backend::embedded::Shed;
 
 /// A newly admitted call promises one final in its first seconds (callers answer "Hello?"
@@ -91,7 +93,7 @@ impl Demand {
     ///   demand is estimated as `(load + prior·K) / (Σw + K)`: the measured share per fully
     ///   observed channel, pulled towards a conversational channel's (priced by the cost
     ///   model) while there is little history.
-    pub fn admits(&self, channels: usize, limit: f64) -> Result<(), String> {
+    pub fn admits(&self, channels: usize, limit: f64) -> Result<(), Refusal> {
         /// How many fully observed channels the prior weighs as.
         const K: f64 = 4.0;
         // A channel's share of the decoders before it has history: its finals by the
@@ -105,13 +107,14 @@ impl Demand {
             return Ok(());
         }
         if self.behind {
-            return Err("a final has waited over 400 ms for a decoder".into());
+            return Err(Refusal::Backlog {
+                waited_ms: FINAL_BACKLOG.as_millis() as u64,
+            });
         }
         if self.exhausted {
-            return Err(format!(
-                "the decoders are shedding all they may ({}) and finals are still late",
-                self.last.as_str()
-            ));
+            return Err(Refusal::Exhausted {
+                step: self.last.as_str(),
+            });
         }
         // The calls already here keep their share of the decoders while the wave drains
         // (their finals come oldest first among its own).
@@ -122,25 +125,26 @@ impl Demand {
             .cost
             .wave(tier, finals, TYPICAL_UTTERANCE, free, self.max_batch);
         if wave > WAVE_BUDGET {
-            return Err(format!(
-                "a wave of {finals} finals at once would take {:.0} ms to decode on {free:.1} \
-                 free decoders ({} model, batches of up to {}); the budget is {:.0} ms",
-                wave * 1e3,
-                match tier {
+            return Err(Refusal::Wave {
+                finals,
+                wave_ms: wave * 1e3,
+                free,
+                model: match tier {
                     Tier::Finals => "finals'",
                     Tier::Partials => "partials'",
                 },
-                self.max_batch,
-                WAVE_BUDGET * 1e3
-            ));
+                max_batch: self.max_batch,
+                budget_ms: WAVE_BUDGET * 1e3,
+            });
         }
         let per_channel = (self.load + prior * K) / (self.weight + self.gone + K);
         let after = per_channel * (self.channels + channels) as f64;
         if after > limit {
-            return Err(format!(
-                "{} channels would load the decoders to {after:.2} (max_load {limit})",
-                self.channels + channels
-            ));
+            return Err(Refusal::Average {
+                channels: self.channels + channels,
+                load: after,
+                limit,
+            });
         }
         Ok(())
     }
@@ -291,7 +295,9 @@ mod tests {
             ..idle(Shed::Speculative, 16)
         };
         let refused = young.admits(2, 1.0).unwrap_err();
-        assert!(refused.contains("a wave of"), "{refused}");
+        assert!(matches!(refused, Refusal::Wave { .. }), "{refused}");
+        assert_eq!(refused.reason(), "headroom-wave");
+        assert!(refused.to_string().starts_with("a wave of"), "{refused}");
         let settled = Demand {
             promised: young.promised * promise(PROMISE_DECAY * 10),
             weight: young.channels as f64,
@@ -305,7 +311,10 @@ mod tests {
             ..settled
         };
         assert!(busy.admits(2, 1.0).is_ok());
-        assert!(busy.admits(2, 0.2).unwrap_err().contains("max_load"));
+        assert!(matches!(
+            busy.admits(2, 0.2),
+            Err(Refusal::Average { limit: 0.2, .. })
+        ));
         // Before any history, a channel is priced at a conversation's finals by the cost
         // model: more channels than that carries are refused on the average alone.
         let fresh = idle(Shed::Speculative, 16);
@@ -314,10 +323,12 @@ mod tests {
         let most = (1.0 / per_channel) as usize;
         let at = |channels| Demand { channels, ..fresh }.admits(2, 1.0);
         assert!(at(most - 4).is_ok());
+        let refused = at(most).unwrap_err();
         assert!(
-            at(most).unwrap_err().contains("max_load"),
-            "{most} channels"
+            refused.to_string().contains("max_load"),
+            "{most} channels: {refused}"
         );
+        assert_eq!(refused.reason(), "headroom-average");
         // And so do late finals, or a ladder with nothing left to shed.
         assert!(
             Demand {
@@ -325,7 +336,7 @@ mod tests {
                 ..settled
             }
             .admits(2, 1.0)
-            .is_err()
+            .is_err_and(|r| r.reason() == "headroom-backlog")
         );
         assert!(
             Demand {
@@ -333,7 +344,10 @@ mod tests {
                 ..settled
             }
             .admits(2, 1.0)
-            .is_err()
+            .is_err_and(|r| r
+                == Refusal::Exhausted {
+                    step: "speculative"
+                })
         );
     }
 }

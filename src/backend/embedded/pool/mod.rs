@@ -41,14 +41,14 @@ use super::cost::{CostModel, TYPICAL_UTTERANCE};
 use super::segmenter::{DecodeKind, SegmenterConfig, Want};
 use super::{Engine, Tier, Utterance};
 use crate::audio::AudioSource;
-use crate::backend::{Booking, EventSink};
+use crate::backend::{Booking, EventSink, Refusal};
 use crate::metrics as m;
 use crate::turn::TurnModel;
 
 /// Over how long the recognizer's essential load is averaged (see [`Pool::load`]).
 pub(super) const LOAD_WINDOW: Duration = Duration::from_secs(10);
 /// A final waiting this long for a decoder means the recognizer is behind now.
-const FINAL_BACKLOG: Duration = Duration::from_millis(400);
+pub(super) const FINAL_BACKLOG: Duration = Duration::from_millis(400);
 
 /// Longest a thread sleeps before looking at its channels again without being woken.
 const IDLE_POLL: Duration = Duration::from_millis(20);
@@ -185,7 +185,7 @@ impl Pool {
 
     /// [`Pool::has_headroom`], and on yes the room held for the new channels until the
     /// booking is dropped (the call started its channels, or ended before it could).
-    pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Result<Booking, String> {
+    pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Result<Booking, Refusal> {
         let mut booked = lock(&self.booked);
         let calls = held_bookings(&mut booked);
         self.demand(calls).admits(channels, limit)?;
@@ -751,7 +751,7 @@ mod tests {
         let Err(refused) = pool.book(2, 1.0) else {
             panic!("the burst was never cut");
         };
-        assert!(refused.contains("a wave of"), "{refused}");
+        assert!(matches!(refused, Refusal::Wave { .. }), "{refused}");
         // A call that ended (or started and settled) gives its room back.
         held.pop();
         assert!(pool.book(2, 1.0).is_ok());
