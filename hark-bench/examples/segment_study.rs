@@ -28,7 +28,12 @@
 //!   BEAM=N              hypotheses of Whisper's beam search for finals (default: the
 //!                       server's, `[whisper] beam`; 1 greedy). Which finals it takes, and
 //!                       how early speculative decodes start, come from the cost model
-//!                       calibrated on the engine at start, as in the server
+//!   COST=calibrate|A,B,C,D/E,F,G,H  the cost model the leads and the beam's finals come
+//!                       from: calibrated on the engine at start, as the server does (it
+//!                       moves with what else the machine runs), or the partials' and
+//!                       finals' figures in ms (encode, per audio second, step, per row).
+//!                       Default: machine F's figures for the default pair (tiny.en, base),
+//!                       so its words are the same on any machine; a calibration for others
 //!   FADE=DB             frames this far under the utterance's voiced level end it (hark's
 //!                       default: FADE_DB; inf never)
 //!   TURN=1              judge each pause with the end-of-turn model, as the server does
@@ -53,7 +58,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use hark::backend::embedded::cost::CostModel;
+use hark::backend::embedded::cost::{CostModel, Figures};
 use hark::backend::embedded::segmenter::{DecodeKind, Emit, Lead, Segmenter, SegmenterConfig};
 use hark::backend::embedded::{ContextKind, Engine, Tier, Utterance};
 use hark::backend::{moonshine, whisper};
@@ -179,9 +184,30 @@ fn main() {
     config.prompted = loaded.prompted;
     let mut t: Box<dyn Engine> = loaded.engines.remove(0);
     // How early speculative decodes start and which finals the beam takes (those it leaves
-    // ready by the endpoint), as the server decides them: from the cost model calibrated on
-    // this engine.
-    let cost = CostModel::calibrate(t.as_mut(), loaded.finals_model).with_beam(loaded.beam);
+    // ready by the endpoint), as the server decides them: from a cost model. Fixed figures
+    // give the same words on any machine, idle or busy; a calibration here, as the server
+    // makes at start, moves with what else the machine runs.
+    let default_pair = std::env::var("ENGINE").as_deref() == Ok("whisper")
+        && std::env::var("MODEL").map_or(true, |m| m == "tiny.en")
+        && std::env::var("FINAL_MODEL").map_or(true, |m| m == "base")
+        && std::env::var("ENCODER").as_deref() != Ok("float32");
+    let cost = match std::env::var("COST").as_deref() {
+        Ok("calibrate") => CostModel::calibrate(t.as_mut(), loaded.finals_model),
+        Ok(figures) => {
+            let (partials, finals) = parse_figures(figures).expect(
+                "COST=calibrate or COST=ENCODE,PER_S,STEP,PER_ROW/ENCODE,PER_S,STEP,PER_ROW (ms)",
+            );
+            CostModel::from_figures(partials, finals)
+        }
+        Err(_) if default_pair => CostModel::from_figures(REFERENCE.0, REFERENCE.1),
+        Err(_) => CostModel::calibrate(t.as_mut(), loaded.finals_model),
+    }
+    .with_beam(loaded.beam);
+    eprintln!(
+        "cost: partials {}, finals {}",
+        cost.figures(Tier::Partials),
+        cost.figures(Tier::Finals)
+    );
     config.lead = Lead::of(&cost);
     let mut judge = std::env::var("TURN").is_ok().then(|| {
         config.judge_turns = true;
@@ -517,4 +543,45 @@ impl PooledDump {
         let numbers: Vec<String> = mean.iter().map(|x| format!("{x:.5}")).collect();
         writeln!(self.out, "{name}\t{}", numbers.join("\t")).expect("POOLED write");
     }
+}
+
+/// The decode cost of the server's default pair (tiny.en partials, base finals, int8
+/// encoder), as a server calibrated it at start on machine F (BENCHMARKS.md's machines),
+/// idle: the leads and beam decisions `COST` unset gives that pair, the same on any
+/// machine.
+const REFERENCE: (Figures, Figures) = (
+    Figures {
+        encode: 0.0218,
+        encode_per_second: 0.0187,
+        step: 0.00465,
+        step_per_row: 0.00370,
+    },
+    Figures {
+        encode: 0.0861,
+        encode_per_second: 0.0383,
+        step: 0.00740,
+        step_per_row: 0.00666,
+    },
+);
+
+/// `COST=a,b,c,d/e,f,g,h`: the partials' and finals' figures in ms, as the server's
+/// start-up log shows them (encode, per second of audio, step, per row).
+fn parse_figures(text: &str) -> Option<(Figures, Figures)> {
+    let one = |part: &str| -> Option<Figures> {
+        let ms: Vec<f64> = part
+            .split(',')
+            .map(|v| v.trim().parse::<f64>().ok())
+            .collect::<Option<_>>()?;
+        let [encode, encode_per_second, step, step_per_row] = ms[..] else {
+            return None;
+        };
+        Some(Figures {
+            encode: encode / 1e3,
+            encode_per_second: encode_per_second / 1e3,
+            step: step / 1e3,
+            step_per_row: step_per_row / 1e3,
+        })
+    };
+    let (partials, finals) = text.split_once('/')?;
+    Some((one(partials)?, one(finals)?))
 }
