@@ -335,10 +335,7 @@ mod tests {
         );
         assert_eq!(out.len(), 3, "{out:?}");
         for h in &out {
-            assert!(
-                matches!(h, Heard::Error { code, .. } if code == "unparseable"),
-                "{h:?}"
-            );
+            assert!(matches!(h, Heard::Unreadable(_)), "{h:?}");
         }
         let out = heard(
             false,

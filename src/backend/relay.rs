@@ -45,10 +45,7 @@ pub fn parse<T: serde::de::DeserializeOwned>(text: &str, heard: &mut Vec<Heard>)
     match serde_json::from_str(text) {
         Ok(msg) => Some(msg),
         Err(e) => {
-            heard.push(Heard::Error {
-                code: "unparseable".into(),
-                message: format!("a message hark cannot read: {e}"),
-            });
+            heard.push(Heard::Unreadable(e.to_string()));
             None
         }
     }
@@ -71,6 +68,10 @@ pub enum Heard {
         code: String,
         message: String,
     },
+    /// A message of the provider's that hark cannot read (not JSON, or a known type with a
+    /// field missing or of the wrong type), and why: the stream's words can no longer be
+    /// trusted to arrive, so the connection is a fault (reconnect, then failover).
+    Unreadable(String),
 }
 
 /// A provider's side of one connection.
@@ -377,7 +378,7 @@ impl<P: Provider> Relay<P> {
                     self.provider.read(&text, &mut self.heard);
                     // The provider's end-of-stream message counts only after we asked
                     // for the end; unasked, the close that follows says what happened.
-                    if self.report(events) && finish_by.is_some() {
+                    if self.report(events)? && finish_by.is_some() {
                         return Ok(());
                     }
                 }
@@ -453,8 +454,11 @@ impl<P: Provider> Relay<P> {
     }
 
     /// Hands what the provider said to the session; true once the provider ended the stream.
-    fn report(&mut self, events: &EventSink) -> bool {
+    /// A message hark could not read ends the connection as a fault, after what came before
+    /// it is handed on.
+    fn report(&mut self, events: &EventSink) -> Result<bool, Failure> {
         let mut ended = false;
+        let mut unreadable = None;
         let mut all = std::mem::take(&mut self.heard);
         for heard in all.drain(..) {
             match heard {
@@ -480,10 +484,22 @@ impl<P: Provider> Relay<P> {
                     metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => "error")
                         .increment(1);
                 }
+                Heard::Unreadable(why) => {
+                    unreadable.get_or_insert(why);
+                }
             }
         }
         self.heard = all;
-        ended
+        if let Some(why) = unreadable {
+            // serde's account of the message: a position and a type, none of its text.
+            warn!(backend = %self.backend, error = %quote(&why), "provider sent a message hark cannot read");
+            self.count_error("unparseable");
+            return Err(Failure::Transient(format!(
+                "the provider sent a message hark cannot read: {}",
+                quote(&why)
+            )));
+        }
+        Ok(ended)
     }
 
     /// A provider's stream time as a stream position, never past what was sent.
