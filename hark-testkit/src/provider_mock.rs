@@ -105,6 +105,9 @@ pub enum Fault {
     /// After this many seconds of audio, send messages that are not the provider's (not JSON,
     /// JSON of no known type, a result with fields of the wrong type), then go on normally.
     GarbageAfter(f64),
+    /// After this many seconds of audio, every answer is a message that is not the
+    /// provider's (not JSON): a provider whose messages hark can no longer read.
+    GarbledAfter(f64),
     /// The upgrade is answered only after this long (a provider slow to accept); the
     /// client's audio waits meanwhile.
     SlowUpgrade(Duration),
@@ -616,6 +619,8 @@ struct Link {
     closing: bool,
     /// [`Fault::StallAfter`] fired: nothing is ever sent again.
     stalled: bool,
+    /// Every text answer goes out as junk (`Fault::GarbledAfter`).
+    garbled: bool,
     /// Under a [`Load`]: when the mock will have processed the audio received so far.
     processed_at: Instant,
 }
@@ -635,6 +640,7 @@ impl Link {
             },
             closing: false,
             stalled: false,
+            garbled: false,
             processed_at: now,
         }
     }
@@ -680,6 +686,10 @@ impl Link {
     }
 
     fn queue(&mut self, out: Out) {
+        let out = match out {
+            Out::Text(_, _) if self.garbled => Out::Text("\u{0}not json{".into(), Vec::new()),
+            out => out,
+        };
         if !self.stalled && !self.closing {
             self.outbox.push_back((Instant::now() + self.delay, out));
         }
@@ -880,6 +890,11 @@ async fn run(
                                 fired();
                                 fault = None;
                                 link.stall();
+                            }
+                            Some(Fault::GarbledAfter(t)) if reached(t) => {
+                                fired();
+                                fault = None;
+                                link.garbled = true;
                             }
                             Some(Fault::GarbageAfter(t)) if reached(t) => {
                                 fired();

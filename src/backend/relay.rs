@@ -24,7 +24,11 @@ use super::catch_up::{CatchUp, VOICED_RMS, rms};
 use crate::audio::AudioSource;
 use crate::backend::{ApiKey, BackendError, EventSink, query_value};
 use crate::metrics as m;
-use crate::untrusted::quote;
+use crate::untrusted::{LogBudget, quote};
+
+/// Unreadable provider messages logged, at most 5 lines per 10 s (a provider that changed
+/// its schema sends one per answer, on every call).
+static UNREADABLE_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(10));
 
 /// How fast and in what pieces a provider takes audio.
 #[derive(Debug, Clone, Copy)]
@@ -69,8 +73,10 @@ pub enum Heard {
         message: String,
     },
     /// A message of the provider's that hark cannot read (not JSON, or a known type with a
-    /// field missing or of the wrong type), and why: the stream's words can no longer be
-    /// trusted to arrive, so the connection is a fault (reconnect, then failover).
+    /// field missing or of the wrong type), and why: counted and logged, and no answer, so
+    /// a provider whose messages hark can no longer read is found out as a stall (voice
+    /// sent, nothing readable back for `stall_timeout`) and the channel reconnects, then
+    /// fails over; one stray message among readable ones costs nothing.
     Unreadable(String),
 }
 
@@ -374,11 +380,14 @@ impl<P: Provider> Relay<P> {
                         None if finish_by.is_some() => return Ok(()),
                         None => return self.lost("the provider closed the connection without a close frame"),
                     };
-                    unanswered_since = None;
                     self.provider.read(&text, &mut self.heard);
+                    // A message hark cannot read is no answer (see `Heard::Unreadable`).
+                    if !self.heard.iter().any(|h| matches!(h, Heard::Unreadable(_))) {
+                        unanswered_since = None;
+                    }
                     // The provider's end-of-stream message counts only after we asked
                     // for the end; unasked, the close that follows says what happened.
-                    if self.report(events)? && finish_by.is_some() {
+                    if self.report(events) && finish_by.is_some() {
                         return Ok(());
                     }
                 }
@@ -454,11 +463,8 @@ impl<P: Provider> Relay<P> {
     }
 
     /// Hands what the provider said to the session; true once the provider ended the stream.
-    /// A message hark could not read ends the connection as a fault, after what came before
-    /// it is handed on.
-    fn report(&mut self, events: &EventSink) -> Result<bool, Failure> {
+    fn report(&mut self, events: &EventSink) -> bool {
         let mut ended = false;
-        let mut unreadable = None;
         let mut all = std::mem::take(&mut self.heard);
         for heard in all.drain(..) {
             match heard {
@@ -485,21 +491,17 @@ impl<P: Provider> Relay<P> {
                         .increment(1);
                 }
                 Heard::Unreadable(why) => {
-                    unreadable.get_or_insert(why);
+                    // serde's account of the message: a position and a type, none of its
+                    // text.
+                    if let Some(left_out) = UNREADABLE_LOG.allow() {
+                        warn!(backend = %self.backend, error = %quote(&why), left_out, "provider sent a message hark cannot read");
+                    }
+                    self.count_error("unparseable");
                 }
             }
         }
         self.heard = all;
-        if let Some(why) = unreadable {
-            // serde's account of the message: a position and a type, none of its text.
-            warn!(backend = %self.backend, error = %quote(&why), "provider sent a message hark cannot read");
-            self.count_error("unparseable");
-            return Err(Failure::Transient(format!(
-                "the provider sent a message hark cannot read: {}",
-                quote(&why)
-            )));
-        }
-        Ok(ended)
+        ended
     }
 
     /// A provider's stream time as a stream position, never past what was sent.
