@@ -142,25 +142,22 @@ fn main() {
     }
     let silence = ms_var("SILENCE").unwrap_or(1000) * 16;
     let same = std::env::var("SAME").is_ok();
+    let whisper_config = whisper::WhisperConfig {
+        model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
+        final_model: std::env::var("FINAL_MODEL").ok(),
+        encoder: match std::env::var("ENCODER").as_deref() {
+            Ok("float32") => hark_whisper::EncoderProducts::F32,
+            _ => hark_whisper::EncoderProducts::Int8,
+        },
+        decoders: 1,
+        beam: std::env::var("BEAM")
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(whisper::WhisperConfig::default().beam),
+        ..Default::default()
+    };
     let mut loaded = match std::env::var("ENGINE").as_deref() {
-        Ok("whisper") => whisper::load(
-            &whisper::WhisperConfig {
-                model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),
-                final_model: std::env::var("FINAL_MODEL").ok(),
-                encoder: match std::env::var("ENCODER").as_deref() {
-                    Ok("float32") => hark_whisper::EncoderProducts::F32,
-                    _ => hark_whisper::EncoderProducts::Int8,
-                },
-                decoders: 1,
-                beam: std::env::var("BEAM")
-                    .ok()
-                    .and_then(|b| b.parse().ok())
-                    .unwrap_or(whisper::WhisperConfig::default().beam),
-                ..Default::default()
-            },
-            false,
-        )
-        .map_err(|e| e.to_string()),
+        Ok("whisper") => whisper::load(&whisper_config, false).map_err(|e| e.to_string()),
         _ => {
             let mut c = moonshine::MoonshineConfig::default();
             // OPTS="name=value,name=value": library options for the handle.
@@ -188,9 +185,9 @@ fn main() {
     // give the same words on any machine, idle or busy; a calibration here, as the server
     // makes at start, moves with what else the machine runs.
     let default_pair = std::env::var("ENGINE").as_deref() == Ok("whisper")
-        && std::env::var("MODEL").map_or(true, |m| m == "tiny.en")
-        && std::env::var("FINAL_MODEL").map_or(true, |m| m == "base")
-        && std::env::var("ENCODER").as_deref() != Ok("float32");
+        && whisper_config.model == whisper::DEFAULT_MODEL
+        && whisper_config.finals_model() == Some(whisper::DEFAULT_FINAL_MODEL)
+        && whisper_config.encoder == hark_whisper::EncoderProducts::Int8;
     let cost = match std::env::var("COST").as_deref() {
         Ok("calibrate") => CostModel::calibrate(t.as_mut(), loaded.finals_model),
         Ok(figures) => {

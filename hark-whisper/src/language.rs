@@ -118,7 +118,8 @@ pub const LANGUAGES: &[(&str, &str)] = &[
 pub struct UnknownLanguage(pub String);
 
 /// A tag as an error shows it: quoted, control characters escaped, cut to a few dozen
-/// characters. It may come from a caller's URL, and the error may reach a log line.
+/// characters. It may come from a caller's URL, and the error may reach a log line (the
+/// server's own `untrusted::quote` does the same; the engine does not depend on it).
 fn shown(tag: &str) -> String {
     const SHOWN: usize = 32;
     let cut: String = tag.chars().take(SHOWN).collect();

@@ -494,7 +494,12 @@ impl<P: Provider> Relay<P> {
                     // serde's account of the message: a position and a type, none of its
                     // text.
                     if let Some(left_out) = UNREADABLE_LOG.allow() {
-                        warn!(backend = %self.backend, error = %quote(&why), left_out, "provider sent a message hark cannot read");
+                        warn!(
+                            backend = %self.backend,
+                            error = %quote(&why),
+                            left_out,
+                            "provider sent a message hark cannot read"
+                        );
                     }
                     self.count_error("unparseable");
                 }

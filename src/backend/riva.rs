@@ -647,9 +647,9 @@ impl Stream {
                     let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
                     events.settled(position.min(self.sent));
                 }
+                Heard::Processed(_) | Heard::Ended | Heard::Error { .. } => {}
                 // Protobuf messages tonic could not decode end the stream with a status.
-                Heard::Processed(_) | Heard::Ended | Heard::Error { .. } | Heard::Unreadable(_) => {
-                }
+                Heard::Unreadable(_) => {}
             }
         }
     }
