@@ -114,6 +114,77 @@ pub fn goes_on(text: &str, english: bool) -> bool {
     GOES_ON_EN.contains(&word) || MONTHS_EN.contains(&word) || NUMBERS_EN.contains(&word)
 }
 
+/// English words that are a whole answer on their own: a yes or a no, a thanks, a greeting.
+/// Any other word alone at the start of a turn ([`lone_word`]) is held.
+const WHOLE_ALONE_EN: &[&str] = &[
+    "yes",
+    "yeah",
+    "yep",
+    "yup",
+    "no",
+    "nope",
+    "nah",
+    "okay",
+    "ok",
+    "sure",
+    "right",
+    "correct",
+    "exactly",
+    "absolutely",
+    "definitely",
+    "certainly",
+    "indeed",
+    "fine",
+    "good",
+    "great",
+    "perfect",
+    "alright",
+    "cool",
+    "thanks",
+    "hello",
+    "hi",
+    "hey",
+    "bye",
+    "goodbye",
+    "please",
+    "sorry",
+    "pardon",
+    "what",
+    "maybe",
+    "never",
+    "nothing",
+    "none",
+    "both",
+    "neither",
+    "done",
+    "agreed",
+    "true",
+    "wrong",
+    "mhm",
+    "hmm",
+];
+
+/// Whether `text` is one English word other than a whole answer ("front", "production",
+/// "john"): said alone as a turn opens and followed by a pause, such a word more often starts
+/// a phrase ("front … left", "john … smith") than answers, and an assistant that takes it for
+/// the answer talks over the rest. Holding it costs a finished one-word answer the hold; "yes",
+/// "no", "thanks" and the like ([`WHOLE_ALONE_EN`]) end at the endpoint as before. Only for
+/// English (`english`): the list is English.
+pub fn lone_word(text: &str, english: bool) -> bool {
+    let mut words = text
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\''))
+        .filter(|w| !w.is_empty());
+    let (Some(word), None) = (words.next(), words.next()) else {
+        return false;
+    };
+    if !english || text.trim_end().ends_with(['?', '!']) {
+        return false;
+    }
+    let word = word.to_lowercase().replace('’', "'");
+    !WHOLE_ALONE_EN.contains(&word.as_str())
+}
+
 /// Whether a word is a spelled letter or letters: "S", "S.", "S-M-I", "s.m.i." (one letter
 /// between each mark), or capitals run together as the recognizer writes letters it heard
 /// spelled ("SMI", "VQ"; an acronym ending a turn is held too, which costs only the hold).
@@ -192,5 +263,31 @@ mod tests {
         assert!(goes_on("Mi número es 415", false));
         assert!(goes_on("Und dann,", false));
         assert!(english("") && english("en-US") && english("auto") && !english("es"));
+    }
+
+    #[test]
+    fn a_lone_word_is_held_unless_it_answers_alone() {
+        for text in ["Front.", "production", " Smith. ", "Nexus", "Tomorrow."] {
+            assert!(lone_word(text, true), "{text:?} alone starts a phrase");
+        }
+        for text in [
+            "No.",
+            "Yes",
+            "Okay.",
+            "Thanks!",
+            "Hello.",
+            "Sorry?",
+            "What?",
+            "Front left.",
+            "",
+            " . ",
+            "Front?",
+        ] {
+            assert!(
+                !lone_word(text, true),
+                "{text:?} is not a lone word to hold"
+            );
+        }
+        assert!(!lone_word("Frente.", false));
     }
 }

@@ -27,7 +27,7 @@ use context::Said;
 use super::Transcribed;
 use super::cost::CostModel;
 pub use crate::turn::end_turn;
-use crate::turn::words::goes_on;
+use crate::turn::words::{goes_on, lone_word};
 pub use context::{drop_repeat, strip_context};
 use verdict::Verdict;
 pub use verdict::{TURN_WINDOW, TurnTicket};
@@ -90,7 +90,8 @@ pub struct SegmenterConfig {
     /// than this.
     pub turn_gap: usize,
     /// A pause after words that go on ([`goes_on`]: a number read out, a spelled letter,
-    /// "and", a trailing comma) does not end the utterance at `endpoint`: it is held, so the
+    /// "and", a trailing comma; or, as a turn opens, one word that is no answer alone,
+    /// [`lone_word`]) does not end the utterance at `endpoint`: it is held, so the
     /// words after it join the same final, until `turn_hold` of silence ends it anyway. Any
     /// other pause ends the turn: its final ends in . ? !.
     pub hold_unfinished: bool,
@@ -364,6 +365,9 @@ struct Open {
     verdict: Verdict,
     /// The decoders shed the current pause's speculative decode.
     words_shed: bool,
+    /// It opens the speaker's turn: no voice of theirs ended within `turn_gap` before it
+    /// ([`lone_word`] holds only here).
+    opens_turn: bool,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
 }
@@ -761,6 +765,15 @@ impl Segmenter {
         }
     }
 
+    /// Where the speaker's latest utterance before the open one stopped being voiced (channel
+    /// samples): the newest one waiting for its final, else the last one finalised.
+    fn last_voice_end(&self) -> Option<u64> {
+        match self.ended.back() {
+            Some(e) => Some(e.start + e.voiced_end as u64),
+            None => (self.last_final.1 > 0).then_some(self.last_final.1),
+        }
+    }
+
     /// How long a decode that may become a final is, of `len` samples whose voice ends at
     /// `voiced_end`: padding included, context not.
     fn whole_len(&self, len: usize, voiced_end: usize) -> usize {
@@ -918,6 +931,9 @@ impl Segmenter {
                 let preroll = audio.len();
                 audio.extend_from_slice(frame);
                 self.next_id += 1;
+                let opens_turn = self.last_voice_end().is_none_or(|end| {
+                    (start + preroll as u64).saturating_sub(end) > self.config.turn_gap as u64
+                });
                 self.open = Some(Open {
                     id: self.next_id,
                     start,
@@ -935,6 +951,7 @@ impl Segmenter {
                     whole: None,
                     verdict: Verdict::Unasked,
                     words_shed: false,
+                    opens_turn,
                     since: now,
                 });
             }
@@ -1810,6 +1827,58 @@ mod tests {
             &mut out,
         );
         assert_eq!(finals(&out), ["My number is 4"], "as decoded");
+    }
+
+    #[test]
+    fn a_lone_word_is_held_as_a_turn_opens_but_ends_at_once_inside_one() {
+        let mut s = holding();
+        let mut at = 0;
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculated(&mut s, "Front.", &mut at, &mut out);
+        feed(&mut s, 30, false, &mut at);
+        s.drain_ready(&mut out);
+        assert!(s.open.is_some() && finals(&out).is_empty(), "held");
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculated(&mut s, "Front left.", &mut at, &mut out);
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["Front left."]);
+
+        // A word 200 ms after the turn's last final is the rest of it: ended at the endpoint.
+        out.clear();
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculated(&mut s, "Tomorrow.", &mut at, &mut out);
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["Tomorrow."]);
+
+        // A new turn (two seconds later) that is a whole answer in one word: at the endpoint.
+        out.clear();
+        feed(&mut s, 125, false, &mut at);
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculated(&mut s, "No.", &mut at, &mut out);
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["No."]);
+
+        // Another word alone opening a turn: held to the hold, then ended with a period.
+        out.clear();
+        feed(&mut s, 125, false, &mut at);
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        speculated(&mut s, "Production", &mut at, &mut out);
+        let held_at = s.open.as_ref().unwrap().silence / FRAME;
+        feed(&mut s, 39 - held_at, false, &mut at);
+        s.drain_ready(&mut out);
+        assert!(finals(&out).is_empty(), "held");
+        feed(&mut s, 1, false, &mut at);
+        s.drain_ready(&mut out);
+        assert_eq!(finals(&out), ["Production."]);
     }
 
     #[test]

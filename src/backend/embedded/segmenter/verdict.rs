@@ -42,7 +42,8 @@ pub(super) enum Words {
     /// The decoders shed the pause's speculative decode (load): no words will judge it, so
     /// the pause ends at the endpoint as without the hold, its final as decoded.
     Shed,
-    /// They go on (`true`: a number, a spelled letter, "and", a comma; [`goes_on`]) or not.
+    /// They go on (`true`: a number, a spelled letter, "and", a comma, [`goes_on`]; or one word
+    /// that opens the turn and is no answer alone, [`lone_word`]) or not.
     GoOn(bool),
 }
 
@@ -57,7 +58,10 @@ impl Open {
             .as_ref()
             .filter(|(len, _)| *len >= self.voiced_end)
         {
-            Some((_, heard)) => Words::GoOn(goes_on(&heard.text, config.english)),
+            Some((_, heard)) => Words::GoOn(
+                goes_on(&heard.text, config.english)
+                    || (self.opens_turn && lone_word(&heard.text, config.english)),
+            ),
             None if self.words_shed => Words::Shed,
             None => Words::Pending,
         }
