@@ -716,8 +716,19 @@ fn reload_on_hangup(tls: Option<std::sync::Arc<hark::tls::CertStore>>) -> anyhow
     Ok(())
 }
 
-/// Completes on SIGINT or SIGTERM.
+/// Completes on SIGINT or SIGTERM, and from then on a second one stops the process at once:
+/// an operator who presses Ctrl-C again during the drain does not want to wait for it.
 async fn shutdown_signal() {
+    stop_signal().await;
+    tokio::spawn(async {
+        stop_signal().await;
+        tracing::warn!("a second stop signal: stopping now, without finishing the live calls");
+        std::process::exit(130);
+    });
+}
+
+/// Completes on the next SIGINT or SIGTERM.
+async fn stop_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

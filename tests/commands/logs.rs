@@ -222,3 +222,66 @@ async fn a_hark_log_that_does_not_parse_is_said_at_start_up() {
         "info lines still logged:\n{log}"
     );
 }
+
+/// The first SIGINT drains live calls (up to `drain_timeout`); a second one stops hark at
+/// once, and says so, rather than being ignored until the drain ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_stop_signal_during_the_drain_stops_at_once() {
+    let mock = MockProvider::start(MockOptions {
+        provider: Provider::Deepgram,
+        api_key: DG_KEY.into(),
+        two_message_formatting: false,
+    })
+    .await;
+    let config = format!(
+        "[backends.dg]\ntype = \"deepgram\"\nurl = \"{}\"\napi_key_env = \"HARK_TEST_DG_KEY\"\n[profiles.dg]\nbackend = \"dg\"\nchannels = [\"customer\"]\n",
+        mock.url()
+    );
+    let mut served = Served::start(&config, &[("HARK_TEST_DG_KEY", DG_KEY)]);
+    served.healthy().await;
+    let url = format!("ws://{}/api/custom-transcriber/dg", served.addr);
+    let mut call = Call::open(&url, 16_000, 1).await.expect("call opens");
+    call.silence(1, 16_000, 0.5).await;
+    let pid = served.child.id() as libc::pid_t;
+    let interrupt = || {
+        // SAFETY: a plain kill(2) on our own child, not waited for yet (its pid not reused).
+        unsafe { libc::kill(pid, libc::SIGINT) }
+    };
+    let wait_for = |needle: &'static str, served: &Served| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !served.log_text().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?}:\n{}",
+                served.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert_eq!(interrupt(), 0);
+    wait_for("draining", &served);
+    assert!(
+        served.child.try_wait().expect("try_wait").is_none(),
+        "the first signal drains: the call is still live"
+    );
+    assert_eq!(interrupt(), 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = served.child.try_wait().expect("try_wait") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running 10 s after the second signal:\n{}",
+            served.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status:?}");
+    assert!(
+        served.log_text().contains("a second stop signal"),
+        "{}",
+        served.log_text()
+    );
+    drop(call);
+}
