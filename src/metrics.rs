@@ -43,6 +43,7 @@ pub const READY: &str = "hark_ready";
 pub const BACKEND_READY: &str = "hark_backend_ready";
 pub const BACKEND_COOLDOWNS: &str = "hark_backend_cooldowns_total";
 pub const SESSIONS_MAX: &str = "hark_sessions_max";
+pub const BUILD_INFO: &str = "hark_build_info";
 
 /// What a metric is, as Prometheus types it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +91,12 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         Kind::Gauge,
         &[],
         "Calls this instance accepts at once (max_sessions).",
+    ),
+    (
+        BUILD_INFO,
+        Kind::Gauge,
+        &["version"],
+        "Always 1; its label is the hark version this instance runs.",
     ),
     (
         SESSION_FAILURES,

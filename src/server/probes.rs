@@ -77,6 +77,7 @@ pub(super) async fn render_metrics(State(state): State<Arc<AppState>>) -> Respon
     let ready = readiness(&state, false).is_ok();
     metrics::gauge!(m::READY).set(f64::from(u8::from(ready)));
     metrics::gauge!(m::SESSIONS_MAX).set(state.config.max_sessions as f64);
+    metrics::gauge!(m::BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     state.metrics.run_upkeep();
     (
         [(

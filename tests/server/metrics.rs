@@ -342,6 +342,11 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
     );
     has("hark_ready", &[], 1.0);
     has("hark_sessions_max", &[], 1.0);
+    has(
+        "hark_build_info",
+        &[("version", env!("CARGO_PKG_VERSION"))],
+        1.0,
+    );
     has("hark_backend_ready", &[("backend", "recorder")], 1.0);
     assert!(
         !text.contains(PROBED),
