@@ -231,7 +231,7 @@ pub type Loader = Box<dyn Fn() -> Result<Loaded, EngineError> + Send + Sync>;
 pub struct Embedded {
     name: &'static str,
     pool: OnceLock<Running>,
-    load_error: std::sync::Mutex<Option<String>>,
+    load_error: std::sync::Mutex<Option<Arc<StartError>>>,
     settings: Settings,
 }
 
@@ -266,6 +266,29 @@ pub fn english_only(engine: &'static str) -> Speaks {
             crate::untrusted::quoted(tag)
         )),
     })
+}
+
+/// Why an embedded recognizer is not running: shown by `/readyz`, logged, and tried again.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The engine's loader failed (models missing, damaged, of another shape; a fetch).
+    #[error("{0}")]
+    Load(EngineError),
+    /// The loader panicked: a model of a shape nothing checked.
+    #[error("the engine's loader panicked")]
+    Panicked,
+    /// The engine loaded without a decoder.
+    #[error("the engine loaded no decoder")]
+    NoDecoder,
+    /// The system would not start one of the recognizer's threads.
+    #[error("cannot start the {what} thread: {source}")]
+    Thread {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    /// The first load took longer than the caller would wait.
+    #[error("timed out loading the {0} recognizer")]
+    TimedOut(&'static str),
 }
 
 /// What [`start_pool`] hands the running backend.
@@ -307,7 +330,7 @@ impl Embedded {
                     Ok(listener) => listener,
                     Err(e) => {
                         if let Some(backend) = weak.upgrade() {
-                            *lock(&backend.load_error) = Some(e);
+                            *lock(&backend.load_error) = Some(Arc::new(e));
                         }
                         return;
                     }
@@ -323,7 +346,7 @@ impl Embedded {
                     let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         start_pool(name, &loader, &pool)
                     }))
-                    .unwrap_or_else(|_| Err("the engine's loader panicked".into()));
+                    .unwrap_or_else(|_| Err(StartError::Panicked));
                     match started {
                         Ok(Started {
                             judging,
@@ -350,7 +373,7 @@ impl Embedded {
                                 retry_in_s = wait.as_secs(),
                                 "embedded recognizer unavailable; retrying"
                             );
-                            *lock(&backend.load_error) = Some(e);
+                            *lock(&backend.load_error) = Some(Arc::new(e));
                         }
                     }
                     drop(backend);
@@ -359,7 +382,10 @@ impl Embedded {
                 }
             });
         if let Err(e) = spawned {
-            *lock(&backend.load_error) = Some(format!("cannot start loader thread: {e}"));
+            *lock(&backend.load_error) = Some(Arc::new(StartError::Thread {
+                what: "loader",
+                source: e,
+            }));
         }
         backend
     }
@@ -404,7 +430,7 @@ impl Embedded {
     }
 
     /// Blocks until the engine is loaded, or its first load failed.
-    pub fn wait_ready(&self, limit: Duration) -> Result<(), String> {
+    pub fn wait_ready(&self, limit: Duration) -> Result<(), Arc<StartError>> {
         let deadline = Instant::now() + limit;
         loop {
             if self.pool.get().is_some() {
@@ -414,14 +440,14 @@ impl Embedded {
                 return Err(e);
             }
             if Instant::now() > deadline {
-                return Err(format!("timed out loading the {} recognizer", self.name));
+                return Err(Arc::new(StartError::TimedOut(self.name)));
             }
             thread::sleep(Duration::from_millis(50));
         }
     }
 
     /// Why the engine is not loaded, while it is not.
-    pub fn load_error(&self) -> Option<String> {
+    pub fn load_error(&self) -> Option<Arc<StartError>> {
         lock(&self.load_error).clone()
     }
 }
@@ -504,11 +530,15 @@ impl Backend for Embedded {
 
 /// Loads the engine and starts its decoders (and judge) on `pool`: whether the judge runs,
 /// how the engine reads context and whether it reads a prompt.
-fn start_pool(name: &'static str, loader: &Loader, pool: &Arc<Pool>) -> Result<Started, String> {
+fn start_pool(
+    name: &'static str,
+    loader: &Loader,
+    pool: &Arc<Pool>,
+) -> Result<Started, StartError> {
     let started = Instant::now();
-    let loaded = loader().map_err(|e| e.to_string())?;
+    let loaded = loader().map_err(StartError::Load)?;
     if loaded.engines.is_empty() {
-        return Err("the engine loaded no decoder".into());
+        return Err(StartError::NoDecoder);
     }
     let decoders = loaded.engines.len().min(pool.decoders());
     pool.set_finals_model(loaded.finals_model);
@@ -735,7 +765,7 @@ mod tests {
         );
         // Returns as soon as the first load fails; the bound only stops a hang.
         let first = backend.wait_ready(Duration::from_secs(60));
-        assert_eq!(first.unwrap_err(), "the cache is not there yet");
+        assert_eq!(first.unwrap_err().to_string(), "the cache is not there yet");
         assert!(!backend.is_ready());
         let deadline = Instant::now() + RETRY_FIRST * 3;
         while !backend.is_ready() && Instant::now() < deadline {
@@ -743,7 +773,7 @@ mod tests {
         }
         assert!(backend.is_ready(), "the second load should have been tried");
         assert_eq!(tries.load(Ordering::SeqCst), 2);
-        assert_eq!(backend.load_error(), None);
+        assert!(backend.load_error().is_none());
     }
 
     #[test]
@@ -756,7 +786,7 @@ mod tests {
         // Returns as soon as the load fails; the bound only stops a hang (a loaded machine
         // took over 2 s to print the panic's backtrace).
         let first = backend.wait_ready(Duration::from_secs(60));
-        assert_eq!(first.unwrap_err(), "the engine's loader panicked");
+        assert!(matches!(*first.unwrap_err(), StartError::Panicked));
         assert!(!backend.is_ready());
     }
 }

@@ -39,7 +39,7 @@ use self::ladder::{Ladder, LoadSheds, Shedding};
 use super::Shed;
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
 use super::segmenter::{DecodeKind, SegmenterConfig, Want};
-use super::{Engine, Tier, Utterance};
+use super::{Engine, StartError, Tier, Utterance};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink, Refusal};
 use crate::metrics as m;
@@ -336,33 +336,46 @@ impl Pool {
 
 /// Starts the listener thread, which serves the channels sent on `jobs`; pushes into their
 /// rings should wake the thread returned.
-pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<Thread, String> {
+pub fn spawn_listener(pool: Arc<Pool>, jobs: Receiver<Job>) -> Result<Thread, StartError> {
     let shared = pool.clone();
     let handle = thread::Builder::new()
         .name(format!("{}-listen", pool.name))
         .spawn(move || listen(&shared, &jobs))
-        .map_err(|e| format!("cannot start listener thread: {e}"))?;
+        .map_err(|source| StartError::Thread {
+            what: "listener",
+            source,
+        })?;
     let listener = handle.thread().clone();
     let _ = pool.listener.set(listener.clone());
     Ok(listener)
 }
 
 /// Starts the thread that owns the end-of-turn model.
-pub fn spawn_judge(pool: Arc<Pool>, model: TurnModel) -> Result<(), String> {
+pub fn spawn_judge(pool: Arc<Pool>, model: TurnModel) -> Result<(), StartError> {
     thread::Builder::new()
         .name(format!("{}-turn", pool.name))
         .spawn(move || judge_loop(&pool, model))
         .map(|_| ())
-        .map_err(|e| format!("cannot start end-of-turn thread: {e}"))
+        .map_err(|source| StartError::Thread {
+            what: "end-of-turn",
+            source,
+        })
 }
 
 /// Starts a decoder thread that owns `engine`.
-pub fn spawn_decoder(pool: Arc<Pool>, index: usize, engine: Box<dyn Engine>) -> Result<(), String> {
+pub fn spawn_decoder(
+    pool: Arc<Pool>,
+    index: usize,
+    engine: Box<dyn Engine>,
+) -> Result<(), StartError> {
     thread::Builder::new()
         .name(format!("{}-{index}", pool.name))
         .spawn(move || decode_loop(&pool, index, engine))
         .map(|_| ())
-        .map_err(|e| format!("cannot start decoder thread: {e}"))
+        .map_err(|source| StartError::Thread {
+            what: "decoder",
+            source,
+        })
 }
 
 fn listen(pool: &Pool, jobs: &Receiver<Job>) {
