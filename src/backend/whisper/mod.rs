@@ -110,7 +110,8 @@ pub struct WhisperConfig {
     pub turn_model: bool,
     /// The silence that ends a held customer's utterance whatever the words or the model
     /// said, its final then ending in . ? ! too: the reply wait of a finished turn taken for
-    /// a pause; pauses inside turns longer than this still end them.
+    /// a pause; pauses inside turns longer than this still end them. 1000 ms by default
+    /// (`TURN_HOLD_MS`).
     pub max_turn_silence_ms: u64,
 }
 

@@ -134,7 +134,10 @@ pub const CONTEXT_SPAN_MS: u64 = 6_000;
 /// See [`SegmenterConfig::turn_gap`].
 pub const TURN_GAP_MS: u64 = 1_500;
 /// See [`SegmenterConfig::turn_hold`].
-pub const TURN_HOLD_MS: u64 = 800;
+/// A second: digits and letters read out pause up to about that long between groups, and a
+/// held turn that ends waits this plus the platform's 0.1 s (BENCHMARKS.md, "End of turn":
+/// 800 ms cut a third more pauses and lost a fifth more words on the turn set).
+pub const TURN_HOLD_MS: u64 = 1_000;
 
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
