@@ -179,11 +179,27 @@ fn main() -> ExitCode {
 /// Set once the log is set up: errors then go to it instead of a plain line.
 static LOGGING: std::sync::OnceLock<()> = std::sync::OnceLock::new();
 
+/// A `HARK_…` variable hark does not read, and the known one it resembles: a typo.
+struct UnknownEnv {
+    name: String,
+    close: Option<String>,
+}
+
+impl std::fmt::Display for UnknownEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown environment variable {}, ignored", self.name)?;
+        match &self.close {
+            Some(known) => write!(f, " (did you mean {known}?)"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Variables named `HARK_…` that no part of hark reads: a typo (`HARK_LISTN`) would
 /// otherwise leave a setting at its default without a word. Each with the closest known
 /// name, if one is close. Variables a config names for an API key are not hark's own and
 /// pass, as do the bench's (`HARK_BENCH_…`, read by hark-bench).
-fn unknown_env_vars(config: &hark::config::Config) -> Vec<String> {
+fn unknown_env_vars(config: &hark::config::Config) -> Vec<UnknownEnv> {
     let known = known_env_vars();
     let keys: Vec<&str> = config
         .backends
@@ -205,14 +221,12 @@ fn unknown_env_vars(config: &hark::config::Config) -> Vec<String> {
             .map(|k| (edit_distance(k, name), k))
             .filter(|(d, _)| *d <= 3)
             .min();
-        out.push(match close {
-            Some((_, k)) => {
-                format!("unknown environment variable {name}, ignored (did you mean {k}?)")
-            }
-            None => format!("unknown environment variable {name}, ignored"),
+        out.push(UnknownEnv {
+            name: name.to_string(),
+            close: close.map(|(_, k)| k.clone()),
         });
     }
-    out.sort();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
 
@@ -298,8 +312,14 @@ fn problems(config: &hark::config::Config) -> Vec<String> {
 fn check_config(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.load()?;
     print!("{}", config.to_masked_toml()?);
-    for warning in unknown_env_vars(&config)
+    // As the deploy gate, a variable that is a typo of one hark reads fails the check: the
+    // setting it meant would silently stay at its default. Other unknown ones are warned of.
+    let (typos, unknown): (Vec<_>, Vec<_>) = unknown_env_vars(&config)
         .into_iter()
+        .partition(|v| v.close.is_some());
+    for warning in unknown
+        .iter()
+        .map(ToString::to_string)
         .chain(config.warnings())
     {
         eprintln!("warning: {warning}");
@@ -319,7 +339,8 @@ fn check_config(args: ServeArgs) -> anyhow::Result<()> {
     for line in registry::engines(&config) {
         println!("# {line}");
     }
-    let problems = problems(&config);
+    let mut problems = problems(&config);
+    problems.extend(typos.iter().map(ToString::to_string));
     for p in &problems {
         eprintln!("problem: {p}");
     }

@@ -386,10 +386,11 @@ fn a_listen_address_that_is_not_ip_port_gets_a_hint_naming_its_source() {
     }
 }
 
-/// A `HARK_…` variable hark does not read is named, with the known one it resembles;
-/// the bench's variables and a config's API-key variable are not warned about.
+/// A `HARK_…` variable hark does not read is named, with the known one it resembles, and
+/// such a typo fails the check (the deploy gate); one like no known name is warned of; the
+/// bench's variables and a config's API-key variable pass.
 #[test]
-fn unknown_hark_variables_are_warned_about_with_a_close_match() {
+fn unknown_hark_variables_are_named_and_a_typo_fails_the_check() {
     let dir = tempfile::tempdir().unwrap();
     let config = write(
         dir.path(),
@@ -406,23 +407,35 @@ fn unknown_hark_variables_are_warned_about_with_a_close_match() {
         ],
     );
     let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
     assert!(
         stderr.contains(
-            "unknown environment variable HARK_LISTN, ignored (did you mean HARK_LISTEN?)"
+            "problem: unknown environment variable HARK_LISTN, ignored (did you mean HARK_LISTEN?)"
         ),
         "{stderr}"
     );
     assert!(
-        stderr.contains("unknown environment variable HARK_FROBNICATE, ignored\n"),
+        stderr.contains("warning: unknown environment variable HARK_FROBNICATE, ignored\n"),
         "{stderr}"
     );
+    assert!(!stderr.contains("config OK"), "{stderr}");
     assert!(
         !stderr.contains("HARK_BENCH_SECRET") && !stderr.contains("HARK_DG_KEY"),
         "{stderr}"
     );
     // The setting it meant was not applied.
     assert!(stdout.contains("listen = \"127.0.0.1:8080\""), "{stdout}");
+    // Without the typo, the unknown variable alone is a warning: the check passes.
+    let out = hark(
+        &["check-config", "--config", &config],
+        &[
+            ("HARK_FROBNICATE", "1"),
+            ("HARK_DG_KEY", "dg-key-value-0123456"),
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("config OK"), "{stderr}");
 }
 
 /// An error after the log is set up is said once (a log line), not twice.
