@@ -25,6 +25,10 @@ use crate::shape::{self, Level, Start};
 use crate::summary;
 use crate::user_corpus::{Conversations, Speech};
 
+/// How long the bench waits for a server that is still loading its recognizer (a first
+/// start fetches the models).
+const READY_WAIT: Duration = Duration::from_secs(600);
+
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(saved) = &args.rescore {
         let run = rescore::rescore_file(saved)?;
@@ -37,12 +41,43 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let targets = args.targets()?;
     for (i, (_, target)) in targets.iter().enumerate() {
         Call::reachable(target).await.map_err(anyhow::Error::msg)?;
-        match Call::refused(target).await {
-            Some(r) if matches!(r.status, 401 | 403) => {
-                bail!("{}", credentials_refused(target, r.status, i == 1));
+        let asked = Instant::now();
+        let mut said = false;
+        loop {
+            match Call::refused(target).await {
+                Some(r) if matches!(r.status, 401 | 403) => {
+                    bail!("{}", credentials_refused(target, r.status, i == 1));
+                }
+                // A server started a moment ago is still loading its recognizer (hark's 503
+                // says "not ready"): wait for it rather than measure a row of refusals.
+                Some(r) if r.status == 503 && r.body.contains("not ready") => {
+                    if asked.elapsed() > READY_WAIT {
+                        bail!(
+                            "{} was still not ready after {} s: {r}",
+                            target.url,
+                            READY_WAIT.as_secs()
+                        );
+                    }
+                    if !said {
+                        eprintln!(
+                            "{}: the server is not ready yet ({r}); waiting for it, up to {} s",
+                            target.url,
+                            READY_WAIT.as_secs()
+                        );
+                        said = true;
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Some(r) if r.status != 503 => bail!("{} refused the call with {r}", target.url),
+                _ => break,
             }
-            Some(r) if r.status != 503 => bail!("{} refused the call with {r}", target.url),
-            _ => {}
+        }
+        if said {
+            eprintln!(
+                "{}: ready after {:.0} s",
+                target.url,
+                asked.elapsed().as_secs_f64()
+            );
         }
     }
     let corpus = Speech::for_source(&args.source()).await?;

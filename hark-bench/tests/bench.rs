@@ -310,3 +310,54 @@ async fn a_run_whose_calls_were_all_refused_exits_non_zero() {
     drop(taken);
     server.shutdown().await.unwrap();
 }
+
+/// A server still loading its recognizer answers 503 "not ready": the bench waits for it,
+/// saying so, and then measures, rather than print a row of refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_still_loading_is_waited_for_then_measured() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    clips(); // fetches the clips on first use
+    let loaded = Arc::new(AtomicBool::new(false));
+    let mut registry = backends::registry();
+    registry.insert("loading", Arc::new(backends::Gated(loaded.clone())));
+    let server = TestServer::start(config_with_default_backend("loading"), registry).await;
+    let url = server.ws_url("/api/custom-transcriber");
+    let clips = default_clips_dir();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hark-bench"))
+        .args(["--url", url.as_str(), "--calls", "1", "--duration", "3"])
+        .env("HARK_CLIPS_DIR", &clips)
+        .env_remove("HARK_BENCH_SECRET")
+        .env_remove("HARK_BENCH_BEARER")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("hark-bench runs");
+    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut err = String::new();
+        let mut lines = BufReader::new(stderr);
+        // Loaded only once the bench has said it waits: it cannot have seen it ready.
+        while lines.read_line(&mut err).expect("stderr") > 0 {
+            if err.contains("waiting for it") {
+                loaded.store(true, Ordering::SeqCst);
+                break;
+            }
+        }
+        lines.read_to_string(&mut err).expect("stderr");
+        let mut table = String::new();
+        BufReader::new(stdout)
+            .read_to_string(&mut table)
+            .expect("stdout");
+        (child.wait().expect("hark-bench ends"), err, table)
+    })
+    .await
+    .expect("the reader's thread");
+    let (status, err, table) = out;
+    assert!(status.success(), "{err}\n{table}");
+    assert!(err.contains("is not ready yet"), "{err}");
+    assert!(err.contains("ready after"), "{err}");
+    assert!(table.contains("failed calls"), "{table}");
+    server.shutdown().await.unwrap();
+}

@@ -27,6 +27,9 @@ pub struct Wedge;
 /// Reads audio at this fraction of real time.
 pub struct Slow(pub f64);
 
+/// A [`Recorder`] that is not ready until the flag is set: a recognizer still loading.
+pub struct Gated(pub Arc<std::sync::atomic::AtomicBool>);
+
 /// Ready, but refuses every call at admission with this refusal, as the embedded
 /// recognizer does when it has no headroom; `start` is never reached.
 pub struct NoHeadroom(pub Refusal);
@@ -62,6 +65,21 @@ pub fn fnv1a(hash: u64, sample: i16) -> u64 {
 }
 
 pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+impl Backend for Gated {
+    fn is_ready(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn start(
+        &self,
+        spec: ChannelSpec,
+        audio: AudioSource,
+        events: EventSink,
+    ) -> Result<(), BackendError> {
+        Recorder.start(spec, audio, events)
+    }
+}
 
 impl Backend for Recorder {
     fn start(
