@@ -324,6 +324,9 @@ async fn an_in_phase_burst_is_cut_where_the_decoders_would_fall_behind() {
         refused > 0,
         "all {OFFERED} calls of the burst were admitted"
     );
-    assert!(held >= 2, "the burst was cut at {held} calls");
+    // How many the decoders clear depends on the CPU: two or more where base's int8
+    // products have VNNI, one or two without it (a wave of two in phase priced near the
+    // budget: BENCHMARKS.md, "Bursts and admission"). An idle server admits at least one.
+    assert!(held >= 1, "the burst was cut at {held} calls");
     server.shutdown().await.unwrap();
 }
