@@ -148,6 +148,18 @@ struct Session {
     channels: usize,
     /// The `max_sessions` slot, from the start frame on.
     slot: Option<Box<dyn Send>>,
+    /// What the call's last log line says of it: when its start frame came, the audio bytes
+    /// taken, the finals and partials sent.
+    tally: Tally,
+}
+
+/// A call's figures for the line that ends it.
+#[derive(Default)]
+struct Tally {
+    started: Option<Instant>,
+    audio_bytes: u64,
+    finals: std::cell::Cell<u64>,
+    partials: std::cell::Cell<u64>,
 }
 
 impl Session {
@@ -171,6 +183,7 @@ impl Session {
             sample_rate: 0,
             channels: 1,
             slot: None,
+            tally: Tally::default(),
         }
     }
 
@@ -207,6 +220,7 @@ impl Session {
         let span = tracing::Span::current();
         span.record("sample_rate", start.sample_rate);
         span.record("channels", start.channels);
+        self.tally.started = Some(Instant::now());
         info!("call started");
         self.sample_rate = start.sample_rate;
         self.channels = start.channels;
@@ -338,6 +352,7 @@ impl Session {
                 limit_ms,
             }));
         }
+        self.tally.audio_bytes += bytes.len() as u64;
         let planes = decoder.decode(bytes);
         for supervisor in &mut self.supervisors {
             let index = supervisor.channel().index();
@@ -390,11 +405,12 @@ impl Session {
     }
 
     fn send_transcript(&self, t: Transcript) {
-        let (transcript_type, kind) = if t.is_final {
-            (TranscriptType::Final, "final")
+        let (transcript_type, kind, count) = if t.is_final {
+            (TranscriptType::Final, "final", &self.tally.finals)
         } else {
-            (TranscriptType::Partial, "partial")
+            (TranscriptType::Partial, "partial", &self.tally.partials)
         };
+        count.set(count.get() + 1);
         metrics::counter!(m::TRANSCRIPTS, "backend" => t.backend.to_string(), "type" => kind)
             .increment(1);
         debug!(channel = t.channel.as_str(), kind, transcription = %t.text, "transcript");
@@ -472,21 +488,47 @@ impl Session {
                 (CLOSE_NORMAL, String::new())
             }
             Outcome::ClientClosed => {
-                info!("call ended by client");
+                info!(
+                    duration_s = self.duration_s(),
+                    audio_s = self.audio_s(),
+                    finals = self.tally.finals.get(),
+                    partials = self.tally.partials.get(),
+                    "call ended by client"
+                );
                 (CLOSE_NORMAL, String::new())
             }
             Outcome::Drained => {
-                info!("call closed for shutdown");
+                info!(
+                    duration_s = self.duration_s(),
+                    audio_s = self.audio_s(),
+                    finals = self.tally.finals.get(),
+                    partials = self.tally.partials.get(),
+                    "call closed for shutdown"
+                );
                 (CLOSE_GOING_AWAY, "server shutting down".into())
             }
             Outcome::ClientError(e) => {
-                warn!(code = e.code(), error = %e, "client error");
+                warn!(
+                    code = e.code(),
+                    error = %e,
+                    duration_s = self.duration_s(),
+                    audio_s = self.audio_s(),
+                    finals = self.tally.finals.get(),
+                    "client error"
+                );
                 metrics::counter!(m::CLIENT_ERRORS, &self.labels("code", e.code())).increment(1);
                 self.send(ServerMessage::client_error(e));
                 (e.close_code(), e.code().into())
             }
             Outcome::Failed { reason, message } => {
-                error!(reason, %message, "call failed");
+                error!(
+                    reason,
+                    %message,
+                    duration_s = self.duration_s(),
+                    audio_s = self.audio_s(),
+                    finals = self.tally.finals.get(),
+                    "call failed"
+                );
                 metrics::counter!(m::SESSION_FAILURES, &self.labels("reason", reason)).increment(1);
                 self.send(ServerMessage::pipeline_failed(message.clone()));
                 (CLOSE_INTERNAL, PIPELINE_FAILED.into())
@@ -502,6 +544,22 @@ impl Session {
 
     /// A call's outcome labels: its profile and the profile's first backend (both from the
     /// config, so the series stay few), and what happened.
+    /// Seconds since the start frame (0 before it), to the millisecond.
+    fn duration_s(&self) -> f64 {
+        let secs = self
+            .tally
+            .started
+            .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        (secs * 1000.0).round() / 1000.0
+    }
+
+    /// Seconds of audio the call sent, to the millisecond.
+    fn audio_s(&self) -> f64 {
+        let per_sec = 2 * u64::from(self.sample_rate) * self.channels as u64;
+        let secs = self.tally.audio_bytes as f64 / per_sec.max(1) as f64;
+        (secs * 1000.0).round() / 1000.0
+    }
+
     fn labels(&self, key: &'static str, value: &'static str) -> [(&'static str, String); 3] {
         [
             ("profile", self.settings.profile_name.clone()),

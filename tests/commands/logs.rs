@@ -285,3 +285,35 @@ async fn a_second_stop_signal_during_the_drain_stops_at_once() {
     );
     drop(call);
 }
+
+/// A call's last log line says what it was: how long, how much audio, how many finals and
+/// partials went out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calls_last_line_gives_its_figures() {
+    let mock = MockProvider::start(MockOptions {
+        provider: Provider::Deepgram,
+        api_key: DG_KEY.into(),
+        two_message_formatting: false,
+    })
+    .await;
+    let config = format!(
+        "[backends.dg]\ntype = \"deepgram\"\nurl = \"{}\"\napi_key_env = \"HARK_TEST_DG_KEY\"\n[profiles.dg]\nbackend = \"dg\"\nchannels = [\"customer\"]\n",
+        mock.url()
+    );
+    let mut served = Served::start(&config, &[("HARK_TEST_DG_KEY", DG_KEY)]);
+    served.healthy().await;
+    let url = format!("ws://{}/api/custom-transcriber/dg", served.addr);
+    let mut call = Call::open(&url, 16_000, 1).await.expect("call opens");
+    call.silence(1, 16_000, 1.5).await;
+    let got = call.hang_up().await;
+    assert!(got.error().is_none(), "{:?}", got.error());
+    assert_eq!(got.close.as_ref().map(|c| c.0), Some(1000), "{got:?}");
+    let log = served.stop();
+    let line = log
+        .lines()
+        .find(|l| l.contains("call ended by client"))
+        .unwrap_or_else(|| panic!("no end line:\n{log}"));
+    for field in ["duration_s=", "audio_s=1.5 ", "finals=", "partials="] {
+        assert!(line.contains(field), "{field} in {line}");
+    }
+}
