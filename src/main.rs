@@ -109,6 +109,13 @@ struct TranscribeArgs {
     /// its options and, of a stereo file, its channels.
     #[arg(long, default_value = hark::config::DEFAULT_PROFILE)]
     profile: String,
+    /// The language spoken, as a call's `?language=` sets it (a BCP 47 tag such as `es`, or
+    /// `auto` for Whisper's detection); default: the profile's.
+    #[arg(long)]
+    language: Option<String>,
+    /// Words and names to favour, comma-separated, as a call's `?keyterms=`.
+    #[arg(long)]
+    keyterms: Option<String>,
     /// WAV files (8/16/24/32-bit PCM or 32-bit float, 8–48 kHz, mono or stereo).
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -360,7 +367,23 @@ fn run_transcribe(args: TranscribeArgs) -> anyhow::Result<()> {
     for file in &args.files {
         transcribe::read_wav(file).map_err(|e| anyhow::anyhow!("{}: {e:#}", file.display()))?;
     }
-    let (backend, profile) = hark::registry::profile_engine(&config, &args.profile)?;
+    // The flags are a call's query overrides: the same checks, the same effect.
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    if let Some(language) = &args.language {
+        query.append_pair("language", language);
+    }
+    if let Some(keyterms) = &args.keyterms {
+        query.append_pair("keyterms", keyterms);
+    }
+    let query = query.finish();
+    hark::backend::Options::default()
+        .with_query(&query)
+        .map_err(anyhow::Error::msg)?;
+    let (backend, mut profile) = hark::registry::profile_engine(&config, &args.profile)?;
+    profile.options = profile
+        .options
+        .with_query(&query)
+        .map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let waiter = backend.clone();

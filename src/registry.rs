@@ -103,8 +103,8 @@ pub fn profile_engine(
         .chain()
         .find(|b| [whisper::NAME, moonshine::NAME].contains(b))
     {
-        Some(whisper::NAME) => whisper::spawn(&config.whisper, false),
-        Some(_) => moonshine::spawn(&config.moonshine, false),
+        Some(whisper::NAME) => whisper::spawn_offline(&config.whisper),
+        Some(_) => moonshine::spawn_offline(&config.moonshine),
         None => anyhow::bail!(
             "profile {profile:?} runs {} only: `hark transcribe` decodes with an embedded \
              engine ({} or {}); to hear a network backend, serve the profile and run \

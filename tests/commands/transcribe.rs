@@ -119,3 +119,43 @@ fn transcribe_decodes_as_the_profile_does() {
         assert!(stderr.contains(said), "{profile}: {stderr}");
     }
 }
+
+/// `--language` and `--keyterms` are a call's query overrides: checked the same way, and
+/// refused before any model loads; good ones decode as usual, without the calibration only
+/// admission needs.
+#[test]
+fn transcribe_takes_a_calls_language_and_keyterms() {
+    let dir = tempfile::tempdir().unwrap();
+    let (call, _, _) = stereo_call(dir.path());
+    for (flags, said) in [
+        (["--language", "es ES"], "is not a language tag"),
+        (["--keyterms", "a\u{7}b"], "control characters"),
+    ] {
+        let mut args = vec!["transcribe"];
+        args.extend(flags);
+        args.push(&call);
+        let out = hark(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flags:?}: {stderr}");
+        assert!(stderr.contains(said), "{flags:?}: {stderr}");
+        assert!(
+            !stderr.contains("ready"),
+            "refused before loading: {stderr}"
+        );
+    }
+    let out = hark(&[
+        "transcribe",
+        "--language",
+        "en",
+        "--keyterms",
+        "Acme,refund",
+        &call,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("your country"), "{stdout}");
+    // Nothing is admitted here: the decoders are not timed for admission's cost model.
+    assert!(stderr.contains("loading the recognizer"), "{stderr}");
+    assert!(!stderr.contains("decode cost calibrated"), "{stderr}");
+}

@@ -318,10 +318,10 @@ impl Embedded {
                 // The listener keeps the server's priority; everything started after
                 // `run_in_background` on this thread (the engine's own threads, the
                 // decoders) runs below it.
-                let Some((decoders, shed)) = weak
-                    .upgrade()
-                    .map(|b| (b.settings.decoders.max(1), b.settings.shed))
-                else {
+                let Some((decoders, shed, calibrate)) = weak.upgrade().map(|b| {
+                    let s = &b.settings;
+                    (s.decoders.max(1), s.shed, s.calibrate)
+                }) else {
                     return;
                 };
                 let pool = Pool::new(name, decoders, shed);
@@ -344,7 +344,7 @@ impl Embedded {
                     // A loader that panics (a model file of a shape nothing checked) is a
                     // load error like any other: logged, shown, tried again.
                     let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        start_pool(name, &loader, &pool)
+                        start_pool(name, &loader, &pool, calibrate)
                     }))
                     .unwrap_or_else(|_| Err(StartError::Panicked));
                     match started {
@@ -534,8 +534,13 @@ fn start_pool(
     name: &'static str,
     loader: &Loader,
     pool: &Arc<Pool>,
+    calibrate: bool,
 ) -> Result<Started, StartError> {
     let started = Instant::now();
+    info!(
+        backend = name,
+        "loading the recognizer (models fetched on first use)"
+    );
     let loaded = loader().map_err(StartError::Load)?;
     if loaded.engines.is_empty() {
         return Err(StartError::NoDecoder);
@@ -545,19 +550,27 @@ fn start_pool(
     pool.set_beam(loaded.beam > 1);
     let mut engines = loaded.engines;
     // Timed on one decoder while nothing else runs: what a decode of each model costs.
-    let calibrating = Instant::now();
-    let cost =
-        cost::CostModel::calibrate(engines[0].as_mut(), loaded.finals_model).with_beam(loaded.beam);
-    pool.set_engine(cost, loaded.max_batch);
-    info!(
-        backend = name,
-        partials = %cost.figures(Tier::Partials),
-        finals = %cost.figures(Tier::Finals),
-        max_batch = loaded.max_batch,
-        beam = loaded.beam,
-        calibrate_ms = calibrating.elapsed().as_millis() as u64,
-        "decode cost calibrated"
-    );
+    let cost = if calibrate {
+        info!(
+            backend = name,
+            "timing the decoders for admission's cost model"
+        );
+        let calibrating = Instant::now();
+        let cost = cost::CostModel::calibrate(engines[0].as_mut(), loaded.finals_model);
+        info!(
+            backend = name,
+            partials = %cost.figures(Tier::Partials),
+            finals = %cost.figures(Tier::Finals),
+            max_batch = loaded.max_batch,
+            beam = loaded.beam,
+            calibrate_ms = calibrating.elapsed().as_millis() as u64,
+            "decode cost calibrated"
+        );
+        cost
+    } else {
+        cost::CostModel::default()
+    };
+    pool.set_engine(cost.with_beam(loaded.beam), loaded.max_batch);
     for (index, engine) in engines.into_iter().take(decoders).enumerate() {
         pool::spawn_decoder(pool.clone(), index, engine)?;
     }

@@ -26,6 +26,10 @@ pub struct Settings {
     pub context_span_ms: u64,
     /// The last step the shedding ladder may take.
     pub shed: Shed,
+    /// Time the decoders at load for the cost model admission and the ladder read (about
+    /// 4 s, BENCHMARKS.md "Bursts and admission"). Off where nothing is admitted
+    /// (`hark transcribe`): decodes are then priced by `CostModel::default`.
+    pub calibrate: bool,
 }
 
 impl Default for Settings {
@@ -44,6 +48,7 @@ impl Default for Settings {
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
             context_span_ms: 0,
             shed: Shed::Speculative,
+            calibrate: true,
         }
     }
 }

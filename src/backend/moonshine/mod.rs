@@ -41,6 +41,7 @@ pub fn settings(config: &MoonshineConfig) -> Settings {
         max_turn_silence_ms: config.max_turn_silence_ms,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
+        calibrate: true,
     }
 }
 
@@ -53,6 +54,21 @@ pub fn spawn(config: &MoonshineConfig, turn_model: bool) -> Arc<Embedded> {
         NAME,
         settings(&config),
         Box::new(move || load(&config, turn_model).map_err(EngineError::from)),
+    )
+}
+
+/// [`spawn`] for files alone (`hark transcribe`): no call is admitted, so the decoders are
+/// not timed at load.
+pub fn spawn_offline(config: &MoonshineConfig) -> Arc<Embedded> {
+    let config = config.clone();
+    let settings = Settings {
+        calibrate: false,
+        ..settings(&config)
+    };
+    Embedded::spawn(
+        NAME,
+        settings,
+        Box::new(move || load(&config, false).map_err(EngineError::from)),
     )
 }
 

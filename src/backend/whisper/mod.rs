@@ -337,6 +337,7 @@ pub fn settings(config: &WhisperConfig) -> Settings {
         max_turn_silence_ms: config.max_turn_silence_ms,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
+        calibrate: true,
     }
 }
 
@@ -349,6 +350,17 @@ pub fn spawn(config: &WhisperConfig, turn_model: bool) -> Arc<Embedded> {
         settings(&config),
         Box::new(move || Ok(load(&config, turn_model)?)),
     )
+}
+
+/// [`spawn`] for files alone (`hark transcribe`): no call is admitted, so the decoders are
+/// not timed at load.
+pub fn spawn_offline(config: &WhisperConfig) -> Arc<Embedded> {
+    let config = config.clone();
+    let settings = Settings {
+        calibrate: false,
+        ..settings(&config)
+    };
+    Embedded::spawn(NAME, settings, Box::new(move || Ok(load(&config, false)?)))
 }
 
 /// Fetches (first run only) and loads the model (and the finals' model), one decoder per
