@@ -16,6 +16,11 @@ pub struct BenchArgs {
     /// Server to call, e.g. ws://127.0.0.1:8080/api/custom-transcriber[/PROFILE].
     #[arg(long, default_value = "ws://127.0.0.1:8080/api/custom-transcriber")]
     pub url: String,
+    /// The callers' language, added to each server's URL as `?language=TAG` (a BCP 47 tag,
+    /// as the platform's transcriber `language`). The built-in clips are English: another
+    /// language needs a --corpus of it.
+    #[arg(long, value_name = "TAG")]
+    pub language: Option<String>,
     /// Concurrent calls (with --each: the calls the recordings are dealt round).
     #[arg(long, default_value_t = 1, value_parser = parse_count)]
     pub calls: usize,
@@ -191,13 +196,13 @@ impl BenchArgs {
     /// The servers called, with their labels: `--url` then `--vs`.
     pub fn targets(&self) -> anyhow::Result<Vec<(String, Target)>> {
         let mut targets = vec![Target {
-            url: self.url.clone(),
+            url: self.with_language(&self.url)?,
             secret: self.secret.clone(),
             bearer: self.bearer.clone(),
         }];
         if let Some(url) = &self.vs {
             targets.push(Target {
-                url: url.clone(),
+                url: self.with_language(url)?,
                 secret: self.vs_secret.clone(),
                 bearer: self.vs_bearer.clone(),
             });
@@ -213,5 +218,88 @@ impl BenchArgs {
             );
         }
         Ok(labels.into_iter().zip(targets).collect())
+    }
+
+    /// `url` with `--language` added to its query; a URL that is not a websocket one is
+    /// refused with the scheme it should have.
+    fn with_language(&self, url: &str) -> anyhow::Result<String> {
+        match url
+            .split_once("://")
+            .map(|(scheme, _)| scheme.to_ascii_lowercase())
+        {
+            Some(s) if s == "ws" || s == "wss" => {}
+            Some(s) if s == "http" || s == "https" => bail!(
+                "{url}: the platform's server.url is a websocket URL: {}://…",
+                if s == "http" { "ws" } else { "wss" }
+            ),
+            _ => bail!("{url}: not a websocket URL (ws://HOST:PORT/… or wss://…)"),
+        }
+        Ok(match &self.language {
+            Some(tag) => {
+                if tag.is_empty() || !tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                    bail!("--language {tag:?} is not a language tag such as es or en-US");
+                }
+                let join = if url.contains('?') { '&' } else { '?' };
+                format!("{url}{join}language={tag}")
+            }
+            None => url.to_string(),
+        })
+    }
+
+    /// The language a target's URL asks for when it is not English and the speech is the
+    /// built-in English clips: every word would count as wrong, which deserves a warning.
+    pub fn foreign_to_the_clips<'a>(&self, url: &'a str) -> Option<&'a str> {
+        let tag = url
+            .split_once('?')?
+            .1
+            .split('&')
+            .filter_map(|pair| pair.strip_prefix("language="))
+            .next_back()?;
+        let lower = tag.to_ascii_lowercase();
+        let english =
+            lower.is_empty() || lower == "en" || lower.starts_with("en-") || lower == "auto";
+        (self.corpus.is_none() && !english).then_some(tag)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_is_added_to_each_url_and_checked() {
+        let mut args = BenchArgs {
+            language: Some("es".into()),
+            vs: Some("ws://b:1/api/custom-transcriber?keyterms=Acme".into()),
+            ..BenchArgs::default()
+        };
+        let urls: Vec<String> = args
+            .targets()
+            .unwrap()
+            .into_iter()
+            .map(|(_, t)| t.url)
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                "ws://127.0.0.1:8080/api/custom-transcriber?language=es",
+                "ws://b:1/api/custom-transcriber?keyterms=Acme&language=es",
+            ]
+        );
+        assert_eq!(args.foreign_to_the_clips(&urls[1]), Some("es"));
+        assert_eq!(args.foreign_to_the_clips("ws://a/?language=en-US"), None);
+        args.corpus = Some("spanish-calls".into());
+        assert_eq!(
+            args.foreign_to_the_clips(&urls[1]),
+            None,
+            "a corpus of its own"
+        );
+        args.language = Some("es ES".into());
+        let err = args.targets().unwrap_err().to_string();
+        assert!(err.contains("not a language tag"), "{err}");
+        args.language = None;
+        args.url = "https://example.com/api/custom-transcriber".into();
+        let err = args.targets().unwrap_err().to_string();
+        assert!(err.contains("a websocket URL: wss://"), "{err}");
     }
 }

@@ -40,6 +40,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     // A full server (503) is measured: its refusals are what a capacity run looks for.
     let targets = args.targets()?;
     for (i, (_, target)) in targets.iter().enumerate() {
+        if let Some(tag) = args.foreign_to_the_clips(&target.url) {
+            eprintln!(
+                "warning: {} asks for language {tag:?}, but the built-in clips are English: \
+                 expect nearly every word wrong (give a --corpus of {tag} speech)",
+                target.url
+            );
+        }
         Call::reachable(target).await.map_err(anyhow::Error::msg)?;
         let asked = Instant::now();
         let mut said = false;

@@ -201,6 +201,13 @@ async fn nothing_listening_stops_the_run_saying_so() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains(&format!("nothing listens at {url}")), "{err}");
     assert!(out.stdout.is_empty(), "no table");
+    // An http:// URL is told which scheme the platform's server.url has.
+    let http = format!("http://127.0.0.1:{port}/api/custom-transcriber");
+    let out = hark_bench(&["--url", http.as_str(), "--calls", "1"], &[nowhere]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("a websocket URL: ws://"), "{err}");
+    assert!(out.stdout.is_empty(), "no table");
 }
 
 /// `hark bench --calls 0` is refused (a run of no calls prints a table of zeros), and the

@@ -111,7 +111,8 @@ pub const LANGUAGES: &[(&str, &str)] = &[
 /// A language tag Whisper knows no language for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "language {} is not one Whisper transcribes: use one of its 100 codes ({}, …) or \"auto\"",
+    "language {} is not one Whisper transcribes: use one of its codes ({}, …: 99 in every \
+     model before large-v3, which adds yue) or \"auto\"",
     shown(.0),
     LANGUAGES[..12].iter().map(|(c, _)| *c).collect::<Vec<_>>().join(", ")
 )]
