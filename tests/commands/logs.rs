@@ -86,6 +86,22 @@ impl Drop for Served {
     }
 }
 
+/// A Deepgram mock, and a config whose profile `dg` relays the customer's channel to it with
+/// the key in `HARK_TEST_DG_KEY`.
+async fn relaying() -> (MockProvider, String) {
+    let mock = MockProvider::start(MockOptions {
+        provider: Provider::Deepgram,
+        api_key: DG_KEY.into(),
+        two_message_formatting: false,
+    })
+    .await;
+    let config = format!(
+        "[backends.dg]\ntype = \"deepgram\"\nurl = \"{}\"\napi_key_env = \"HARK_TEST_DG_KEY\"\n[profiles.dg]\nbackend = \"dg\"\nchannels = [\"customer\"]\n",
+        mock.url()
+    );
+    (mock, config)
+}
+
 /// One websocket upgrade without credentials; returns the status line's code.
 async fn refused_upgrade(addr: SocketAddr, path: &str) -> u16 {
     let mut s = TcpStream::connect(addr).await.expect("connect");
@@ -126,16 +142,7 @@ async fn refused_upgrades_neither_flood_nor_forge_the_log() {
 /// with its `Authorization: Token …`, is never written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_providers_key_never_reaches_the_log_at_trace_level() {
-    let mock = MockProvider::start(MockOptions {
-        provider: Provider::Deepgram,
-        api_key: DG_KEY.into(),
-        two_message_formatting: false,
-    })
-    .await;
-    let config = format!(
-        "[backends.dg]\ntype = \"deepgram\"\nurl = \"{}\"\napi_key_env = \"HARK_TEST_DG_KEY\"\n[profiles.dg]\nbackend = \"dg\"\nchannels = [\"customer\"]\n",
-        mock.url()
-    );
+    let (mock, config) = relaying().await;
     for filter in [
         "trace",
         "tungstenite=trace,tokio_tungstenite=trace,hark=trace",
@@ -227,16 +234,7 @@ async fn a_hark_log_that_does_not_parse_is_said_at_start_up() {
 /// once, and says so, rather than being ignored until the drain ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_stop_signal_during_the_drain_stops_at_once() {
-    let mock = MockProvider::start(MockOptions {
-        provider: Provider::Deepgram,
-        api_key: DG_KEY.into(),
-        two_message_formatting: false,
-    })
-    .await;
-    let config = format!(
-        "[backends.dg]\ntype = \"deepgram\"\nurl = \"{}\"\napi_key_env = \"HARK_TEST_DG_KEY\"\n[profiles.dg]\nbackend = \"dg\"\nchannels = [\"customer\"]\n",
-        mock.url()
-    );
+    let (_mock, config) = relaying().await;
     let mut served = Served::start(&config, &[("HARK_TEST_DG_KEY", DG_KEY)]);
     served.healthy().await;
     let url = format!("ws://{}/api/custom-transcriber/dg", served.addr);
@@ -290,16 +288,7 @@ async fn a_second_stop_signal_during_the_drain_stops_at_once() {
 /// partials went out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calls_last_line_gives_its_figures() {
-    let mock = MockProvider::start(MockOptions {
-        provider: Provider::Deepgram,
-        api_key: DG_KEY.into(),
-        two_message_formatting: false,
-    })
-    .await;
-    let config = format!(
-        "[backends.dg]\ntype = \"deepgram\"\nurl = \"{}\"\napi_key_env = \"HARK_TEST_DG_KEY\"\n[profiles.dg]\nbackend = \"dg\"\nchannels = [\"customer\"]\n",
-        mock.url()
-    );
+    let (_mock, config) = relaying().await;
     let mut served = Served::start(&config, &[("HARK_TEST_DG_KEY", DG_KEY)]);
     served.healthy().await;
     let url = format!("ws://{}/api/custom-transcriber/dg", served.addr);
