@@ -96,6 +96,10 @@ pub async fn run(
         profile = %settings.profile_name,
         sample_rate = tracing::field::Empty,
         channels = tracing::field::Empty,
+        duration_s = tracing::field::Empty,
+        audio_s = tracing::field::Empty,
+        finals = tracing::field::Empty,
+        partials = tracing::field::Empty,
     );
     async move {
         let (ws_tx, mut ws_rx) = socket.split();
@@ -480,6 +484,14 @@ impl Session {
     fn close(&mut self, outcome: Outcome) {
         // Nothing more is listened for: a failure here changes no outcome.
         let _ = self.finish();
+        // The call's figures go on its span once, so whichever line ends it carries them.
+        if self.tally.started.is_some() {
+            let span = tracing::Span::current();
+            span.record("duration_s", self.duration_s());
+            span.record("audio_s", self.audio_s());
+            span.record("finals", self.tally.finals.get());
+            span.record("partials", self.tally.partials.get());
+        }
         let (code, reason): (u16, String) = match &outcome {
             // A socket closed before its start frame (a health probe, a client that changed
             // its mind) was never a call: no "call started" came before it either.
@@ -488,47 +500,21 @@ impl Session {
                 (CLOSE_NORMAL, String::new())
             }
             Outcome::ClientClosed => {
-                info!(
-                    duration_s = self.duration_s(),
-                    audio_s = self.audio_s(),
-                    finals = self.tally.finals.get(),
-                    partials = self.tally.partials.get(),
-                    "call ended by client"
-                );
+                info!("call ended by client");
                 (CLOSE_NORMAL, String::new())
             }
             Outcome::Drained => {
-                info!(
-                    duration_s = self.duration_s(),
-                    audio_s = self.audio_s(),
-                    finals = self.tally.finals.get(),
-                    partials = self.tally.partials.get(),
-                    "call closed for shutdown"
-                );
+                info!("call closed for shutdown");
                 (CLOSE_GOING_AWAY, "server shutting down".into())
             }
             Outcome::ClientError(e) => {
-                warn!(
-                    code = e.code(),
-                    error = %e,
-                    duration_s = self.duration_s(),
-                    audio_s = self.audio_s(),
-                    finals = self.tally.finals.get(),
-                    "client error"
-                );
+                warn!(code = e.code(), error = %e, "client error");
                 metrics::counter!(m::CLIENT_ERRORS, &self.labels("code", e.code())).increment(1);
                 self.send(ServerMessage::client_error(e));
                 (e.close_code(), e.code().into())
             }
             Outcome::Failed { reason, message } => {
-                error!(
-                    reason,
-                    %message,
-                    duration_s = self.duration_s(),
-                    audio_s = self.audio_s(),
-                    finals = self.tally.finals.get(),
-                    "call failed"
-                );
+                error!(reason, %message, "call failed");
                 metrics::counter!(m::SESSION_FAILURES, &self.labels("reason", reason)).increment(1);
                 self.send(ServerMessage::pipeline_failed(message.clone()));
                 (CLOSE_INTERNAL, PIPELINE_FAILED.into())
