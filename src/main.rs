@@ -2,10 +2,10 @@
 //! recognizer over files; `fetch` and `healthcheck` serve container images.
 
 mod assistant_config;
+mod healthcheck;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -47,7 +47,7 @@ enum Command {
     Fetch(FetchArgs),
     /// GET a URL (default the local /healthz) and exit 0 on HTTP 200: a container
     /// HEALTHCHECK for images without curl.
-    Healthcheck(HealthcheckArgs),
+    Healthcheck(healthcheck::HealthcheckArgs),
 }
 
 #[derive(Args)]
@@ -65,40 +65,6 @@ struct FetchArgs {
     /// config mounted later may turn it on without a download.
     #[arg(long)]
     turn_model: bool,
-}
-
-/// `hark healthcheck`: one GET, for a container HEALTHCHECK.
-#[derive(Args)]
-#[command(after_help = "\
-Without a URL, the URL is the one `hark serve` would answer on, read from the same \
-config file and variables (--config or HARK_CONFIG, HARK_LISTEN, HARK_TLS_CERT; the key \
-is not needed): http://127.0.0.1:PORT/healthz, or https:// when TLS is configured. If \
-that plain http:// check meets a TLS server, it is asked again over https://. An https:// check of a \
-loopback address this way (the image's HEALTHCHECK) does not verify the server's own \
-certificate: no certificate names 127.0.0.1, and the probe only asks whether the process \
-answers. Give --ca-file to verify it anyway.
-
-With a URL, https:// is verified against the public roots, or only against the CA \
-certificates in --ca-file (the private CA that issued the server's certificate, or the \
-server's own self-signed certificate, then taken as pinned). \
---insecure skips verification (a self-signed certificate), and is refused unless the URL \
-names a loopback address (127.0.0.0/8, ::1, localhost).
-")]
-struct HealthcheckArgs {
-    /// The URL to GET [default: the local server's /healthz, see below].
-    url: Option<String>,
-    /// The config file `hark serve` reads, for the URL it answers on (as HARK_CONFIG).
-    #[arg(long, env = "HARK_CONFIG", value_name = "PATH")]
-    config: Option<PathBuf>,
-    /// Verify an https:// server against the CA certificates in this PEM file only.
-    #[arg(long, value_name = "PATH", conflicts_with = "insecure")]
-    ca_file: Option<PathBuf>,
-    /// Do not verify the https:// server's certificate (loopback addresses only).
-    #[arg(long)]
-    insecure: bool,
-    /// Give up after this long.
-    #[arg(long, default_value_t = 5000)]
-    timeout_ms: u64,
 }
 
 #[derive(Args)]
@@ -167,7 +133,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => run_bench(args),
         Command::AssistantConfig(args) => assistant_config::run(args),
         Command::Fetch(args) => run_fetch(args),
-        Command::Healthcheck(args) => run_healthcheck(args),
+        Command::Healthcheck(args) => healthcheck::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -484,259 +450,6 @@ fn run_fetch(args: FetchArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// One GET; any answer but 200 (or none in time) is a failure.
-fn run_healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
-    use ureq::tls::{Certificate, RootCerts, TlsConfig};
-    let (url, derived) = match &args.url {
-        Some(url) => (url.clone(), false),
-        None => (local_healthz_url(args.config.as_deref())?, true),
-    };
-    let host = url_host(&url);
-    let loopback = host.as_deref().is_some_and(is_loopback);
-    if args.insecure && !loopback {
-        anyhow::bail!(
-            "--insecure is only for a loopback address (127.0.0.1, ::1, localhost), not {}: \
-             pass --ca-file with the CA that issued the server's certificate",
-            host.as_deref().unwrap_or(&url)
-        );
-    }
-    let mut tls = TlsConfig::builder();
-    if let Some(path) = &args.ca_file {
-        let pem = std::fs::read(path)
-            .map_err(|e| anyhow::anyhow!("--ca-file {}: {e}", path.display()))?;
-        let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
-            .filter_map(|item| match item {
-                Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-                _ => None,
-            })
-            .collect();
-        if certs.is_empty() {
-            anyhow::bail!("--ca-file {}: no PEM certificate in it", path.display());
-        }
-        tls = tls.root_certs(RootCerts::Specific(std::sync::Arc::new(certs)));
-    } else if args.insecure || (derived && loopback) {
-        tls = tls.disable_verification(true);
-    }
-    let agent = |tls: TlsConfig| -> ureq::Agent {
-        ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_millis(args.timeout_ms)))
-            .http_status_as_error(false)
-            .tls_config(tls)
-            .build()
-            .into()
-    };
-    let mut answer = agent(tls.build()).get(&url).call();
-    // The environment did not say TLS, but the server speaks it: ask it that way.
-    if derived
-        && let (Err(e), Some(rest)) = (&answer, url.strip_prefix("http://"))
-        && (e.to_string().contains("HTTP version") || e.to_string().contains("parse"))
-    {
-        let https = format!("https://{rest}");
-        let unverified = TlsConfig::builder().disable_verification(true).build();
-        if let Ok(response) = agent(unverified).get(&https).call() {
-            eprintln!(
-                "note: {url} answers over TLS (set HARK_TLS_CERT or --config as `hark serve` \
-                 has them, so the check asks https:// first)"
-            );
-            answer = Ok(response);
-        }
-    }
-    // A self-signed certificate given as --ca-file is the server's own certificate, which
-    // WebPKI refuses as an end entity when it says it is a CA (`openssl req -x509` does):
-    // taken as pinned, the check passes when the server presents exactly it.
-    if let (Err(e), Some(path)) = (&answer, &args.ca_file)
-        && e.to_string().contains("CaUsedAsEndEntity")
-    {
-        let pem = std::fs::read(path)
-            .map_err(|e| anyhow::anyhow!("--ca-file {}: {e}", path.display()))?;
-        let status = pinned_get(&url, &pem, Duration::from_millis(args.timeout_ms))
-            .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
-        if status != 200 {
-            anyhow::bail!("{url}: HTTP {status}");
-        }
-        println!("{url}: ok (certificate pinned by --ca-file)");
-        return Ok(());
-    }
-    let response = answer.map_err(|e| {
-        let hint = if url.starts_with("https://") && e.to_string().contains("certificate") {
-            if loopback {
-                " (pass --ca-file with the CA that issued it, or --insecure on loopback)"
-            } else {
-                " (pass --ca-file with the CA that issued it)"
-            }
-        } else {
-            ""
-        };
-        let hint = match (hint, derived, e.to_string().contains("onnection refused")) {
-            ("", true, true) => {
-                " (no server there: the address comes from HARK_LISTEN / --config as `hark \
-                 serve` reads them, else 127.0.0.1:8080; give the URL if it listens elsewhere)"
-            }
-            (hint, _, _) => hint,
-        };
-        anyhow::anyhow!("{url}: {e}{hint}")
-    })?;
-    let status = response.status();
-    if status != ureq::http::StatusCode::OK {
-        anyhow::bail!("{url}: HTTP {status}");
-    }
-    // Said for a person at a terminal; a probe reads the exit status.
-    println!("{url}: ok");
-    Ok(())
-}
-
-/// One GET of an https:// `url` whose server must present, as its own certificate, one of
-/// the certificates in `pem` (pinned; the handshake's signatures are checked as usual):
-/// the HTTP status.
-fn pinned_get(url: &str, pem: &[u8], timeout: Duration) -> anyhow::Result<u16> {
-    use std::io::{BufRead, Write};
-    use std::net::ToSocketAddrs;
-
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-
-    #[derive(Debug)]
-    struct Pinned {
-        certs: Vec<CertificateDer<'static>>,
-        provider: Arc<rustls::crypto::CryptoProvider>,
-    }
-    impl rustls::client::danger::ServerCertVerifier for Pinned {
-        fn verify_server_cert(
-            &self,
-            end_entity: &CertificateDer<'_>,
-            _: &[CertificateDer<'_>],
-            _: &ServerName<'_>,
-            _: &[u8],
-            _: UnixTime,
-        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-            match self.certs.iter().any(|c| c == end_entity) {
-                true => Ok(rustls::client::danger::ServerCertVerified::assertion()),
-                false => Err(rustls::Error::General(
-                    "the server's certificate is not the one in --ca-file".into(),
-                )),
-            }
-        }
-        fn verify_tls12_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &rustls::DigitallySignedStruct,
-        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-            let algorithms = &self.provider.signature_verification_algorithms;
-            rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
-        }
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &rustls::DigitallySignedStruct,
-        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-            let algorithms = &self.provider.signature_verification_algorithms;
-            rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
-        }
-        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-            self.provider
-                .signature_verification_algorithms
-                .supported_schemes()
-        }
-    }
-
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
-        .filter_map(Result::ok)
-        .collect();
-    let rest = url
-        .strip_prefix("https://")
-        .ok_or_else(|| anyhow::anyhow!("not an https:// URL"))?;
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let path = if path.is_empty() { "/" } else { path };
-    let host = url_host(url).ok_or_else(|| anyhow::anyhow!("no host"))?;
-    let addr = match authority.rsplit_once(':') {
-        Some((_, port)) if port.parse::<u16>().is_ok() && !authority.ends_with(']') => {
-            authority.to_owned()
-        }
-        _ => format!("{authority}:443"),
-    };
-    let addr = addr
-        .to_socket_addrs()?
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("{authority} has no address"))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(Pinned { certs, provider }))
-        .with_no_client_auth();
-    let name = ServerName::try_from(host.clone())?;
-    let connection = rustls::ClientConnection::new(Arc::new(config), name)?;
-    let tcp = std::net::TcpStream::connect_timeout(&addr, timeout)?;
-    tcp.set_read_timeout(Some(timeout))?;
-    tcp.set_write_timeout(Some(timeout))?;
-    let mut tls = rustls::StreamOwned::new(connection, tcp);
-    write!(
-        tls,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )?;
-    tls.flush()?;
-    let mut status = String::new();
-    std::io::BufReader::new(tls).read_line(&mut status)?;
-    status
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("not an HTTP answer: {}", status.trim()))
-}
-
-/// The `/healthz` of the server this environment configures: `listen` (127.0.0.1 for an
-/// unspecified address) from the same file, variables and defaults `serve` reads, and
-/// https:// when `tls.cert` is set.
-fn local_healthz_url(config: Option<&Path>) -> anyhow::Result<String> {
-    use clap::{Args as _, FromArgMatches as _};
-    let mut argv = vec![std::ffi::OsString::from("hark healthcheck")];
-    if let Some(path) = config {
-        argv.push("--config".into());
-        argv.push(path.into());
-    }
-    // Only the address and whether TLS is on matter here: a certificate set without its key
-    // (the key is the server's, not the probe's) is not this command's error.
-    let matches = ServeArgs::augment_args(clap::Command::new("hark healthcheck"))
-        .ignore_errors(true)
-        .try_get_matches_from(argv)?;
-    let config = ServeArgs::from_arg_matches(&matches)?.load()?;
-    let mut addr = config.listen;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(if addr.is_ipv4() {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            std::net::Ipv6Addr::LOCALHOST.into()
-        });
-    }
-    let scheme = if config.tls.is_enabled() {
-        "https"
-    } else {
-        "http"
-    };
-    Ok(format!("{scheme}://{addr}/healthz"))
-}
-
-/// The host of an `http(s)://` URL, brackets removed from an IPv6 address.
-fn url_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split_once(']')?.0,
-        None => authority.split(':').next()?,
-    };
-    Some(host.to_ascii_lowercase())
-}
-
-fn is_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// On SIGHUP, reloads the TLS certificate pair (and, without TLS, ignores the signal

@@ -207,6 +207,7 @@ fn healthcheck_passes_against_a_private_ca_certificate_and_fails_against_another
     let _ = served.0.wait();
     let out = hark(&["healthcheck"], &env);
     assert!(!out.status.success(), "nothing listens: {}", text(&out));
+    assert!(text(&out).contains("no server there"), "{}", text(&out));
 }
 
 /// A key that belongs to another certificate, or a file that is not PEM: `serve` refuses
@@ -291,4 +292,5 @@ fn healthcheck_takes_a_self_signed_certificate_as_ca_file_as_pinned() {
         &[],
     );
     assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("certificate"), "{}", text(&out));
 }
