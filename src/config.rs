@@ -309,6 +309,7 @@ impl Config {
     /// A config file's text read as a config; the error names the key by its full path
     /// (`backends.x.url`) and line, says what was expected in words, and never shows the
     /// value of a key that holds a secret.
+    /// (The error is the lines a person reads; nothing branches on it.)
     pub fn from_toml(text: &str) -> Result<Self, String> {
         file_errors::parse(text)
     }

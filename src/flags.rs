@@ -124,6 +124,7 @@ pub struct ServeArgs {
 
 /// A parser of IP:PORT whose refusal says what is expected, and names `var` when the value
 /// is the one that variable holds (clap's message names only the flag).
+/// (clap takes a value parser's error as a message to print.)
 fn socket_addr(var: &'static str) -> impl Fn(&str) -> Result<SocketAddr, String> + Clone {
     move |value: &str| {
         value.trim().parse::<SocketAddr>().map_err(|_| {

@@ -18,6 +18,7 @@ pub struct StreamResampler {
 }
 
 impl StreamResampler {
+    /// A resampler from `from` to `to` Hz; the error is for the call's refusal, read only.
     pub fn new(from: u32, to: u32) -> Result<Self, String> {
         // 10 ms chunks keep the added delay small.
         let chunk = (from / 100).max(1) as usize;

@@ -443,6 +443,7 @@ impl Supervisor {
         metrics::counter!(m::FAILOVERS, "from" => from, "to" => to).increment(1);
     }
 
+    /// The error is the `why` of the failover line, for the operator; nothing branches on it.
     fn start_attempt(&mut self, link: &Link) -> Result<Attempt, String> {
         let backlog = self.replay.as_ref().map_or(0, |r| r.samples.len());
         let room = u64::from(self.rate())

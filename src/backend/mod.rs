@@ -24,6 +24,7 @@ pub mod assemblyai;
 mod catch_up;
 pub mod deepgram;
 pub mod embedded;
+mod liveness;
 pub mod moonshine;
 pub mod options;
 mod relay;
@@ -167,6 +168,7 @@ pub trait Backend: Send + Sync + 'static {
     /// its URL's `?language=`): checked at the upgrade, so a language the backend cannot
     /// transcribe is refused with why (400) rather than transcribed as another. Network
     /// backends pass the tag on for the provider to judge.
+    /// The error is the 400's body, a sentence for the caller: nothing branches on it.
     fn check_language(&self, _language: &str) -> Result<(), String> {
         Ok(())
     }
@@ -198,6 +200,7 @@ impl ApiKey {
     }
 
     /// Reads the key from the environment variable `env`.
+    /// The error is a config problem's line naming the variable.
     pub fn from_env(env: &str) -> Result<Self, String> {
         if env.trim().is_empty() {
             return Err(

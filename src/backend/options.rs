@@ -51,6 +51,7 @@ pub const ENDPOINT_MS_MIN: u64 = 50;
 pub const ENDPOINT_MS_MAX: u64 = 5_000;
 
 /// Whether `ms` is a usable endpoint; the problem, naming `key`, otherwise.
+/// (The error is a 400's body or a config problem's line: read, never matched.)
 pub fn check_endpoint_ms(key: &str, ms: u64) -> Result<(), String> {
     if (ENDPOINT_MS_MIN..=ENDPOINT_MS_MAX).contains(&ms) {
         Ok(())
@@ -73,6 +74,7 @@ pub const QUERY_OVERRIDES: &[&str] = &[
 impl Options {
     /// Applies a call URL's query overrides (`?language=es&keyterms=Acme,refund`),
     /// refusing anything else with a message for the client.
+    /// (The error is the 400's body.)
     pub fn with_query(&self, query: &str) -> Result<Self, String> {
         let mut out = self.clone();
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
@@ -153,6 +155,7 @@ pub const AUTO_LANGUAGE: &str = "auto";
 
 /// What a relay says of `auto`: providers detect languages under options of their own, and
 /// a tag they do not know fails the call at the provider, after it was admitted.
+/// (The error is the 400's body or a config problem's line.)
 pub fn relay_language(provider: &str, language: &str) -> Result<(), String> {
     match language == AUTO_LANGUAGE {
         true => Err(format!(
@@ -168,6 +171,7 @@ const MAX_KEYTERMS: usize = 100;
 const MAX_KEYTERM_CHARS: usize = 50;
 
 /// A BCP 47 tag (`es`, `en-US`), or `auto` (the embedded Whisper detects the language).
+/// (The error is the 400's body or a config problem's line.)
 pub(crate) fn check_language(value: &str) -> Result<(), String> {
     if value == AUTO_LANGUAGE {
         return Ok(());
@@ -188,6 +192,7 @@ pub(crate) fn check_language(value: &str) -> Result<(), String> {
     }
 }
 
+/// At most `MAX_KEYTERMS` terms of at most `MAX_KEYTERM_CHARS`; the error is the 400's body.
 fn check_keyterms(terms: &[String]) -> Result<(), String> {
     if terms.len() > MAX_KEYTERMS {
         return Err(format!(
@@ -207,6 +212,7 @@ fn check_keyterms(terms: &[String]) -> Result<(), String> {
     }
 }
 
+/// A query's milliseconds within `min..=max`; the error is the 400's body.
 fn query_ms(key: &str, value: &str, min: u64, max: u64) -> Result<u64, String> {
     value
         .parse::<u64>()

@@ -2,6 +2,10 @@
 //! (`backends.x.url`) and its line, what was expected in words ("a whole number", not
 //! `u64`), and the value found, except under keys that hold secrets (`auth.*`, a backend's
 //! `metadata`), whose values are never shown.
+//!
+//! serde reports a value of the wrong type only as a message (`invalid_type` renders what
+//! it found and expected into a string), so the rewording below reads that message: the
+//! one place hark reads an error's text, a library's wording with no typed form.
 
 use std::fmt;
 
@@ -34,6 +38,7 @@ impl fmt::Display for KeyPath<'_> {
 /// Parses a config file's text, or says everything that is wrong in it and where, one
 /// problem a line: each key found wrong is taken out and the rest read again, so the
 /// second wrong type is named in the same run as the first.
+/// The error is text because it is read, not matched: `check-config` and `serve` print it.
 pub(super) fn parse(text: &str) -> Result<Config, String> {
     let mut table: toml::Table = toml::from_str(text).map_err(|e| syntax(text, &e))?;
     let mut problems: Vec<String> = Vec::new();

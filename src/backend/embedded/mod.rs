@@ -248,6 +248,7 @@ struct Running {
 }
 
 /// [`Loaded::speaks`].
+/// The error is the 400's body, for the caller.
 pub type Speaks = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
 /// Whether a BCP 47 tag names English (or none: English is the default).

