@@ -337,6 +337,15 @@ impl Config {
             .collect()
     }
 
+    /// Every profile a call may name: the default first (defined or implicit), then the
+    /// others in name order.
+    pub fn profile_names(&self) -> Vec<&str> {
+        let others = self.profiles.keys().map(String::as_str);
+        std::iter::once(DEFAULT_PROFILE)
+            .chain(others.filter(|n| *n != DEFAULT_PROFILE))
+            .collect()
+    }
+
     pub fn profile(&self, name: &str) -> Option<Profile> {
         match self.profiles.get(name) {
             Some(p) => Some(p.clone()),

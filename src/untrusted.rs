@@ -45,6 +45,16 @@ impl fmt::Debug for Quoted<'_> {
     }
 }
 
+/// `text` cut to [`MAX_CHARS`] characters (and a note of how much was left out), unquoted:
+/// for a log field given as a `&str`, which the text log shows quoted and escaped and the
+/// JSON log as one JSON string (a [`Quoted`] there would be quoted twice).
+pub fn cut(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((at, _)) => format!("{}… ({} more bytes)", &text[..at], text.len() - at).into(),
+        None => text.into(),
+    }
+}
+
 /// The same as an owned string, for error messages that outlive the text.
 pub fn quoted(text: &str) -> String {
     quote(text).to_string()

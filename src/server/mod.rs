@@ -35,7 +35,7 @@ use crate::metrics as m;
 use crate::session::{self, SessionSettings};
 use crate::supervisor::Link;
 use crate::tls::CertStore;
-use crate::untrusted::{LogBudget, quote};
+use crate::untrusted::{LogBudget, cut, quote};
 
 /// Refused upgrades logged per window; the rest are counted in the next line (and always
 /// in `hark_rejected_upgrades_total`).
@@ -62,11 +62,7 @@ fn log_start(config: &Config, addr: SocketAddr, tls: bool) {
         (true, n) => format!("secret (x-vapi-secret) or bearer ({n} token(s))"),
     };
     info!(%addr, tls, url = %base, auth = %auth, "hark listening");
-    let mut names: Vec<&str> = config.profiles.keys().map(String::as_str).collect();
-    if !names.contains(&DEFAULT_PROFILE) {
-        names.insert(0, DEFAULT_PROFILE);
-    }
-    for name in names {
+    for name in config.profile_names() {
         let Some(profile) = config.profile(name) else {
             continue;
         };
@@ -422,9 +418,8 @@ fn upgrade(
         // Anyone can send these: logged within a budget, the path only quoted and cut.
         if let Some(left_out) = REFUSAL_LOG.allow() {
             warn!(
-                profile = %quote(&profile_name),
-                left_out,
-                "upgrade refused: missing or wrong credentials"
+                profile = cut(&profile_name).as_ref(),
+                left_out, "upgrade refused: missing or wrong credentials"
             );
         }
         return reject(
@@ -433,11 +428,30 @@ fn upgrade(
             "missing or wrong x-vapi-secret / Authorization header\n".into(),
         );
     }
+    // A client's mistakes (a profile that is not there, a query hark cannot take) are the
+    // platform's config, worth a line to whoever runs hark: within the same budget.
+    let refused = |status: StatusCode, reason: &'static str, why: String| {
+        if let Some(left_out) = REFUSAL_LOG.allow() {
+            warn!(
+                profile = cut(&profile_name).as_ref(),
+                status = status.as_u16(),
+                reason,
+                left_out,
+                "upgrade refused: {}",
+                why.trim_end()
+            );
+        }
+        reject(status, reason, why)
+    };
     let Some(profile) = state.config.profile(&profile_name) else {
-        return reject(
+        return refused(
             StatusCode::NOT_FOUND,
             "unknown-profile",
-            format!("no profile named {}\n", quote(&profile_name)),
+            format!(
+                "no profile named {}; the profiles here: {}\n",
+                quote(&profile_name),
+                state.config.profile_names().join(", ")
+            ),
         );
     };
     let options = match profile
@@ -446,22 +460,22 @@ fn upgrade(
     {
         Ok(options) => options,
         Err(e) => {
-            return reject(StatusCode::BAD_REQUEST, "bad-query", format!("{e}\n"));
+            return refused(StatusCode::BAD_REQUEST, "bad-query", format!("{e}\n"));
         }
     };
     // Every backend of the chain must speak it: a fallback that cannot would carry the
     // call on in the wrong language (Whisper's English-only models translate, they do not
     // refuse).
     if let Some(language) = &options.language {
-        let refused = profile.chain().find_map(|name| {
+        let unspoken = profile.chain().find_map(|name| {
             let backend = state.backends.get(name)?;
             backend
                 .check_language(language)
                 .err()
                 .map(|e| format!("backend {name}: {e}"))
         });
-        if let Some(e) = refused {
-            return reject(StatusCode::BAD_REQUEST, "bad-query", format!("{e}\n"));
+        if let Some(e) = unspoken {
+            return refused(StatusCode::BAD_REQUEST, "bad-query", format!("{e}\n"));
         }
     }
     // A call holds one of `max_sessions` from its upgrade on, so a call that opened is never

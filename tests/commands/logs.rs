@@ -138,6 +138,54 @@ async fn refused_upgrades_neither_flood_nor_forge_the_log() {
     assert!(log.contains("upgrade refused"), "{log}");
 }
 
+/// A client's mistakes at the upgrade are the platform's config, so whoever runs hark sees
+/// them: a 404 for a profile that is not there names the profiles there are, and each
+/// refusal (404, 400, 401) is a line of the log, whose profile is the name as sent, once
+/// quoted in the JSON log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_upgrades_are_logged_with_the_profile_as_sent() {
+    let (_mock, config) = relaying().await;
+    let mut served = Served::start(
+        &config,
+        &[("HARK_TEST_DG_KEY", DG_KEY), ("HARK_LOG_FORMAT", "json")],
+    );
+    served.healthy().await;
+    let (status, answer) =
+        hark_testkit::refused_upgrade(served.addr, "/api/custom-transcriber/dgg").await;
+    assert_eq!(status, 404, "{answer}");
+    assert!(
+        answer.contains("no profile named \"dgg\"; the profiles here: default, dg"),
+        "{answer}"
+    );
+    let (status, answer) = hark_testkit::refused_upgrade(
+        served.addr,
+        "/api/custom-transcriber/dg?endpointing_ms=soon",
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    let log = served.stop();
+    let refusals: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| {
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("upgrade refused"))
+        })
+        .collect();
+    assert_eq!(refusals.len(), 2, "{log}");
+    assert_eq!(refusals[0]["profile"], "dgg", "{log}");
+    assert_eq!(refusals[0]["status"], 404, "{log}");
+    assert_eq!(refusals[1]["profile"], "dg", "{log}");
+    assert_eq!(refusals[1]["reason"], "bad-query", "{log}");
+    assert!(
+        refusals[1]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("endpointing_ms")),
+        "{log}"
+    );
+}
+
 /// `HARK_LOG=trace` (and asking for tungstenite by name): the provider handshake's request,
 /// with its `Authorization: Token …`, is never written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
