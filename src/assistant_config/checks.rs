@@ -189,6 +189,7 @@ fn is_loopback_host(host: &str) -> bool {
 }
 
 /// Profile names end up as one URL path segment, so only characters that need no escaping.
+/// (The error is part of a message a person reads.)
 fn check_profile(profile: &str) -> Result<(), String> {
     if profile.is_empty() {
         return Err("the profile name is empty".into());
@@ -204,7 +205,8 @@ fn check_profile(profile: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Parses one `--squad` entry, `NAME=PROFILE`.
+/// Parses one `--squad` entry, `NAME=PROFILE` (clap's value parser: its error is the
+/// message clap prints).
 pub(super) fn parse_member(entry: &str) -> Result<SquadMember, String> {
     let Some((name, profile)) = entry.split_once('=') else {
         return Err(format!(

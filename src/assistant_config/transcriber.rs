@@ -51,6 +51,8 @@ impl NativeTranscriber {
     }
 }
 
+/// Parses one `--fallback-provider` entry, `PROVIDER[:MODEL[:LANGUAGE]]` (clap's value
+/// parser: its error is the message clap prints).
 pub(super) fn parse_fallback_provider(entry: &str) -> Result<NativeTranscriber, String> {
     let mut parts = entry.trim().splitn(3, ':').map(str::trim);
     let provider = parts.next().unwrap_or_default().to_ascii_lowercase();
