@@ -1,6 +1,8 @@
-//! What every network backend does the same way: one websocket to the provider per channel
+//! What every websocket backend does the same way: one websocket to the provider per channel
 //! attempt; audio out of the channel's ring at the pace the provider takes it; the
-//! provider's answers turned into events; keepalives; stall detection; a clean end.
+//! provider's answers turned into events; keepalives and pings; stall detection; a clean
+//! end. The pace, the stall clock and idle settling are decided by `liveness`, which Riva's
+//! gRPC streams share.
 //!
 //! A provider module says only what is its own ([`Provider`]): the upgrade request, how to
 //! read its messages, how to end a stream and which closes are worth a reconnect. Audio is
@@ -20,7 +22,9 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tracing::{debug, warn};
 
-use super::catch_up::{CatchUp, VOICED_RMS, rms};
+use super::catch_up::CatchUp;
+pub use super::liveness::Pacing;
+use super::liveness::{HOUSEKEEPING, Liveness, Next};
 use crate::audio::AudioSource;
 use crate::backend::{ApiKey, BackendError, EventSink, query_value};
 use crate::metrics as m;
@@ -29,18 +33,6 @@ use crate::untrusted::{LogBudget, quote};
 /// Unreadable provider messages logged, at most 5 lines per 10 s (a provider that changed
 /// its schema sends one per answer, on every call).
 static UNREADABLE_LOG: LogBudget = LogBudget::new(5, Duration::from_secs(10));
-
-/// How fast and in what pieces a provider takes audio.
-#[derive(Debug, Clone, Copy)]
-pub struct Pacing {
-    /// Most seconds of audio per second of connection time (1.0 = never ahead of real time).
-    pub max_speed: f64,
-    /// Audio that may go ahead of that pace.
-    pub burst: Duration,
-    /// Shortest and longest frame; a shorter tail is padded with silence at the end.
-    pub min_frame: Duration,
-    pub max_frame: Duration,
-}
 
 /// Reads a provider's JSON message as its type (the fields the protocol always sends
 /// required), or records that it could not: a renamed or missing field is a provider
@@ -133,19 +125,10 @@ impl RelaySettings {
     }
 }
 
-/// Audio kept unsettled behind the send position while the provider is idle, for words it
-/// has heard but not yet answered.
-pub(super) const IDLE_SETTLE_MARGIN: Duration = Duration::from_secs(1);
-pub(super) const HOUSEKEEPING: Duration = Duration::from_millis(100);
 /// Nothing heard from the provider for this long: ping it. A provider that answers
 /// neither the ping nor anything else within the stall bound is gone (a half-open
 /// connection, a peer that stopped reading), even while no voice flows to show it.
 const PING_AFTER: Duration = Duration::from_secs(3);
-/// Shortest frame sent while the pace holds audio back (a provider that takes any size
-/// would otherwise get a message per sliver the clock allows).
-const PACED_FRAME: Duration = Duration::from_millis(20);
-/// Longest frame while catching up, so that a pause is judged before it is sent.
-const CATCH_UP_FRAME: Duration = Duration::from_millis(100);
 
 /// Starts relaying one channel to a provider on the runtime.
 pub fn spawn<P: Provider>(
@@ -165,9 +148,6 @@ pub fn spawn<P: Provider>(
             catch_up,
             rate: audio.sample_rate(),
             audio,
-            sent: 0,
-            processed: 0,
-            voiced_until: 0,
             heard: Vec::new(),
         };
         report(relay.run(request, &events).await, events);
@@ -206,12 +186,6 @@ struct Relay<P> {
     settings: RelaySettings,
     audio: AudioSource,
     rate: u32,
-    /// Samples sent on this connection: the provider's stream position.
-    sent: u64,
-    /// The furthest stream position the provider said it processed (`Settled`, `Processed`).
-    processed: u64,
-    /// The end of the last voiced frame sent: audio up to here may hold words.
-    voiced_until: u64,
     /// Pauses left out while behind, and how the provider's positions map to the ring's.
     catch_up: CatchUp,
     heard: Vec<Heard>,
@@ -256,18 +230,12 @@ impl<P: Provider> Relay<P> {
         // A provider that stops reading fills the socket: a send that cannot finish within
         // the stall bound is a stall too, and must not hold this task forever.
         let limit = self.settings.stall_timeout;
-        let pacing = self.provider.pacing();
         let per_sec = f64::from(self.rate);
-        let min_frame = (pacing.min_frame.as_secs_f64() * per_sec).round() as usize;
-        let max_frame = ((pacing.max_frame.as_secs_f64() * per_sec) as usize).max(min_frame.max(1));
-        let catch_up_frame =
-            ((CATCH_UP_FRAME.as_secs_f64() * per_sec) as usize).clamp(min_frame.max(1), max_frame);
-        let paced_frame = ((PACED_FRAME.as_secs_f64() * per_sec) as usize).clamp(1, max_frame);
-        let mut buf = vec![0i16; max_frame];
         let connected = Instant::now();
+        // The pace, the stall clock and idle settling, from the connection on.
+        let mut live = Liveness::new(self.rate, self.provider.pacing(), limit, connected);
+        let mut buf = vec![0i16; live.max_frame()];
         let mut last_audio = connected;
-        // When voiced audio first went out after the provider's last message.
-        let mut unanswered_since: Option<Instant> = None;
         let mut finish_by: Option<tokio::time::Instant> = None;
         // When the provider last sent anything (a pong included), and the unanswered ping.
         let mut last_heard = Instant::now();
@@ -276,15 +244,12 @@ impl<P: Provider> Relay<P> {
         housekeeping.set_missed_tick_behavior(MissedTickBehavior::Delay);
 
         loop {
-            // How much audio the provider takes now, and when more may go.
-            let elapsed = connected.elapsed().as_secs_f64();
-            let budget =
-                ((elapsed * pacing.max_speed + pacing.burst.as_secs_f64()) * per_sec) as u64;
-            let allowed = budget.saturating_sub(self.sent) as usize;
+            // The pace is judged at this moment, whatever the catching up below awaits.
+            let now = Instant::now();
             let mut available = self.audio.available();
             let behind = finish_by.is_none() && self.catch_up.is_behind(available);
             if behind {
-                let skipped = self.catch_up.skip(&mut self.audio, self.sent);
+                let skipped = self.catch_up.skip(&mut self.audio, live.sent());
                 if skipped.samples > 0 {
                     metrics::histogram!(m::CATCH_UP_SKIPPED, "backend" => self.backend.to_string())
                         .record(skipped.samples as f64 / per_sec);
@@ -299,49 +264,24 @@ impl<P: Provider> Relay<P> {
                 }
             }
             let ended = finish_by.is_none() && self.audio.is_finished();
-            let frame_cap = if behind { catch_up_frame } else { max_frame };
-            let ready = available.min(frame_cap);
             let mut wake: Option<tokio::time::Instant> = None;
-            if finish_by.is_none() && ready > 0 {
-                // A tail shorter than a frame goes out padded once no more audio will come.
-                let tail = ready < min_frame && self.audio.has_ended();
-                if ready >= min_frame || tail {
-                    // As much as the pace allows, but never less than a whole frame, nor
-                    // (while paced) a sliver of one.
-                    let n = if tail { ready } else { ready.min(allowed) };
-                    let padded = n.max(min_frame);
-                    let sliver = n < ready && n < paced_frame;
-                    if n > 0 && allowed >= padded && !sliver {
-                        let n = self.audio.pop(&mut buf[..n]);
+            if finish_by.is_none() {
+                // How much audio the provider takes now, and when more may go.
+                match live.next_frame(now, available, behind, self.audio.has_ended()) {
+                    Next::Frame { take, len } => {
+                        let n = self.audio.pop(&mut buf[..take]);
                         let mut frame = buf[..n].to_vec();
-                        frame.resize(padded.max(n), 0);
-                        let voiced = rms(&frame) > VOICED_RMS;
-                        self.catch_up.sent(frame.len(), voiced);
-                        if unanswered_since.is_none() && voiced {
-                            unanswered_since = Some(Instant::now());
-                        }
-                        self.sent += frame.len() as u64;
-                        if voiced {
-                            self.voiced_until = self.sent;
-                        }
+                        frame.resize(len.max(n), 0);
+                        let sent = live.sent_frame(Instant::now(), &frame);
+                        self.catch_up.sent(frame.len(), sent.voiced);
                         last_audio = Instant::now();
                         if !send(&mut tx, Message::binary(to_bytes(&frame)), limit).await {
                             return self.lost("the connection broke or stopped taking audio");
                         }
                         continue;
                     }
-                    // Paced: wait until the budget covers a frame.
-                    let need = self.sent + padded.max(paced_frame.min(ready)).max(1) as u64;
-                    let at =
-                        (need as f64 / per_sec - pacing.burst.as_secs_f64()) / pacing.max_speed;
-                    wake = Some(
-                        tokio::time::Instant::now()
-                            + Duration::from_secs_f64((at - elapsed).max(0.001)),
-                    );
-                } else {
-                    // Too little for a frame yet: it fills in real time.
-                    let fill = Duration::from_secs_f64((min_frame - ready) as f64 / per_sec);
-                    wake = Some(tokio::time::Instant::now() + fill.max(Duration::from_millis(1)));
+                    Next::Wait(after) => wake = Some(tokio::time::Instant::now() + after),
+                    Next::Empty => {}
                 }
             }
             if ended {
@@ -383,11 +323,11 @@ impl<P: Provider> Relay<P> {
                     self.provider.read(&text, &mut self.heard);
                     // A message hark cannot read is no answer (see `Heard::Unreadable`).
                     if !self.heard.iter().any(|h| matches!(h, Heard::Unreadable(_))) {
-                        unanswered_since = None;
+                        live.answered();
                     }
                     // The provider's end-of-stream message counts only after we asked
                     // for the end; unasked, the close that follows says what happened.
-                    if self.report(events) && finish_by.is_some() {
+                    if self.report(&mut live, events) && finish_by.is_some() {
                         return Ok(());
                     }
                 }
@@ -425,28 +365,15 @@ impl<P: Provider> Relay<P> {
                             _ => {}
                         }
                     }
-                    if let Some(since) = unanswered_since
-                        && since.elapsed() > self.settings.stall_timeout
-                    {
+                    if let Some(stall) = live.stalled(Instant::now()) {
                         self.count_error("stall");
-                        return Err(Failure::Transient(format!(
-                            "no answer for {:.1} s while audio was flowing",
-                            since.elapsed().as_secs_f64()
-                        )));
+                        return Err(Failure::Transient(stall.to_string()));
                     }
-                    // No turn open and the provider has processed every voiced frame sent
-                    // (by its own positions, not just any answer: a late provider's answer
-                    // may be about audio sent seconds ago): what was sent, less a margin,
-                    // holds no word still to come. AssemblyAI gives no position in silence,
-                    // so there only its finals settle.
-                    if self.provider.idle()
-                        && unanswered_since.is_none()
-                        && self.processed >= self.voiced_until
-                    {
-                        let margin = (IDLE_SETTLE_MARGIN.as_secs_f64() * per_sec) as u64;
-                        if self.sent > margin {
-                            self.settle(events, self.sent - margin);
-                        }
+                    // No turn open and every voiced frame processed: what was sent, less a
+                    // margin, holds no word still to come. AssemblyAI gives no position in
+                    // silence, so there only its finals settle.
+                    if let Some(position) = live.idle_settle(self.provider.idle()) {
+                        self.settle(events, position);
                     }
                     if finish_by.is_none()
                         && last_audio.elapsed() >= self.settings.keepalive_after
@@ -463,7 +390,7 @@ impl<P: Provider> Relay<P> {
     }
 
     /// Hands what the provider said to the session; true once the provider ended the stream.
-    fn report(&mut self, events: &EventSink) -> bool {
+    fn report(&mut self, live: &mut Liveness, events: &EventSink) -> bool {
         let mut ended = false;
         let mut all = std::mem::take(&mut self.heard);
         for heard in all.drain(..) {
@@ -471,13 +398,11 @@ impl<P: Provider> Relay<P> {
                 Heard::Partial(text) => events.partial(&text),
                 Heard::Final(text) => events.final_text(&text),
                 Heard::Settled(secs) => {
-                    let position = self.position(secs);
-                    self.processed = self.processed.max(position);
+                    let position = self.position(secs, live.sent());
+                    live.processed(position);
                     self.settle(events, position);
                 }
-                Heard::Processed(secs) => {
-                    self.processed = self.processed.max(self.position(secs));
-                }
+                Heard::Processed(secs) => live.processed(self.position(secs, live.sent())),
                 Heard::Ended => ended = true,
                 Heard::Error { code, message } => {
                     // The provider's words, quoted and cut: they may hold anything.
@@ -509,10 +434,10 @@ impl<P: Provider> Relay<P> {
         ended
     }
 
-    /// A provider's stream time as a stream position, never past what was sent.
-    fn position(&self, secs: f64) -> u64 {
+    /// A provider's stream time as a stream position, never past what was `sent`.
+    fn position(&self, secs: f64, sent: u64) -> u64 {
         let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
-        position.min(self.sent)
+        position.min(sent)
     }
 
     /// The provider will not revise its stream up to `position`: the ring position it
@@ -754,12 +679,5 @@ mod tests {
             masked_url("wss://u:p@h:1/x?key=v&a=b"),
             "wss://***@h:1/x?key=***&a=***"
         );
-    }
-
-    #[test]
-    fn loudness_separates_voice_from_line_noise() {
-        assert!(rms(&[512, -512, 512, -512]) > VOICED_RMS);
-        assert!(rms(&[20, -30, 10, -5]) < VOICED_RMS);
-        assert_eq!(rms(&[]), 0.0);
     }
 }

@@ -31,10 +31,10 @@ use self::proto::nvidia::riva::asr::{
     EndpointingConfig, RecognitionConfig, SpeechContext, StreamingRecognitionConfig,
     StreamingRecognizeRequest, StreamingRecognizeResponse, streaming_recognize_request,
 };
-use super::catch_up::{VOICED_RMS, rms};
-use super::relay::{Failure, HOUSEKEEPING, Heard, IDLE_SETTLE_MARGIN, count_error, report};
+use super::liveness::{HOUSEKEEPING, Liveness, Pacing};
+use super::relay::{Failure, Heard, count_error, report};
 use super::{ApiKey, Backend, BackendError, ChannelSpec, EventSink};
-use crate::audio::{AudioSource, samples_to_duration};
+use crate::audio::AudioSource;
 use crate::metrics as m;
 use crate::untrusted::quote;
 
@@ -433,30 +433,37 @@ impl Backend for Riva {
         audio: AudioSource,
         events: EventSink,
     ) -> Result<(), BackendError> {
+        let opened = Instant::now();
+        let stall_timeout = Duration::from_millis(self.config.stall_timeout_ms);
         let stream = Stream {
             backend: self.name.clone(),
             client: RivaSpeechRecognitionClient::new(self.channel()?),
             first: Some(self.streaming_config(&spec)),
             metadata: self.metadata.clone().map_err(BackendError)?,
-            stall_timeout: Duration::from_millis(self.config.stall_timeout_ms),
             cooling: self.cooling.clone(),
             rate: audio.sample_rate(),
+            live: Liveness::new(audio.sample_rate(), PACING, stall_timeout, opened),
             audio,
-            sent: 0,
             open: false,
             answered: false,
-            opened: Instant::now(),
+            opened,
             connect_timeout: Duration::from_millis(self.config.connect_timeout_ms),
-            processed: 0,
-            voiced_until: 0,
         };
         tokio::spawn(stream.run(events));
         Ok(())
     }
 }
 
-/// Most audio per request message: NVIDIA's clients send 100 ms chunks.
-const CHUNK: Duration = Duration::from_millis(100);
+/// Riva's pace: chunks of at most 100 ms (NVIDIA's clients send 100 ms chunks), worked
+/// through at real time. hark does not hold audio to it (a replay goes at once, up to
+/// `IN_FLIGHT` messages): only the stall clock does, so a server still working through a
+/// replay is not taken for silent.
+const PACING: Pacing = Pacing {
+    max_speed: 1.0,
+    burst: Duration::ZERO,
+    min_frame: Duration::ZERO,
+    max_frame: Duration::from_millis(100),
+};
 /// Request messages queued for the HTTP/2 stream; beyond them audio waits in the ring,
 /// where the supervisor sees it as lag.
 const IN_FLIGHT: usize = 8;
@@ -469,22 +476,17 @@ struct Stream {
     client: RivaSpeechRecognitionClient<Channel>,
     first: Option<StreamingRecognizeRequest>,
     metadata: MetadataMap,
-    stall_timeout: Duration,
     cooling: Arc<Cooling>,
     audio: AudioSource,
     rate: u32,
-    /// Samples sent on this stream: the server's stream position.
-    sent: u64,
+    /// The chunk size, the stall clock and idle settling.
+    live: Liveness,
     /// An utterance has partials but no final yet.
     open: bool,
     /// The server answered the stream (its response headers came).
     answered: bool,
     opened: Instant,
     connect_timeout: Duration,
-    /// The highest stream position the server says it processed (`audio_processed`).
-    processed: u64,
-    /// The end of the last voiced chunk sent: audio up to here may hold words.
-    voiced_until: u64,
 }
 
 impl Stream {
@@ -523,10 +525,7 @@ impl Stream {
         }));
         let mut responses: Option<tonic::Streaming<StreamingRecognizeResponse>> = None;
         let mut tx = Some(tx);
-        let chunk = ((CHUNK.as_secs_f64() * f64::from(self.rate)) as usize).max(1);
-        let mut buf = vec![0i16; chunk];
-        // When voiced audio first went out after the server's last answer.
-        let mut unanswered_since: Option<Instant> = None;
+        let mut buf = vec![0i16; self.live.max_frame()];
         let mut finish_by: Option<tokio::time::Instant> = None;
         // We ended the audio (the half-close): the stream's end is now expected.
         let mut half_closed = false;
@@ -559,7 +558,7 @@ impl Stream {
                 message = async { Some(responses.as_mut()?.message().await) }, if responses.is_some() => {
                     match message {
                         Some(Ok(Some(response))) => {
-                            unanswered_since = None;
+                            self.live.answered();
                             self.audio.owe_from(None);
                             self.report(&response, events);
                         }
@@ -582,18 +581,11 @@ impl Stream {
                     };
                     let n = self.audio.pop(&mut buf);
                     let frame = &buf[..n];
-                    let voiced = rms(frame) > VOICED_RMS;
-                    if unanswered_since.is_none() && voiced {
-                        // A server that works through what was sent before this chunk at
-                        // real time (a replay, sent at once) reaches it only then: its
-                        // silence until that moment is no stall.
-                        let reached = self.opened + samples_to_duration(self.sent, self.rate);
-                        unanswered_since = Some(Instant::now().max(reached));
+                    // The stall clock starts when a server working through what was sent
+                    // before at real time (a replay, sent at once) reaches this chunk.
+                    if self.live.sent_frame(Instant::now(), frame).unanswered {
+                        // Voice unanswered: owed, so a server that falls behind shows as lag.
                         self.audio.owe_from(Some(self.audio.position() - n as u64));
-                    }
-                    self.sent += n as u64;
-                    if voiced {
-                        self.voiced_until = self.sent;
                     }
                     permit.send(audio_request(frame));
                 }
@@ -610,23 +602,15 @@ impl Stream {
                         // Dropping the stream cancels it (RST_STREAM CANCEL).
                         return Err(Failure::Gone);
                     }
-                    if let Some(since) = unanswered_since
-                        && since.elapsed() > self.stall_timeout
-                    {
+                    if let Some(stall) = self.live.stalled(Instant::now()) {
                         self.count_error("stall");
-                        return Err(Failure::Transient(format!(
-                            "no answer for {:.1} s while audio was flowing",
-                            since.elapsed().as_secs_f64()
-                        )));
+                        return Err(Failure::Transient(stall.to_string()));
                     }
-                    // No utterance open and the server has processed every voiced chunk sent
-                    // (by its own `audio_processed`, not just any answer): what was sent,
-                    // less a margin, holds no word still to come, as for the websocket relays.
-                    if !self.open && self.processed >= self.voiced_until {
-                        let margin = (IDLE_SETTLE_MARGIN.as_secs_f64() * f64::from(self.rate)) as u64;
-                        if self.sent > margin {
-                            events.settled(self.sent - margin);
-                        }
+                    // No utterance open and every voiced chunk processed (by the server's
+                    // own `audio_processed`): what was sent, less a margin, holds no word
+                    // still to come.
+                    if let Some(position) = self.live.idle_settle(!self.open) {
+                        events.settled(position);
                     }
                 }
             }
@@ -637,7 +621,7 @@ impl Stream {
     fn report(&mut self, response: &StreamingRecognizeResponse, events: &EventSink) {
         for result in &response.results {
             let processed = (f64::from(result.audio_processed) * f64::from(self.rate)).max(0.0);
-            self.processed = self.processed.max(processed as u64);
+            self.live.processed(processed as u64);
         }
         for heard in read(response, &mut self.open) {
             match heard {
@@ -645,7 +629,7 @@ impl Stream {
                 Heard::Final(text) => events.final_text(&text),
                 Heard::Settled(secs) => {
                     let position = (secs * f64::from(self.rate)).round().max(0.0) as u64;
-                    events.settled(position.min(self.sent));
+                    events.settled(position.min(self.live.sent()));
                 }
                 Heard::Processed(_) | Heard::Ended | Heard::Error { .. } => {}
                 // Protobuf messages tonic could not decode end the stream with a status.
