@@ -1161,6 +1161,29 @@ mod tests {
         assert_eq!(shown.lines().count(), 5, "{shown}");
     }
 
+    /// The problems in the file's order, whatever order serde meets them in (the file's
+    /// tables alphabetically), and a mistyped key named with the one it most likely meant.
+    #[test]
+    fn a_files_problems_come_in_line_order_with_the_key_meant() {
+        let text = "zz = 1\n[moonshine]\npool_sise = 2\n[backends.x]\ntype = \"deepgram\"\n\
+                    modle = \"nova-3\"\n";
+        let shown = Config::from_toml(text).unwrap_err();
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines.len(), 3, "{shown}");
+        assert!(lines[0].starts_with("line 1, zz: unknown key"), "{shown}");
+        assert!(!lines[0].contains("did you mean"), "{shown}");
+        assert!(
+            lines[1].starts_with("line 3, moonshine.pool_sise: unknown key")
+                && lines[1].ends_with("; did you mean pool_size?"),
+            "{shown}"
+        );
+        assert!(
+            lines[2].starts_with("line 6, backends.x.modle: unknown key")
+                && lines[2].ends_with("; did you mean model?"),
+            "{shown}"
+        );
+    }
+
     #[test]
     fn empty_or_short_secrets_are_refused_by_their_key() {
         let mut c = Config::default();

@@ -191,7 +191,7 @@ fn unknown_env_vars(config: &hark::config::Config) -> Vec<UnknownEnv> {
         }
         let close = known
             .iter()
-            .map(|k| (edit_distance(k, name), k))
+            .map(|k| (strsim::levenshtein(k, name), k))
             .filter(|(d, _)| *d <= 3)
             .min();
         out.push(UnknownEnv {
@@ -229,24 +229,6 @@ fn known_env_vars() -> Vec<String> {
     out.sort();
     out.dedup();
     out
-}
-
-/// Levenshtein distance, for suggesting a known name.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// The unknown-variable warnings, into the log (which must be set up).

@@ -553,6 +553,7 @@ pub fn request(
 /// this machine unless `allow_insecure` (the API key travels in its `Authorization`
 /// header). The error shows the URL without user info and query values, which may hold
 /// credentials.
+/// (The error is a config problem's line.)
 pub(crate) fn check_url(url: &str, allow_insecure: bool) -> Result<(), String> {
     let shown = quote(&masked_url(url)).to_string();
     let uri: tungstenite::http::Uri = url

@@ -190,6 +190,7 @@ impl RivaConfig {
 
 /// A configured URL as tonic takes it: `grpc://` is plain HTTP/2, `https://` and
 /// `grpcs://` TLS. Plain with a key goes only to this machine unless `allow_insecure`.
+/// The error is a config problem's line, as `Config::problems` lists them.
 fn target(url: &str, keyed: bool, allow_insecure: bool) -> Result<(String, bool), String> {
     let shown = quote(&super::masked_url(url)).to_string();
     let (scheme, rest) = url
@@ -222,7 +223,8 @@ fn target(url: &str, keyed: bool, allow_insecure: bool) -> Result<(String, bool)
 pub struct Riva {
     name: Arc<str>,
     config: RivaConfig,
-    /// The key and the configured metadata, sent with every stream; made once.
+    /// The key and the configured metadata, sent with every stream; made once (or why
+    /// not, refused with each stream).
     metadata: Result<MetadataMap, String>,
     /// Made at the first stream: tonic's channels need the runtime.
     channels: OnceLock<Result<Vec<Channel>, String>>,
@@ -308,6 +310,7 @@ impl Riva {
 
 /// The key (`authorization: Bearer …`) and the configured metadata, all marked sensitive
 /// (a value may be a credential of the hosted API's own: kept out of HPACK's table).
+/// The error is a config problem's line, and the reason a stream is refused.
 fn metadata(key: Option<&ApiKey>, extra: &BTreeMap<String, String>) -> Result<MetadataMap, String> {
     let mut map = MetadataMap::new();
     if let Some(key) = key {

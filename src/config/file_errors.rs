@@ -58,7 +58,25 @@ pub(super) fn parse(text: &str) -> Result<Config, String> {
             break;
         }
     }
+    // In the file's order, as its reader goes through it (serde finds them section by section).
+    problems.sort_by_key(|p| {
+        p.strip_prefix("line ")
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(usize::MAX)
+    });
     Err(problems.join("\n"))
+}
+
+/// The known key `key` is most likely a typo of: at most two edits (a swap counts as one)
+/// and fewer than half its letters.
+pub(crate) fn closest<'a>(key: &str, known: &'a [String]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(key, k), k.as_str()))
+        .filter(|(d, k)| *d <= 2 && *d * 2 < k.chars().count())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
 }
 
 /// Takes the key at `path` (or, where there is none, the nearest table above it that there
@@ -173,7 +191,11 @@ fn explain(message: &str, secret: bool) -> (Option<String>, String) {
         let what = if known.is_empty() {
             "unknown key (this table takes none)".to_string()
         } else {
-            format!("unknown key (known here: {})", known.join(", "))
+            let hint = match closest(field, &known) {
+                Some(k) => format!("; did you mean {k}?"),
+                None => String::new(),
+            };
+            format!("unknown key (known here: {}){hint}", known.join(", "))
         };
         return (Some(field.to_string()), what);
     }
