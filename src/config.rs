@@ -499,55 +499,7 @@ impl Config {
                 self.max_call_memory_bytes
             ));
         }
-        if !(0.05..=1.0).contains(&self.moonshine.max_load) {
-            out.push(format!(
-                "moonshine.max_load must be within 0.05–1.0 (got {})",
-                self.moonshine.max_load
-            ));
-        }
-        for (key, ms) in [
-            (
-                "moonshine.endpoint_ms (HARK_ENDPOINT_MS, --endpoint-ms)",
-                self.moonshine.endpoint_ms,
-            ),
-            (
-                "moonshine.narrowband_endpoint_ms (HARK_NARROWBAND_ENDPOINT_MS, --narrowband-endpoint-ms)",
-                self.moonshine.narrowband_endpoint_ms,
-            ),
-            (
-                "moonshine.assistant_endpoint_ms (HARK_ASSISTANT_ENDPOINT_MS, --assistant-endpoint-ms)",
-                self.moonshine.assistant_endpoint_ms,
-            ),
-        ] {
-            if let Err(e) = crate::backend::options::check_endpoint_ms(key, ms) {
-                out.push(e);
-            }
-        }
-        if self.moonshine.shed == crate::backend::embedded::Shed::FinalsModel {
-            out.push(
-                "moonshine.shed = \"finals_model\": Moonshine has one model, no finals' model \
-                 to shed (\"context\" or \"speculative\")"
-                    .into(),
-            );
-        }
-        if self.moonshine.shed == crate::backend::embedded::Shed::Beam {
-            out.push(
-                "moonshine.shed = \"beam\": Moonshine decodes greedily, no beam search to shed \
-                 (\"nothing\" or \"partials\")"
-                    .into(),
-            );
-        }
-        if self.moonshine.pool_size == 0 {
-            out.push("moonshine.pool_size must be at least 1".into());
-        }
-        // Measured: other hop sizes make libmoonshine detect no speech or corrupt its heap.
-        if let Some(hop) = self.moonshine.options.get("vad_hop_size")
-            && hop != "512"
-        {
-            out.push(format!(
-                "moonshine.options.vad_hop_size = {hop:?} breaks the library; only 512 works"
-            ));
-        }
+        out.extend(self.moonshine.problems());
         for (name, p) in &self.profiles {
             let mut seen = Vec::new();
             for b in p.chain() {
@@ -1243,6 +1195,24 @@ mod tests {
             }
             let query = format!("endpoint_ms={ms}");
             assert!(Options::default().with_query(&query).is_err(), "{query}");
+            // Both engines' sections check the keys they share the same way, naming the
+            // variable and flag that set them too.
+            for engine in ["moonshine", "whisper"] {
+                let text = format!("[{engine}]\nendpoint_ms = {ms}\nmax_turn_silence_ms = {ms}");
+                let c: Config = toml::from_str(&text).unwrap();
+                let problems = c.problems(&["moonshine", "whisper"]);
+                assert_eq!(problems.len(), 2, "{text}: {problems:#?}");
+                assert!(
+                    problems[0].starts_with(&format!(
+                        "{engine}.endpoint_ms (HARK_ENDPOINT_MS, --endpoint-ms)"
+                    )),
+                    "{problems:#?}"
+                );
+                assert!(
+                    problems[1].starts_with(&format!("{engine}.max_turn_silence_ms")),
+                    "{problems:#?}"
+                );
+            }
         }
         for ms in [ENDPOINT_MS_MIN, 200, ENDPOINT_MS_MAX] {
             let text = format!(

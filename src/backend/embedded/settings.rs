@@ -32,6 +32,46 @@ pub struct Settings {
     pub calibrate: bool,
 }
 
+impl Settings {
+    /// What is wrong with the keys every engine's section has (admission's `max_load`, the
+    /// endpoints, the hold), each named under `section` (`whisper`, `moonshine`) with the
+    /// variable and flag that also set it. Each engine's section checks its own keys beside
+    /// these.
+    pub fn problems(&self, section: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if !(0.05..=1.0).contains(&self.max_load) {
+            out.push(format!(
+                "{section}.max_load must be within 0.05–1.0 (got {})",
+                self.max_load
+            ));
+        }
+        for (key, by, ms) in [
+            (
+                "endpoint_ms",
+                " (HARK_ENDPOINT_MS, --endpoint-ms)",
+                self.endpoint_ms,
+            ),
+            (
+                "narrowband_endpoint_ms",
+                " (HARK_NARROWBAND_ENDPOINT_MS, --narrowband-endpoint-ms)",
+                self.narrowband_endpoint_ms,
+            ),
+            (
+                "assistant_endpoint_ms",
+                " (HARK_ASSISTANT_ENDPOINT_MS, --assistant-endpoint-ms)",
+                self.assistant_endpoint_ms,
+            ),
+            ("max_turn_silence_ms", "", self.max_turn_silence_ms),
+        ] {
+            let key = format!("{section}.{key}{by}");
+            if let Err(e) = crate::backend::options::check_endpoint_ms(&key, ms) {
+                out.push(e);
+            }
+        }
+        out
+    }
+}
+
 impl Default for Settings {
     /// One decoder, the engines' default timing and ladder, Moonshine's admission, no left
     /// context, no pause held: what the embedded path's tests start from.

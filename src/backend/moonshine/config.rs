@@ -87,3 +87,37 @@ impl Default for MoonshineConfig {
         }
     }
 }
+
+impl MoonshineConfig {
+    /// Every setting of the section that would make the engine misbehave: the keys every
+    /// engine has (`Settings::problems`), then Moonshine's own.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = super::settings(self).problems(NAME);
+        if self.shed == Shed::FinalsModel {
+            out.push(
+                "moonshine.shed = \"finals_model\": Moonshine has one model, no finals' model \
+                 to shed (\"context\" or \"speculative\")"
+                    .into(),
+            );
+        }
+        if self.shed == Shed::Beam {
+            out.push(
+                "moonshine.shed = \"beam\": Moonshine decodes greedily, no beam search to shed \
+                 (\"nothing\" or \"partials\")"
+                    .into(),
+            );
+        }
+        if self.pool_size == 0 {
+            out.push("moonshine.pool_size must be at least 1".into());
+        }
+        // Measured: other hop sizes make libmoonshine detect no speech or corrupt its heap.
+        if let Some(hop) = self.options.get("vad_hop_size")
+            && hop != "512"
+        {
+            out.push(format!(
+                "moonshine.options.vad_hop_size = {hop:?} breaks the library; only 512 works"
+            ));
+        }
+        out
+    }
+}

@@ -164,25 +164,7 @@ impl WhisperConfig {
                 self.beam
             ));
         }
-        if !(0.05..=1.0).contains(&self.max_load) {
-            out.push(format!(
-                "whisper.max_load must be within 0.05–1.0 (got {})",
-                self.max_load
-            ));
-        }
-        for (key, ms) in [
-            ("whisper.endpoint_ms", self.endpoint_ms),
-            (
-                "whisper.narrowband_endpoint_ms",
-                self.narrowband_endpoint_ms,
-            ),
-            ("whisper.assistant_endpoint_ms", self.assistant_endpoint_ms),
-            ("whisper.max_turn_silence_ms", self.max_turn_silence_ms),
-        ] {
-            if let Err(e) = crate::backend::options::check_endpoint_ms(key, ms) {
-                out.push(e);
-            }
-        }
+        out.extend(settings(self).problems(NAME));
         model_problems(
             "whisper.model",
             &self.model,
