@@ -138,6 +138,18 @@ mod tests {
         );
     }
 
+    /// A log field's text is cut but not quoted: the log's formatter quotes and escapes a
+    /// `&str` field itself.
+    #[test]
+    fn a_field_is_cut_unquoted() {
+        assert_eq!(cut("dgg"), "dgg");
+        let long = "é".repeat(MAX_CHARS + 10);
+        let shown = cut(&long);
+        assert!(shown.starts_with(&"é".repeat(MAX_CHARS)), "{shown}");
+        assert!(shown.ends_with("… (20 more bytes)"), "{shown}");
+        assert!(!shown.contains('"'), "{shown}");
+    }
+
     #[test]
     fn a_budget_lets_some_lines_through_then_counts_the_rest() {
         let budget = LogBudget::new(3, Duration::from_millis(200));

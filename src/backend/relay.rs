@@ -28,7 +28,7 @@ use super::liveness::{HOUSEKEEPING, Liveness, Next};
 use crate::audio::AudioSource;
 use crate::backend::{ApiKey, BackendError, EventSink, query_value};
 use crate::metrics as m;
-use crate::untrusted::{LogBudget, quote};
+use crate::untrusted::{LogBudget, cut, quote};
 
 /// Unreadable provider messages logged, at most 5 lines per 10 s (a provider that changed
 /// its schema sends one per answer, on every call).
@@ -408,8 +408,8 @@ impl<P: Provider> Relay<P> {
                     // The provider's words, quoted and cut: they may hold anything.
                     warn!(
                         backend = %self.backend,
-                        code = %quote(&code),
-                        message = %quote(&message),
+                        code = cut(&code).as_ref(),
+                        message = cut(&message).as_ref(),
                         "provider reported an error"
                     );
                     metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => "error")
@@ -421,7 +421,7 @@ impl<P: Provider> Relay<P> {
                     if let Some(left_out) = UNREADABLE_LOG.allow() {
                         warn!(
                             backend = %self.backend,
-                            error = %quote(&why),
+                            error = cut(&why).as_ref(),
                             left_out,
                             "provider sent a message hark cannot read"
                         );
