@@ -196,11 +196,11 @@ impl Provider for Stream {
             Streaming::Termination {} => heard.push(Heard::Ended),
             Streaming::Error(e) => heard.push(Heard::Error {
                 code: match e.error_code {
-                    None | Some(Value::Null) => "unknown".into(),
-                    Some(Value::String(code)) => code,
-                    Some(code) => code.to_string(),
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(code)) => Some(code),
+                    Some(code) => Some(code.to_string()),
                 },
-                message: e.error.unwrap_or_default(),
+                message: e.error,
             }),
             // Begin, and Warning, SpeechStarted, … carry no text.
             Streaming::Other => {}
@@ -347,8 +347,8 @@ mod tests {
         assert_eq!(
             out,
             [Heard::Error {
-                code: "3008".into(),
-                message: "Session Expired".into()
+                code: Some("3008".into()),
+                message: Some("Session Expired".into())
             }]
         );
     }

@@ -273,8 +273,8 @@ impl Provider for Stream {
             }
             Live::Metadata {} => heard.push(Heard::Ended),
             Live::Error(e) => heard.push(Heard::Error {
-                code: e.code.unwrap_or_else(|| "unknown".into()),
-                message: e.description.unwrap_or_default(),
+                code: e.code,
+                message: e.description,
             }),
             // UtteranceEnd, SpeechStarted and whatever comes later carry no text.
             Live::Other => {}
@@ -431,8 +431,8 @@ mod tests {
         assert_eq!(
             heard,
             [Heard::Error {
-                code: "DATA-0000".into(),
-                message: "bad audio".into()
+                code: Some("DATA-0000".into()),
+                message: Some("bad audio".into())
             }]
         );
     }

@@ -60,9 +60,10 @@ pub enum Heard {
     /// The provider finished the stream we asked it to end.
     Ended,
     /// The provider reported an error; its close usually follows.
+    /// Each field as the provider gave it, or absent (an error message need not carry both).
     Error {
-        code: String,
-        message: String,
+        code: Option<String>,
+        message: Option<String>,
     },
     /// A message of the provider's that hark cannot read (not JSON, or a known type with a
     /// field missing or of the wrong type), and why: counted and logged, and no answer, so
@@ -408,8 +409,8 @@ impl<P: Provider> Relay<P> {
                     // The provider's words, quoted and cut: they may hold anything.
                     warn!(
                         backend = %self.backend,
-                        code = cut(&code).as_ref(),
-                        message = cut(&message).as_ref(),
+                        code = code.as_deref().map(cut).as_deref(),
+                        message = message.as_deref().map(cut).as_deref(),
                         "provider reported an error"
                     );
                     metrics::counter!(m::PROVIDER_ERRORS, "backend" => self.backend.to_string(), "code" => "error")
