@@ -38,7 +38,7 @@ use self::channel::{Channel, ChannelState};
 use self::ladder::{Ladder, LoadSheds, Shedding};
 use super::Shed;
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
-use super::segmenter::{DecodeKind, SegmenterConfig, Want};
+use super::segmenter::{DecodeKind, Lead, SegmenterConfig, Want};
 use super::{Engine, StartError, Tier, Utterance};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink, Refusal};
@@ -615,6 +615,8 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         load.beam &= sheds_beam;
         let shed = Shedding::decide(step, load);
         let (wanted, finals, wave, late) = {
+            // The finals' price as decodes now show it, for the speculative decodes' lead.
+            let lead = Lead::of(&pool.cost());
             let channels = lock(&pool.channels);
             let now = Instant::now();
             let mut wanted: Vec<(DecodeKind, Instant, Arc<Channel>)> = Vec::new();
@@ -625,6 +627,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 let mut state = c.lock();
                 state.segmenter.scale_context(shed.context.0);
                 state.segmenter.allow_beam(shed.beam.is_none());
+                state.segmenter.set_lead(lead);
                 let Some(w) = state.want() else { continue };
                 wave += usize::from(w.kind.is_essential());
                 match w.kind {

@@ -631,6 +631,13 @@ impl Segmenter {
         self.beam = allow;
     }
 
+    /// What a final's decode costs now ([`Lead::of`] the pool's cost model, which every
+    /// decode corrects): a speculative decode starts as early in the pause as decodes take
+    /// now, not as they took when the call began.
+    pub fn set_lead(&mut self, lead: Lead) {
+        self.config.lead = lead;
+    }
+
     /// A final's lead and whether the beam takes it ([`Lead::for_final`]), for its `own`
     /// samples (padding included) after the context from `context_from`.
     fn lead(&self, context_from: u64, start: u64, own: usize) -> (usize, bool) {
@@ -1200,6 +1207,45 @@ mod tests {
         assert!(beamed && !greedy);
         // The beam's longer decode starts earlier in the pause, greedy's when it must.
         assert!(beamed_at < greedy_at, "{beamed_at} vs {greedy_at}");
+    }
+
+    /// Decodes found dearer than at the call's start (the cost model's correction rising
+    /// under load) start the pause's speculative decode earlier, so its final is still ready
+    /// by the endpoint.
+    #[test]
+    fn a_dearer_lead_starts_the_speculative_decode_earlier_in_the_pause() {
+        let ms = |v: usize| v * RATE / 1000;
+        let mut config = config();
+        config.endpoint = ms(1000);
+        let started = |lead: Lead| {
+            let mut s = Segmenter::new(config);
+            let mut at = 0;
+            feed(&mut s, 60, true, &mut at);
+            s.set_lead(lead);
+            for frames in 1.. {
+                feed(&mut s, 1, false, &mut at);
+                if s.want().is_some_and(|w| w.kind == DecodeKind::Speculative) {
+                    return frames;
+                }
+            }
+            unreachable!()
+        };
+        let cheap = Lead {
+            base: ms(30),
+            per_second: ms(20),
+            beam: None,
+        };
+        let dear = Lead {
+            base: ms(300),
+            per_second: ms(200),
+            beam: None,
+        };
+        assert!(
+            started(dear) < started(cheap),
+            "{} vs {}",
+            started(dear),
+            started(cheap)
+        );
     }
 
     #[test]
