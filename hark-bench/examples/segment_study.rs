@@ -315,7 +315,7 @@ fn main() {
                         at as f64 / 16e3 - silence as f64 / 16e3
                     );
                 }
-                seg.judged(ticket, Some(p >= threshold), &mut out);
+                seg.judged(ticket, Some(p >= threshold), Instant::now(), &mut out);
             }
             while let Some(want) = seg.want() {
                 seg.decode_input(&want, &mut input);

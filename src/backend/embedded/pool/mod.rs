@@ -483,7 +483,7 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
         let ChannelState {
             segmenter, emits, ..
         } = &mut *state;
-        segmenter.judged(ticket, complete, emits);
+        segmenter.judged(ticket, complete, Instant::now(), emits);
         state.report();
     }
 }

@@ -529,7 +529,7 @@ impl Segmenter {
                 self.carry.clear();
             }
         }
-        self.drain_ready(out);
+        self.drain_ready(now, out);
     }
 
     /// Ends the audio: whatever is open becomes an utterance to finish.
@@ -541,7 +541,7 @@ impl Segmenter {
             self.carry.clear();
         }
         self.close(at_input, now);
-        self.drain_ready(out);
+        self.drain_ready(now, out);
     }
 
     /// The one decode this channel wants most now, if any.
@@ -825,7 +825,7 @@ impl Segmenter {
         if let Some(ended) = self.ended.iter_mut().find(|e| e.id == ticket.utterance) {
             if ticket.whole && ticket.len >= ended.voiced_end && ended.text.is_none() {
                 ended.settle(text, sound, ticket.retry);
-                self.drain_ready(out);
+                self.drain_ready(now, out);
             }
             return;
         }
@@ -858,7 +858,7 @@ impl Segmenter {
         }
         if ticket.whole {
             // The words of a pause that reached the endpoint while they were decoded.
-            self.end_if_judged(out);
+            self.end_if_judged(now, out);
         }
     }
 
@@ -1040,7 +1040,7 @@ impl Segmenter {
     }
 
     /// Emits, in order, the finals whose text is known.
-    fn drain_ready(&mut self, out: &mut Vec<Emit>) {
+    fn drain_ready(&mut self, now: Instant, out: &mut Vec<Emit>) {
         while self.ended.front().is_some_and(|e| e.text.is_some()) {
             let Some(Ended {
                 id,
@@ -1089,7 +1089,11 @@ impl Segmenter {
                 }
             }
             let silence = Duration::from_secs_f64(silence as f64 / RATE as f64);
-            out.push(Emit::Final(text, silence + since.elapsed(), recovery));
+            out.push(Emit::Final(
+                text,
+                silence + now.saturating_duration_since(since),
+                recovery,
+            ));
         }
     }
 }
@@ -1207,6 +1211,25 @@ mod tests {
         assert!(beamed && !greedy);
         // The beam's longer decode starts earlier in the pause, greedy's when it must.
         assert!(beamed_at < greedy_at, "{beamed_at} vs {greedy_at}");
+    }
+
+    /// The segmenter reads time only as its callers give it (`now`), so the same audio and
+    /// decode times give the same decisions on any machine, however busy.
+    #[test]
+    fn the_segmenter_never_reads_the_clock() {
+        for (file, text) in [
+            ("mod.rs", include_str!("mod.rs")),
+            ("verdict.rs", include_str!("verdict.rs")),
+            ("context.rs", include_str!("context.rs")),
+        ] {
+            let code = text.split("#[cfg(test)]").next().unwrap_or(text);
+            for clock in ["Instant::now", ".elapsed()", "SystemTime"] {
+                assert!(
+                    !code.contains(clock),
+                    "segmenter/{file} reads the clock: {clock}"
+                );
+            }
+        }
     }
 
     /// Decodes found dearer than at the call's start (the cost model's correction rising
@@ -1353,7 +1376,7 @@ mod tests {
         out.clear();
         assert!(s.want().is_none(), "nothing new to decode");
         feed(&mut s, 12 - frames, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["all of it"]);
         assert_eq!(out.len(), 1);
         assert!(s.is_idle());
@@ -1369,7 +1392,7 @@ mod tests {
         s.decoded(ticket(&s), "first".into(), Instant::now(), &mut out);
         feed(&mut s, 10, true, &mut at);
         feed(&mut s, 12, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(out, [Emit::Partial("first".into())]);
         assert_eq!(s.want().unwrap().kind, DecodeKind::Final);
     }
@@ -1389,7 +1412,7 @@ mod tests {
         // The open utterance is decoded while the first still waits...
         s.decoded(open_ticket(&s), "two".into(), Instant::now(), &mut out);
         feed(&mut s, 10, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         // ...but its final does not overtake the first's.
         assert_eq!(out, [Emit::Partial("two".into())]);
         out.clear();
@@ -1714,7 +1737,7 @@ mod tests {
         feed(&mut s, 12, false, &mut at);
         assert!(s.pending_since().is_none() && finals(&out).is_empty());
         // The verdict closes it at once, ending the turn.
-        s.judged(ticket, Some(true), &mut out);
+        s.judged(ticket, Some(true), Instant::now(), &mut out);
         assert_eq!(finals(&out), ["That's all."]);
         assert!(s.is_idle());
 
@@ -1722,11 +1745,11 @@ mod tests {
         out.clear();
         feed(&mut s, 40, true, &mut at);
         let ticket = ask(&mut s, &mut audio, &mut at);
-        s.judged(ticket, Some(true), &mut out);
+        s.judged(ticket, Some(true), Instant::now(), &mut out);
         speculated(&mut s, "Bye.", &mut at, &mut out);
         assert!(finals(&out).is_empty());
         feed(&mut s, 12, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["Bye."]);
     }
 
@@ -1738,7 +1761,7 @@ mod tests {
         let mut out = Vec::new();
         feed(&mut s, 40, true, &mut at);
         let ticket = ask(&mut s, &mut audio, &mut at);
-        s.judged(ticket, Some(false), &mut out);
+        s.judged(ticket, Some(false), Instant::now(), &mut out);
         speculated(&mut s, "Front.", &mut at, &mut out);
         // Past the endpoint, and longer: still one open utterance, no final.
         feed(&mut s, 30, false, &mut at);
@@ -1748,7 +1771,7 @@ mod tests {
         let id = s.open.as_ref().unwrap().id;
         let ticket = ask(&mut s, &mut audio, &mut at);
         assert_eq!(ticket.utterance, id);
-        s.judged(ticket, Some(true), &mut out);
+        s.judged(ticket, Some(true), Instant::now(), &mut out);
         feed(&mut s, 12, false, &mut at);
         let want = s.want().unwrap();
         assert_eq!(want.kind, DecodeKind::Final);
@@ -1767,17 +1790,17 @@ mod tests {
         let mut out = Vec::new();
         feed(&mut s, 40, true, &mut at);
         let ticket = ask(&mut s, &mut audio, &mut at);
-        s.judged(ticket, Some(false), &mut out);
+        s.judged(ticket, Some(false), Instant::now(), &mut out);
         speculated(&mut s, "My number is 555,", &mut at, &mut out);
         let asked_at = s.open.as_ref().unwrap().silence / FRAME;
         feed(&mut s, 39 - asked_at, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert!(
             finals(&out).is_empty() && s.ended.is_empty(),
             "held until the hold"
         );
         feed(&mut s, 1, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         // The speculative decode is the final: no decode after the hold.
         assert_eq!(finals(&out), ["My number is 555."]);
         assert!(s.is_idle());
@@ -1788,7 +1811,7 @@ mod tests {
         ask(&mut s, &mut audio, &mut at);
         speculated(&mut s, "and then", &mut at, &mut out);
         feed(&mut s, 40, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["and then."]);
     }
 
@@ -1810,7 +1833,7 @@ mod tests {
         feed(&mut s, 1, false, &mut at);
         speculated(&mut s, "My name is", &mut at, &mut out);
         feed(&mut s, 30, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert!(s.open.is_some() && s.ended.is_empty() && finals(&out).is_empty());
         // The speaker goes on: one utterance; its words end the turn at the endpoint, and
         // the final ends in a period for the platform to answer at once.
@@ -1819,7 +1842,7 @@ mod tests {
         speculated(&mut s, "My name is Smith", &mut at, &mut out);
         assert!(finals(&out).is_empty(), "not before the endpoint");
         feed(&mut s, 12, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["My name is Smith."]);
         assert!(s.is_idle());
     }
@@ -1847,10 +1870,10 @@ mod tests {
         speculated(&mut s, "4-1-5", &mut at, &mut out);
         let held_at = s.open.as_ref().unwrap().silence / FRAME;
         feed(&mut s, 39 - held_at, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert!(finals(&out).is_empty() && s.ended.is_empty(), "held");
         feed(&mut s, 1, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["4-1-5."]);
         assert!(s.want().is_none());
 
@@ -1887,13 +1910,13 @@ mod tests {
         feed(&mut s, 1, false, &mut at);
         speculated(&mut s, "Front.", &mut at, &mut out);
         feed(&mut s, 30, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert!(s.open.is_some() && finals(&out).is_empty(), "held");
         feed(&mut s, 30, true, &mut at);
         feed(&mut s, 1, false, &mut at);
         speculated(&mut s, "Front left.", &mut at, &mut out);
         feed(&mut s, 12, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["Front left."]);
 
         // A word 200 ms after the turn's last final is the rest of it: ended at the endpoint.
@@ -1902,7 +1925,7 @@ mod tests {
         feed(&mut s, 1, false, &mut at);
         speculated(&mut s, "Tomorrow.", &mut at, &mut out);
         feed(&mut s, 12, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["Tomorrow."]);
 
         // A new turn (two seconds later) that is a whole answer in one word: at the endpoint.
@@ -1912,7 +1935,7 @@ mod tests {
         feed(&mut s, 1, false, &mut at);
         speculated(&mut s, "No.", &mut at, &mut out);
         feed(&mut s, 12, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["No."]);
 
         // Another word alone opening a turn: held to the hold, then ended with a period.
@@ -1923,10 +1946,10 @@ mod tests {
         speculated(&mut s, "Production", &mut at, &mut out);
         let held_at = s.open.as_ref().unwrap().silence / FRAME;
         feed(&mut s, 39 - held_at, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert!(finals(&out).is_empty(), "held");
         feed(&mut s, 1, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["Production."]);
     }
 
@@ -1940,14 +1963,14 @@ mod tests {
         let stale = ask(&mut s, &mut audio, &mut at);
         // Speech after the question makes the verdict stale: asked again at the next pause.
         feed(&mut s, 5, true, &mut at);
-        s.judged(stale, Some(true), &mut out);
+        s.judged(stale, Some(true), Instant::now(), &mut out);
         assert_eq!(s.open.as_ref().unwrap().verdict, Verdict::Unasked);
         let ticket = ask(&mut s, &mut audio, &mut at);
         // The model failed: silence decides, as without it, and the text stays as decoded.
-        s.judged(ticket, None, &mut out);
+        s.judged(ticket, None, Instant::now(), &mut out);
         speculated(&mut s, "Go there,", &mut at, &mut out);
         feed(&mut s, 12, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), ["Go there,"]);
     }
 
@@ -2070,7 +2093,7 @@ mod tests {
             &mut out,
         );
         feed(&mut s, 3, false, &mut at);
-        s.drain_ready(&mut out);
+        s.drain_ready(Instant::now(), &mut out);
         assert!(s.want().is_none(), "no retry");
         assert_eq!(recoveries(&out), [("", Recovery::Sound)]);
         assert!(s.is_idle());

@@ -190,7 +190,13 @@ impl Segmenter {
     /// Takes the end-of-turn model's verdict on what a ticket covered (`None` if it could
     /// not say). A pause it hears as the turn's end that has already reached the endpoint
     /// closes the utterance at once, and its final goes out if its text is ready.
-    pub fn judged(&mut self, ticket: TurnTicket, complete: Option<bool>, out: &mut Vec<Emit>) {
+    pub fn judged(
+        &mut self,
+        ticket: TurnTicket,
+        complete: Option<bool>,
+        now: Instant,
+        out: &mut Vec<Emit>,
+    ) {
         let Some(open) = self.open.as_mut().filter(|o| o.id == ticket.utterance) else {
             // Closed meanwhile (by the hold, the audio's end, a long cut): too late to count.
             return;
@@ -207,13 +213,13 @@ impl Segmenter {
             Some(complete) => Verdict::Said(complete),
             None => Verdict::Failed,
         };
-        self.end_if_judged(out);
+        self.end_if_judged(now, out);
     }
 
     /// Closes the open utterance if its pause has reached the endpoint and the judges now
     /// let it end (a verdict or a decode came after the endpoint), emitting its final if
     /// its text is ready.
-    pub(super) fn end_if_judged(&mut self, out: &mut Vec<Emit>) {
+    pub(super) fn end_if_judged(&mut self, now: Instant, out: &mut Vec<Emit>) {
         let config = self.config;
         if self.open.as_ref().is_some_and(|open| {
             config.holds()
@@ -221,8 +227,8 @@ impl Segmenter {
                 && open.quiet >= config.endpoint / 2
                 && open.ends_turn(&config)
         }) {
-            self.close(self.at_input, Instant::now());
-            self.drain_ready(out);
+            self.close(self.at_input, now);
+            self.drain_ready(now, out);
         }
     }
 }
