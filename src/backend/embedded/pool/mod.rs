@@ -179,7 +179,7 @@ impl Pool {
     /// calls already here at risk (see [`Demand::admits`]).
     pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
         let mut booked = lock(&self.booked);
-        let calls = held_bookings(&mut booked);
+        let calls = held_bookings(&mut booked, Instant::now());
         self.demand(calls).admits(channels, limit).is_ok()
     }
 
@@ -187,7 +187,7 @@ impl Pool {
     /// booking is dropped (the call started its channels, or ended before it could).
     pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Result<Booking, Refusal> {
         let mut booked = lock(&self.booked);
-        let calls = held_bookings(&mut booked);
+        let calls = held_bookings(&mut booked, Instant::now());
         self.demand(calls).admits(channels, limit)?;
         let id = self.next_booking.fetch_add(1, Ordering::Relaxed);
         booked.push((id, channels, Instant::now()));
