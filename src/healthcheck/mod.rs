@@ -150,7 +150,7 @@ pub fn run(args: HealthcheckArgs) -> anyhow::Result<()> {
 /// The server answered, but not in HTTP/1: a TLS server's alert or handshake bytes read as
 /// a response.
 fn not_http(e: &ureq::Error) -> bool {
-    matches!(e, ureq::Error::Protocol(_) | ureq::Error::Http(_))
+    matches!(e, ureq::Error::Protocol(_))
 }
 
 /// The TLS handshake failed on the server's certificate (unknown issuer, a CA used as the

@@ -413,23 +413,9 @@ fn upgrade(
         }
         resp
     };
-    // Credentials first, so that unauthenticated clients cannot probe profile names.
-    if !auth::check(&state.config.auth, &headers) {
-        // Anyone can send these: logged within a budget, the path only quoted and cut.
-        if let Some(left_out) = REFUSAL_LOG.allow() {
-            warn!(
-                profile = cut(&profile_name).as_ref(),
-                left_out, "upgrade refused: missing or wrong credentials"
-            );
-        }
-        return reject(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing or wrong x-vapi-secret / Authorization header\n".into(),
-        );
-    }
-    // A client's mistakes (a profile that is not there, a query hark cannot take) are the
-    // platform's config, worth a line to whoever runs hark: within the same budget.
+    // A client's refusals (no credentials, a profile that is not there, a query hark cannot
+    // take) are worth a line to whoever runs hark, but anyone can send them: logged within
+    // a budget, the path only cut.
     let refused = |status: StatusCode, reason: &'static str, why: String| {
         if let Some(left_out) = REFUSAL_LOG.allow() {
             warn!(
@@ -443,6 +429,14 @@ fn upgrade(
         }
         reject(status, reason, why)
     };
+    // Credentials first, so that unauthenticated clients cannot probe profile names.
+    if !auth::check(&state.config.auth, &headers) {
+        return refused(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or wrong x-vapi-secret / Authorization header\n".into(),
+        );
+    }
     let Some(profile) = state.config.profile(&profile_name) else {
         return refused(
             StatusCode::NOT_FOUND,
