@@ -94,10 +94,11 @@ async fn two_real_servers_side_by_side() {
     let mut a = args(a_server.ws_url("/api/custom-transcriber"), 2, 12.0);
     a.vs = Some(b_server.ws_url("/api/custom-transcriber"));
     a.label = Some("embedded,long-endpoint".into());
-    // Each server's second call starts once the first pair has ended (14 s apart): this
-    // checks the report, not admission, which on a slow or busy CPU prices a second
-    // Moonshine call beside a live one just over its budget (636–705 ms against 600 on a
-    // CPU without VNNI) and refuses it.
+    // Each server's second call starts 14 s after its first, about when the first pair
+    // ends: this checks the report, not admission. The first pair's last seconds are still
+    // in admission's load window then, and on a slow or busy CPU the second call can be
+    // priced just over the budget (605–705 ms against 600 on a CPU without VNNI) and
+    // refused; the report counts a refusal as a call's ending either way.
     a.stagger = Some(28.0);
     a.report = Some(dir.path().join("r.json"));
     a.plot = Some(dir.path().join("p.svg"));
@@ -119,6 +120,7 @@ async fn two_real_servers_side_by_side() {
                 assert!(t[stat][k].is_number(), "{stat}.{k}");
             }
         }
+        // One 12 s call has at least three utterances with a final.
         assert!(t["time_to_final_ms"]["count"].as_u64() > Some(2));
         for ch in ["customer", "assistant"] {
             for k in [
@@ -187,7 +189,17 @@ async fn two_real_servers_side_by_side() {
 
     let md = std::fs::read_to_string(dir.path().join("s.md")).expect("markdown written");
     assert!(md.contains("| figure") && md.contains("B/A"), "{md}");
-    assert!(md.contains("embedded: close codes 1000 ×2"), "{md}");
+    // Each call closed normally or, on a machine where admission prices the second call
+    // just over its budget, was refused at the upgrade (the JSON's count above).
+    let refused_a = targets[0]["refused_calls"].as_u64().unwrap_or(0);
+    let closed = format!("embedded: close codes 1000 ×{}", 2 - refused_a);
+    assert!(md.contains(&closed), "{md}");
+    if refused_a > 0 {
+        assert!(
+            md.contains("embedded: refused at the upgrade 1 of 2 calls"),
+            "{md}"
+        );
+    }
     let svg = std::fs::read_to_string(dir.path().join("p.svg")).expect("plot written");
     assert!(svg.contains("<svg") && svg.contains("long-endpoint: time to final"));
     a_server.shutdown().await.unwrap();
