@@ -7,6 +7,7 @@
 
 pub mod cost;
 pub mod pool;
+mod schedule;
 pub mod segmenter;
 mod settings;
 

@@ -7,9 +7,9 @@ use std::time::Instant;
 use tracing::warn;
 
 use super::super::MODEL_RATE;
+use super::super::schedule::{self, Why};
 use super::super::segmenter::{Emit, Recovery, Segmenter, Want};
-use super::ladder::Why;
-use super::{Job, LOAD_WINDOW, MAX_STEP_SAMPLES, lock};
+use super::{Job, MAX_STEP_SAMPLES, lock};
 use crate::audio::AudioSource;
 use crate::backend::EventSink;
 use crate::metrics as m;
@@ -23,9 +23,9 @@ pub(super) struct Channel {
 }
 
 impl Channel {
-    /// How much of its demand this channel has put into the decaying load so far.
-    pub(super) fn weight(&self) -> f64 {
-        1.0 - (-self.opened.elapsed().as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp()
+    /// How much of its demand this channel has put into the decaying load by `now`.
+    pub(super) fn weight(&self, now: Instant) -> f64 {
+        schedule::weight(self.opened, now)
     }
 }
 
@@ -200,11 +200,8 @@ impl ChannelState {
     }
 
     /// Its wanted speculative decode is left out (`why`): counted once per pause.
-    pub(super) fn shed_speculative(&mut self, why: Option<Why>) {
-        let Some(why) = why.filter(|_| self.want().is_some()) else {
-            return;
-        };
-        if self.segmenter.speculative_shed() {
+    pub(super) fn shed_speculative(&mut self, why: Why) {
+        if self.want().is_some() && self.segmenter.speculative_shed() {
             metrics::counter!(m::SHED_DECODES, "what" => "speculative", "why" => why.as_str())
                 .increment(1);
         }

@@ -6,10 +6,12 @@
 //! and a final that a decode already covers goes out the moment its endpoint passes.
 //!
 //! Each **decoder** owns one recognizer handle outright (a handle takes one call at a time)
-//! and loops: pick the most urgent decode any channel wants — finals, then speculative
-//! decodes at pauses, then first partials, then partials; oldest first within a kind —
-//! copy that audio, decode it without holding any lock, hand the text back. A channel has
-//! at most one decode running. Under load partials thin out and finals stay on time.
+//! and loops: claim the batch the [`Scheduler`] plans from what every channel wants (the
+//! most urgent first: finals, then speculative decodes at pauses, then first partials,
+//! then partials), copy that audio, decode it without holding any lock, hand the text
+//! back. A channel has at most one decode running. Under load partials thin out and
+//! finals stay on time. The threads are the scheduler's shell: they read the clock, take
+//! the locks and write the metrics; every decision is the scheduler's.
 //!
 //! The **judge** (when the end-of-turn model is on) owns that model and, at each pause of
 //! a customer's channel that is nearly an endpoint, decides whether the turn is over, so
@@ -18,7 +20,8 @@
 //!
 //! Locks: a channel's state is one mutex, held for microseconds by either side; the channel
 //! list is a mutex changed only by the listener. Order: list, then channel; never the
-//! reverse. No lock is held across a decode.
+//! reverse. The scheduler's mutex is taken with no channel's held. No lock is held across
+//! a decode.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,26 +32,18 @@ use std::time::{Duration, Instant};
 
 use tracing::warn;
 
-mod admission;
 mod channel;
-mod ladder;
 
-use self::admission::{Demand, held_bookings, promise};
 use self::channel::{Channel, ChannelState};
-use self::ladder::{Ladder, LoadSheds, Shedding};
 use super::Shed;
-use super::cost::{CostModel, TYPICAL_UTTERANCE};
-use super::segmenter::{DecodeKind, Lead, SegmenterConfig, Want};
+use super::cost::CostModel;
+use super::schedule::{LeftOut, Live, Plan, Present, Scheduler, Wanted, held_bookings};
+use super::segmenter::{DecodeKind, SegmenterConfig, Want};
 use super::{Engine, StartError, Tier, Utterance};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink, Refusal};
 use crate::metrics as m;
 use crate::turn::TurnModel;
-
-/// Over how long the recognizer's essential load is averaged (see [`Pool::load`]).
-pub(super) const LOAD_WINDOW: Duration = Duration::from_secs(10);
-/// A final waiting this long for a decoder means the recognizer is behind now.
-pub(super) const FINAL_BACKLOG: Duration = Duration::from_millis(400);
 
 /// Longest a thread sleeps before looking at its channels again without being woken.
 const IDLE_POLL: Duration = Duration::from_millis(20);
@@ -84,13 +79,6 @@ pub struct Pool {
     /// Per decoder: when its running decode started, in ms after `epoch` plus one (0: idle).
     busy: Vec<AtomicU64>,
     epoch: Instant,
-    /// Decode seconds spent on finals and speculative decodes, and the age weights of the
-    /// channels that brought some of them and have left, both decaying over `LOAD_WINDOW`;
-    /// and when they were last brought up to date.
-    load: Mutex<(f64, f64, Instant)>,
-    /// The essential load as a share of the decoders' time, as last brought up to date
-    /// (`f64` bits): what the load sheds is read off it ([`LoadSheds::at`]).
-    share: AtomicU64,
     /// Channels of admitted calls whose start frame is still to come, booked by their
     /// [`Booking`]s (id, channels, when): counted as present, so a burst of upgrades cannot
     /// all pass, and given back the moment the call starts or ends, or after
@@ -100,12 +88,9 @@ pub struct Pool {
     /// Calls (session ids) of channels handed to the listener that it has not made live
     /// yet, one entry per channel.
     starting: Mutex<Vec<u64>>,
-    /// What decodes cost, per model: calibrated at load, kept current by every decode.
-    cost: Mutex<CostModel>,
-    /// The most utterances a decoder takes as one batch (the engine's).
-    max_batch: AtomicU64,
-    /// What is shed while finals are late (see [`Ladder`]).
-    ladder: Mutex<Ladder>,
+    /// Every decision: what to decode, what to shed, whether a call fits. Locked for
+    /// microseconds, never while a channel is.
+    scheduler: Mutex<Scheduler>,
 }
 
 impl Pool {
@@ -120,77 +105,46 @@ impl Pool {
             closed: AtomicBool::new(false),
             busy: (0..decoders).map(|_| AtomicU64::new(0)).collect(),
             epoch: Instant::now(),
-            load: Mutex::new((0.0, 0.0, Instant::now())),
-            share: AtomicU64::new(0f64.to_bits()),
             booked: Mutex::new(Vec::new()),
             next_booking: AtomicU64::new(0),
             starting: Mutex::new(Vec::new()),
-            cost: Mutex::new(CostModel::default()),
-            max_batch: AtomicU64::new(1),
-            ladder: Mutex::new(Ladder::new(last, Instant::now())),
+            scheduler: Mutex::new(Scheduler::new(decoders, last, Instant::now())),
         })
-    }
-
-    /// Counts a final or speculative decode's time into the recognizer's essential load:
-    /// the share of its decoders' time such decodes took over the last `LOAD_WINDOW` or so
-    /// (1.0: all of it). Partials do not count: they only fill the time that is left.
-    fn add_load(&self, spent: Duration) {
-        self.update(spent.as_secs_f64(), 0.0);
     }
 
     /// The engine's cost model and how many utterances it decodes as one batch: set once
     /// it has loaded and been calibrated.
     pub fn set_engine(&self, cost: CostModel, max_batch: usize) {
-        *lock(&self.cost) = cost;
-        self.max_batch
-            .store(max_batch.max(1) as u64, Ordering::Relaxed);
+        lock(&self.scheduler).set_engine(cost, max_batch);
     }
 
     /// What decodes cost now.
     pub fn cost(&self) -> CostModel {
-        *lock(&self.cost)
-    }
-
-    fn max_batch(&self) -> usize {
-        self.max_batch.load(Ordering::Relaxed) as usize
-    }
-
-    /// A channel of age weight `weight` left: its share of the load stays a while.
-    fn departed(&self, weight: f64) {
-        self.update(0.0, weight);
-    }
-
-    /// Decays the load and the departed weight to now, adds to them, and returns the
-    /// load as a share of the decoders' time, and the departed weight.
-    fn update(&self, spent: f64, gone: f64) -> (f64, f64) {
-        let mut load = lock(&self.load);
-        let now = Instant::now();
-        let decay = (-now.duration_since(load.2).as_secs_f64() / LOAD_WINDOW.as_secs_f64()).exp();
-        load.0 = load.0 * decay + spent;
-        load.1 = load.1 * decay + gone;
-        load.2 = now;
-        let share = load.0 / (LOAD_WINDOW.as_secs_f64() * self.busy.len().max(1) as f64);
-        self.share.store(share.to_bits(), Ordering::Relaxed);
-        metrics::gauge!(m::DECODER_LOAD).set(share);
-        (share, load.1)
+        lock(&self.scheduler).cost()
     }
 
     /// Whether a call of `channels` more channels can be taken without putting the
-    /// calls already here at risk (see [`Demand::admits`]).
+    /// calls already here at risk (see [`Scheduler::admits`]).
     pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
+        let now = Instant::now();
         let mut booked = lock(&self.booked);
-        let calls = held_bookings(&mut booked, Instant::now());
-        self.demand(calls).admits(channels, limit).is_ok()
+        let calls = held_bookings(&mut booked, now);
+        let present = self.present(calls, now);
+        lock(&self.scheduler)
+            .admits(&present, channels, limit, now)
+            .is_ok()
     }
 
     /// [`Pool::has_headroom`], and on yes the room held for the new channels until the
     /// booking is dropped (the call started its channels, or ended before it could).
     pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Result<Booking, Refusal> {
+        let now = Instant::now();
         let mut booked = lock(&self.booked);
-        let calls = held_bookings(&mut booked, Instant::now());
-        self.demand(calls).admits(channels, limit)?;
+        let calls = held_bookings(&mut booked, now);
+        let present = self.present(calls, now);
+        lock(&self.scheduler).admits(&present, channels, limit, now)?;
         let id = self.next_booking.fetch_add(1, Ordering::Relaxed);
-        booked.push((id, channels, Instant::now()));
+        booked.push((id, channels, now));
         let pool = Arc::downgrade(self);
         Ok(Booking::new(move || {
             if let Some(pool) = pool.upgrade() {
@@ -199,69 +153,34 @@ impl Pool {
         }))
     }
 
-    /// What the calls here, starting and `booked` (calls, channels) demand of the decoders.
-    fn demand(&self, booked: (usize, usize)) -> Demand {
-        let live = lock(&self.channels).clone();
-        let (last, finals_model, exhausted) = {
-            let ladder = lock(&self.ladder);
-            let last = ladder.last_step();
-            (
-                last,
-                ladder.finals_model,
-                last > Shed::Nothing && ladder.step >= last,
-            )
-        };
-        let mut demand = Demand {
-            decoders: self.busy.len().max(1),
-            cost: self.cost(),
-            max_batch: self.max_batch(),
-            last,
-            finals_model,
-            exhausted,
-            ..Demand::default()
-        };
-        // The youngest channel of each call: its promise.
-        let mut calls: Vec<(u64, f64)> = Vec::with_capacity(live.len());
-        for c in &live {
-            let behind = c
-                .lock()
-                .want()
-                .is_some_and(|w| w.kind == DecodeKind::Final && w.since.elapsed() > FINAL_BACKLOG);
-            demand.behind |= behind;
-            demand.weight += c.weight();
-            let promise = promise(c.opened.elapsed());
-            match calls.iter_mut().find(|(s, _)| *s == c.session) {
-                Some((_, p)) => *p = p.max(promise),
-                None => calls.push((c.session, promise)),
-            }
-        }
-        let mut starting = lock(&self.starting).clone();
-        demand.channels = live.len() + starting.len() + booked.1;
-        starting.sort_unstable();
-        starting.dedup();
-        starting.retain(|s| calls.iter().all(|(live, _)| live != s));
-        demand.promised =
-            calls.iter().map(|(_, p)| p).sum::<f64>() + (starting.len() + booked.0) as f64;
-        // Channels that left still count for the load they brought, as it decays.
-        (demand.load, demand.gone) = self.update(0.0, 0.0);
-        demand
+    /// The calls here, starting and `booked` (calls, channels), as admission counts them.
+    fn present(&self, booked: (usize, usize), now: Instant) -> Present {
+        let live: Vec<Live> = lock(&self.channels)
+            .iter()
+            .map(|c| Live {
+                session: c.session,
+                opened: c.opened,
+                final_since: c
+                    .lock()
+                    .want()
+                    .filter(|w| w.kind == DecodeKind::Final)
+                    .map(|w| w.since),
+            })
+            .collect();
+        let starting = lock(&self.starting).clone();
+        Present::count(&live, &starting, booked, now)
     }
 
     /// Whether the engine decodes finals with a model of their own, which the ladder may
     /// then shed.
     pub fn set_finals_model(&self, has: bool) {
-        lock(&self.ladder).finals_model = has;
+        lock(&self.scheduler).set_finals_model(has);
     }
 
     /// Whether the engine searches finals with a beam while the decoders have room, which
     /// the ladder may then shed.
     pub fn set_beam(&self, has: bool) {
-        lock(&self.ladder).beam = has;
-    }
-
-    /// Whether the ladder may shed the finals' model.
-    fn sheds_finals_model(&self) -> bool {
-        lock(&self.ladder).takes(Shed::FinalsModel)
+        lock(&self.scheduler).set_beam(has);
     }
 
     /// Decoder slots.
@@ -417,12 +336,12 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
                     true
                 }
                 Ok(None) => {
-                    pool.departed(channel.weight());
+                    pool.departed(channel);
                     false
                 }
                 Err(_) => {
                     channel.lock().fail("recognizer panicked".into());
-                    pool.departed(channel.weight());
+                    pool.departed(channel);
                     false
                 }
             }
@@ -463,8 +382,8 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
             std::panic::catch_unwind(AssertUnwindSafe(|| model.complete_probability(&audio)));
         let spent = started.elapsed();
         metrics::histogram!(m::TURN_SECONDS).record(spent.as_secs_f64());
-        // The judge runs on the decoders' cores, for the finals it holds: essential work.
-        pool.add_load(spent);
+        let share = lock(&pool.scheduler).judged(spent, Instant::now());
+        metrics::gauge!(m::DECODER_LOAD).set(share);
         let complete = match result {
             Ok(Ok(p)) => Some(p >= 0.5),
             Ok(Err(e)) => {
@@ -554,18 +473,16 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
             .iter()
             .map(|u| u.audio.len() as f64 / f64::from(super::MODEL_RATE))
             .collect();
-        let greedy_share = {
-            let mut cost = lock(&pool.cost);
-            cost.observe(batch.tier, &lengths, spent, beamed);
-            cost.greedy_share(batch.tier, &lengths, beamed)
-        };
-        if batch.items.iter().any(|(_, w)| w.kind.is_essential()) {
-            // Context included: it is shed as the load grows, but until then it is work the
-            // decoders really do, and admission must not count on time they do not have.
-            // The beam's share is left out: the load and the ladder shed it before anything
-            // else.
-            pool.add_load(spent.mul_f64(greedy_share));
-        }
+        let essential = batch.items.iter().any(|(_, w)| w.kind.is_essential());
+        let share = lock(&pool.scheduler).decoded(
+            batch.tier,
+            &lengths,
+            spent,
+            beamed,
+            essential,
+            Instant::now(),
+        );
+        metrics::gauge!(m::DECODER_LOAD).set(share);
         let results = match results {
             Ok(r) if r.len() == batch.items.len() => r,
             Ok(_) => batch
@@ -599,93 +516,38 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
     }
 }
 
-/// Claims a batch: the most urgent wanted decode of any idle channel that is not shed, and
-/// with it the next most urgent ones of its class (finals and speculative decodes, or
-/// partials) that the same model decodes, up to the engine's batch and this decoder's share
-/// of them (the idle decoders split the queue, so both cores work on a wave). Marks the
-/// channels as decoding and copies their inputs into `inputs`.
+/// Claims a batch as the scheduler plans it ([`Scheduler::plan`]): marks its channels as
+/// decoding and copies their inputs into `inputs`.
 fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
     loop {
-        // `shed = "nothing"` keeps the beam whatever the load, as it keeps partials.
-        let (step, sheds_beam) = {
-            let ladder = lock(&pool.ladder);
-            (ladder.step, ladder.takes(Shed::Beam))
-        };
-        let mut load = LoadSheds::at(f64::from_bits(pool.share.load(Ordering::Relaxed)));
-        load.beam &= sheds_beam;
-        let shed = Shedding::decide(step, load);
-        let (wanted, finals, wave, late) = {
-            // The finals' price as decodes now show it, for the speculative decodes' lead.
-            let lead = Lead::of(&pool.cost());
-            let channels = lock(&pool.channels);
-            let now = Instant::now();
-            let mut wanted: Vec<(DecodeKind, Instant, Arc<Channel>)> = Vec::new();
-            let mut finals = 0;
-            let mut wave = 0;
-            let mut late = Duration::ZERO;
-            for c in channels.iter() {
-                let mut state = c.lock();
-                state.segmenter.scale_context(shed.context.0);
-                state.segmenter.allow_beam(shed.beam.is_none());
-                state.segmenter.set_lead(lead);
-                let Some(w) = state.want() else { continue };
-                wave += usize::from(w.kind.is_essential());
-                match w.kind {
-                    DecodeKind::Final => {
-                        finals += 1;
-                        late = late.max(now.saturating_duration_since(w.since));
-                    }
-                    DecodeKind::Speculative if shed.speculative.is_some() => {
-                        state.shed_speculative(shed.speculative);
-                        continue;
-                    }
-                    DecodeKind::FirstPartial | DecodeKind::Partial if shed.partials => {
-                        continue;
-                    }
-                    _ => {}
-                }
-                wanted.push((w.kind, w.since, c.clone()));
+        let now = Instant::now();
+        let knobs = lock(&pool.scheduler).knobs(now);
+        metrics::gauge!(m::DECODER_LOAD).set(knobs.share);
+        let channels = lock(&pool.channels).clone();
+        let mut wanted: Vec<Wanted> = Vec::new();
+        for (key, c) in channels.iter().enumerate() {
+            let mut state = c.lock();
+            state.segmenter.scale_context(knobs.shed.context.0);
+            state.segmenter.allow_beam(knobs.shed.beam.is_none());
+            state.segmenter.set_lead(knobs.lead);
+            let Some(w) = state.want() else { continue };
+            if let Some(LeftOut::Speculative(why)) = knobs.left_out(w.kind) {
+                state.shed_speculative(why);
             }
-            (wanted, finals, wave, late)
-        };
-        // The ladder climbs on how late the last final of the wave (finals, and the
-        // speculative decodes that will be finals at their endpoint) will be when it
-        // starts, priced by the cost model, so a wave sheds at once rather than once its
-        // first finals are late: with the finals' model if that is on time, else with the
-        // partials' (the step that sheds the finals' model, and beyond it only if even
-        // those are late). The model is chosen on the step this very wave calls for.
-        let cost = pool.cost();
-        let (decoders, max_batch) = (pool.decoders(), pool.max_batch());
-        let queued = |tier| {
-            let wait = cost.queue_wait(tier, wave, decoders, TYPICAL_UTTERANCE, max_batch);
-            late + Duration::from_secs_f64(wait)
-        };
-        let finals_on_time = queued(Tier::Finals);
-        let projected =
-            match finals_on_time < Shed::FinalsModel.late_at() || !pool.sheds_finals_model() {
-                true => finals_on_time,
-                false => queued(Tier::Partials).max(Shed::FinalsModel.late_at()),
-            };
-        let step = pool.climb(projected);
-        let tier_of = |kind: DecodeKind| match step >= Shed::FinalsModel {
-            true => Tier::Partials,
-            false => Tier::of(kind),
-        };
-        let mut wanted = wanted;
-        wanted.sort_by_key(|(kind, since, _)| (*kind, *since));
-        let (lead_kind, _, _) = wanted.first()?;
-        let (tier, essential) = (tier_of(*lead_kind), lead_kind.is_essential());
-        let alike: Vec<Arc<Channel>> = wanted
-            .into_iter()
-            .filter(|(kind, _, _)| tier_of(*kind) == tier && kind.is_essential() == essential)
-            .map(|(_, _, c)| c)
-            .collect();
-        let idle = pool.idle_decoders().max(1);
-        let take = cost.batch_size(tier, alike.len(), idle, TYPICAL_UTTERANCE, max_batch);
-        let mut items = Vec::with_capacity(take);
-        for channel in alike.into_iter().take(take) {
+            wanted.push(Wanted {
+                key,
+                kind: w.kind,
+                since: w.since,
+            });
+        }
+        let idle = pool.idle_decoders();
+        let plan = lock(&pool.scheduler).plan(&knobs, &wanted, idle, now);
+        count_steps(&plan);
+        let batch = plan.batch?;
+        let mut items = Vec::with_capacity(batch.keys.len());
+        for channel in batch.keys.iter().filter_map(|&key| channels.get(key)) {
             let mut state = channel.lock();
-            let (context, why) = shed.context_for(finals);
+            let (context, why) = batch.context;
             state.segmenter.scale_context(context);
             // Another decoder may have claimed it since.
             let Some(want) = state.want() else { continue };
@@ -705,25 +567,35 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
             state.segmenter.draft(&want, &mut input.draft);
             input.language.clone_from(&state.language);
             drop(state);
-            items.push((channel, want));
+            items.push((channel.clone(), want));
         }
         if items.is_empty() {
             continue;
         }
-        // The beam while neither the ladder nor the load sheds it.
-        let beam = tier == Tier::Finals && shed.beam.is_none();
-        return Some(Batch { items, tier, beam });
+        return Some(Batch {
+            items,
+            tier: batch.tier,
+            beam: batch.beam,
+        });
+    }
+}
+
+/// The ladder's step and the seconds spent on each step, into the metrics.
+fn count_steps(plan: &Plan) {
+    metrics::gauge!(m::SHED_STEP).set(plan.step as u8 as f64);
+    for step in Shed::ALL.into_iter().skip(1) {
+        let whole = plan.step_seconds[step as usize];
+        if whole > 0 {
+            metrics::counter!(m::SHED_SECONDS, "step" => step.as_str()).increment(whole);
+        }
     }
 }
 
 impl Pool {
-    /// Moves the ladder for the oldest waiting final being `late`, counts the time on each
-    /// step into the metrics in whole seconds, and returns the step it stands on.
-    fn climb(&self, late: Duration) -> Shed {
-        let mut ladder = lock(&self.ladder);
-        let step = ladder.update(late, Instant::now());
-        ladder.count();
-        step
+    /// A channel left: its share of the load stays a while.
+    fn departed(&self, channel: &Channel) {
+        let now = Instant::now();
+        lock(&self.scheduler).departed(channel.weight(now), now);
     }
 }
 

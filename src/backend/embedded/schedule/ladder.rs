@@ -4,10 +4,9 @@
 use std::time::{Duration, Instant};
 
 use crate::backend::embedded::Shed;
-use crate::metrics as m;
 
 impl Shed {
-    pub(super) const ALL: [Shed; 6] = [
+    pub(crate) const ALL: [Shed; 6] = [
         Self::Nothing,
         Self::Beam,
         Self::Partials,
@@ -55,7 +54,7 @@ pub(super) struct Ladder {
 
 /// Why a decode was left out or cut short: counted in `hark_shed_decodes_total{why}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Why {
+pub(crate) enum Why {
     /// The ladder: finals are (or will be) late.
     Late,
     /// The essential load averaged over the last seconds is high.
@@ -65,7 +64,7 @@ pub(super) enum Why {
 }
 
 impl Why {
-    pub(super) fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Late => "late",
             Self::Load => "load",
@@ -77,7 +76,7 @@ impl Why {
 /// What a claim leaves out, and why: one decision from the ladder's step, the load average
 /// (the beam, speculative decodes and its share of the context span) and the finals queued.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Shedding {
+pub(crate) struct Shedding {
     /// Finals are searched greedily.
     pub beam: Option<Why>,
     pub partials: bool,
@@ -221,17 +220,16 @@ impl Ladder {
             .unwrap_or(Shed::Nothing)
     }
 
-    /// Counts the seconds spent on each step into the metrics, in whole seconds.
-    pub(super) fn count(&mut self) {
-        metrics::gauge!(m::SHED_STEP).set(self.step as u8 as f64);
-        for s in Shed::ALL.into_iter().skip(1) {
-            let spent = &mut self.spent[s as usize];
-            if *spent >= 1.0 {
-                let whole = spent.floor();
-                *spent -= whole;
-                metrics::counter!(m::SHED_SECONDS, "step" => s.as_str()).increment(whole as u64);
-            }
+    /// The whole seconds spent on each step (by `Shed as usize`) since the last call, the
+    /// fractions kept for the next: for the metrics.
+    pub(super) fn take_whole_seconds(&mut self) -> [u64; 6] {
+        let mut whole = [0; 6];
+        for (spent, out) in self.spent.iter_mut().zip(&mut whole) {
+            let w = spent.floor();
+            *spent -= w;
+            *out = w as u64;
         }
+        whole
     }
 }
 

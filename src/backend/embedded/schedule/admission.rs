@@ -30,7 +30,7 @@ pub(super) const BOOKING_HOLD: Duration = Duration::from_secs(3);
 
 /// Calls booked and still held, and their channels: bookings older than `BOOKING_HOLD`
 /// are forgotten.
-pub(super) fn held_bookings(
+pub(crate) fn held_bookings(
     booked: &mut Vec<(u64, usize, Instant)>,
     now: Instant,
 ) -> (usize, usize) {

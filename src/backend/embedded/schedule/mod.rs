@@ -1,0 +1,699 @@
+//! What the embedded path decodes next, and whether it can take another call.
+//!
+//! [`Scheduler`] owns every input to those decisions that is not a channel's own: the
+//! decoders and the engine's batch, the cost model, the shedding [`Ladder`] and the
+//! measured load. It is pure: time is the `now` its caller passes, it takes no lock and
+//! writes no metric, so the same inputs give the same decisions on any machine. The pool's
+//! threads are its shell: they read the clock, lock the channels, run the decodes and
+//! count what the plans say.
+//!
+//! A claim asks twice. [`Scheduler::knobs`] first: what the load and the ladder shed now
+//! and the speculative decodes' lead, which change what a channel wants (the lead moves a
+//! pause's decode, the beam a final's ticket). Then, with every channel's wanted decode,
+//! [`Scheduler::plan`]: the ladder moves for the wave those wants make, and the plan names
+//! the batch to decode. The knobs are the step before that climb: a claim on a rising wave
+//! decodes one batch on the previous step's beam and context, the climb's step rules from
+//! the next claim on (the model is chosen on the new step at once).
+
+mod admission;
+mod ladder;
+
+use std::time::{Duration, Instant};
+
+pub(crate) use self::admission::held_bookings;
+use self::admission::{Demand, promise};
+use self::ladder::{Ladder, LoadSheds};
+pub(crate) use self::ladder::{Shedding, Why};
+use super::cost::{CostModel, TYPICAL_UTTERANCE};
+use super::segmenter::{DecodeKind, Lead};
+use super::{Shed, Tier};
+use crate::backend::Refusal;
+
+/// Over how long the recognizer's essential load is averaged (see [`Scheduler::share`]).
+pub(crate) const LOAD_WINDOW: Duration = Duration::from_secs(10);
+/// A final waiting this long for a decoder means the recognizer is behind now.
+pub(crate) const FINAL_BACKLOG: Duration = Duration::from_millis(400);
+
+/// The embedded path's decisions: which decodes run, with which model, beam and context,
+/// what is shed, and whether another call fits.
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    decoders: usize,
+    /// The most utterances a decoder takes as one batch (the engine's).
+    max_batch: usize,
+    /// What decodes cost, per model: calibrated at load, kept current by every decode.
+    cost: CostModel,
+    ladder: Ladder,
+    load: Load,
+}
+
+/// Decode seconds spent on finals and speculative decodes, and the age weights of the
+/// channels that brought some of them and have left, both decaying over `LOAD_WINDOW`,
+/// as they stood at `at`.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    spent: f64,
+    gone: f64,
+    at: Instant,
+}
+
+impl Load {
+    /// Both figures decayed to `now` (a `now` before `at`, from a thread that read the
+    /// clock before another updated the load, reads them as they are).
+    fn at(&self, now: Instant) -> (f64, f64) {
+        let age = now.saturating_duration_since(self.at).as_secs_f64();
+        let decay = (-age / LOAD_WINDOW.as_secs_f64()).exp();
+        (self.spent * decay, self.gone * decay)
+    }
+
+    fn add(&mut self, spent: f64, gone: f64, now: Instant) {
+        let (s, g) = self.at(now);
+        *self = Self {
+            spent: s + spent,
+            gone: g + gone,
+            at: self.at.max(now),
+        };
+    }
+}
+
+/// What a claim applies to every channel before asking what it wants.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Knobs {
+    pub shed: Shedding,
+    /// The finals' price as decodes now show it, for the speculative decodes' lead.
+    pub lead: Lead,
+    /// The essential load now, as a share of the decoders' time (the gauge's value).
+    pub share: f64,
+}
+
+/// What a claim does with a wanted decode other than rank it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeftOut {
+    /// A speculative decode shed (the load, or the ladder at its last step): its pause
+    /// is told, so it is not held for words that will not come.
+    Speculative(Why),
+    /// A partial, while the ladder sheds them.
+    Partial,
+}
+
+impl Knobs {
+    /// Whether a wanted decode of `kind` is left out of this claim, and how.
+    pub fn left_out(&self, kind: DecodeKind) -> Option<LeftOut> {
+        match kind {
+            DecodeKind::Speculative => self.shed.speculative.map(LeftOut::Speculative),
+            DecodeKind::FirstPartial | DecodeKind::Partial if self.shed.partials => {
+                Some(LeftOut::Partial)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One channel's wanted decode, as the shell read it: `key` is the shell's name for the
+/// channel (its index in the list it read).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Wanted {
+    pub key: usize,
+    pub kind: DecodeKind,
+    pub since: Instant,
+}
+
+/// What one claim decodes, and the ladder it leaves.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plan {
+    pub batch: Option<Batch>,
+    /// The step the ladder stands on after this claim's wave.
+    pub step: Shed,
+    /// How late the wave's last final will be when it starts: what moved the ladder.
+    pub projected: Duration,
+    /// Whole seconds spent on each step (by `Shed as usize`) since the last plan counted
+    /// them: the metrics' share.
+    pub step_seconds: [u64; 6],
+}
+
+/// A batch to decode: one model, finals and speculative decodes or partials, never both.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Batch {
+    /// The channels, most urgent first.
+    pub keys: Vec<usize>,
+    pub tier: Tier,
+    /// Whether finals may be searched with the engine's beam (neither the ladder nor the
+    /// load sheds it; each final's ticket says whether its endpoint leaves the time).
+    pub beam: bool,
+    /// The share of the context span each decode may read, and why it is less than all.
+    pub context: (f64, Option<Why>),
+}
+
+impl Scheduler {
+    /// A scheduler for `decoders` decoders whose ladder sheds at most up to `last`.
+    pub fn new(decoders: usize, last: Shed, now: Instant) -> Self {
+        Self {
+            decoders,
+            max_batch: 1,
+            cost: CostModel::default(),
+            ladder: Ladder::new(last, now),
+            load: Load {
+                spent: 0.0,
+                gone: 0.0,
+                at: now,
+            },
+        }
+    }
+
+    /// The engine's cost model and batch, and whether it has a finals' model and a beam
+    /// the ladder may shed: set once it has loaded and been calibrated.
+    pub fn set_engine(&mut self, cost: CostModel, max_batch: usize) {
+        self.cost = cost;
+        self.max_batch = max_batch.max(1);
+    }
+
+    pub fn set_finals_model(&mut self, has: bool) {
+        self.ladder.finals_model = has;
+    }
+
+    pub fn set_beam(&mut self, has: bool) {
+        self.ladder.beam = has;
+    }
+
+    /// What decodes cost now.
+    pub fn cost(&self) -> CostModel {
+        self.cost
+    }
+
+    /// The essential load at `now`: the share of the decoders' time finals and speculative
+    /// decodes (and the end-of-turn model) took over the last `LOAD_WINDOW` or so (1.0:
+    /// all of it). Partials do not count: they only fill the time that is left.
+    pub fn share(&self, now: Instant) -> f64 {
+        self.load.at(now).0 / (LOAD_WINDOW.as_secs_f64() * self.decoders.max(1) as f64)
+    }
+
+    /// What this claim sheds before ranking (see the module's doc for why before).
+    /// `shed = "nothing"` keeps the beam whatever the load, as it keeps partials.
+    pub fn knobs(&self, now: Instant) -> Knobs {
+        let share = self.share(now);
+        let mut load = LoadSheds::at(share);
+        load.beam &= self.ladder.takes(Shed::Beam);
+        Knobs {
+            shed: Shedding::decide(self.ladder.step, load),
+            lead: Lead::of(&self.cost),
+            share,
+        }
+    }
+
+    /// The decode to run next of those `wanted`, with `idle` decoders idle (this one
+    /// included): the most urgent — finals, then speculative decodes, then first partials,
+    /// then partials; oldest first within a kind, then by key — and with it the next most
+    /// urgent of its class that the same model decodes, up to the engine's batch and this
+    /// decoder's share of them (the idle decoders split the queue, so all work on a
+    /// wave). Moves the ladder.
+    ///
+    /// The ladder climbs on how late the wave's last final (the finals, and the
+    /// speculative decodes that will be finals at their endpoint, shed ones included) will
+    /// be when it starts, priced by the cost model, so a wave sheds at once rather than
+    /// once its first finals are late: with the finals' model if that is on time, else
+    /// with the partials' (the step that sheds the finals' model, and beyond it only if
+    /// even those are late).
+    pub fn plan(&mut self, knobs: &Knobs, wanted: &[Wanted], idle: usize, now: Instant) -> Plan {
+        let mut finals = 0;
+        let mut wave = 0;
+        let mut late = Duration::ZERO;
+        for w in wanted {
+            wave += usize::from(w.kind.is_essential());
+            if w.kind == DecodeKind::Final {
+                finals += 1;
+                late = late.max(now.saturating_duration_since(w.since));
+            }
+        }
+        let (cost, decoders, max_batch) = (self.cost, self.decoders, self.max_batch);
+        let queued = |tier| {
+            let wait = cost.queue_wait(tier, wave, decoders, TYPICAL_UTTERANCE, max_batch);
+            late + Duration::from_secs_f64(wait)
+        };
+        let finals_on_time = queued(Tier::Finals);
+        let threshold = Shed::FinalsModel.late_at();
+        let projected = match finals_on_time < threshold || !self.ladder.takes(Shed::FinalsModel) {
+            true => finals_on_time,
+            false => queued(Tier::Partials).max(threshold),
+        };
+        let step = self.ladder.update(projected, now);
+        let step_seconds = self.ladder.take_whole_seconds();
+        Plan {
+            batch: self.batch(knobs, wanted, finals, step, idle),
+            step,
+            projected,
+            step_seconds,
+        }
+    }
+
+    /// [`Scheduler::plan`]'s batch, on the ladder's new `step`.
+    fn batch(
+        &self,
+        knobs: &Knobs,
+        wanted: &[Wanted],
+        finals: usize,
+        step: Shed,
+        idle: usize,
+    ) -> Option<Batch> {
+        let tier_of = |kind: DecodeKind| match step >= Shed::FinalsModel {
+            true => Tier::Partials,
+            false => Tier::of(kind),
+        };
+        let mut ranked: Vec<&Wanted> = wanted
+            .iter()
+            .filter(|w| knobs.left_out(w.kind).is_none())
+            .collect();
+        ranked.sort_by_key(|w| (w.kind, w.since, w.key));
+        let first = ranked.first()?;
+        let (tier, essential) = (tier_of(first.kind), first.kind.is_essential());
+        let alike: Vec<usize> = ranked
+            .iter()
+            .filter(|w| tier_of(w.kind) == tier && w.kind.is_essential() == essential)
+            .map(|w| w.key)
+            .collect();
+        let take = self.cost.batch_size(
+            tier,
+            alike.len(),
+            idle.max(1),
+            TYPICAL_UTTERANCE,
+            self.max_batch,
+        );
+        Some(Batch {
+            keys: alike.into_iter().take(take).collect(),
+            tier,
+            beam: tier == Tier::Finals && knobs.shed.beam.is_none(),
+            context: knobs.shed.context_for(finals),
+        })
+    }
+
+    /// A batch of `tier` decoded `lengths` (seconds of audio) in `spent`, `beamed` of them
+    /// with the beam: the cost model learns from it and, if it held finals or speculative
+    /// decodes (`essential`), it counts into the load. Returns the share now.
+    pub fn decoded(
+        &mut self,
+        tier: Tier,
+        lengths: &[f64],
+        spent: Duration,
+        beamed: usize,
+        essential: bool,
+        now: Instant,
+    ) -> f64 {
+        self.cost.observe(tier, lengths, spent, beamed);
+        if essential {
+            // Context included: it is shed as the load grows, but until then it is work
+            // the decoders really do, and admission must not count on time they do not
+            // have. The beam's share is left out: the load and the ladder shed it before
+            // anything else.
+            let greedy = self.cost.greedy_share(tier, lengths, beamed);
+            self.load.add(spent.as_secs_f64() * greedy, 0.0, now);
+        }
+        self.share(now)
+    }
+
+    /// The end-of-turn model took `spent`: it runs on the decoders' cores for the finals
+    /// it holds, essential work. Returns the share now.
+    pub fn judged(&mut self, spent: Duration, now: Instant) -> f64 {
+        self.load.add(spent.as_secs_f64(), 0.0, now);
+        self.share(now)
+    }
+
+    /// A channel of age weight `weight` left: its share of the load stays a while.
+    pub fn departed(&mut self, weight: f64, now: Instant) {
+        self.load.add(0.0, weight, now);
+    }
+
+    /// Whether a call of `channels` more channels can be taken beside those `present`
+    /// without putting them at risk, or why not (see [`Demand::admits`]).
+    pub fn admits(
+        &self,
+        present: &Present,
+        channels: usize,
+        limit: f64,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        let last = self.ladder.last_step();
+        let demand = Demand {
+            decoders: self.decoders.max(1),
+            channels: present.channels,
+            load: self.share(now),
+            weight: present.weight,
+            gone: self.load.at(now).1,
+            promised: present.promised,
+            cost: self.cost,
+            max_batch: self.max_batch,
+            last,
+            finals_model: self.ladder.finals_model,
+            behind: present.behind,
+            exhausted: last > Shed::Nothing && self.ladder.step >= last,
+        };
+        demand.admits(channels, limit)
+    }
+}
+
+/// The calls present, as admission counts them.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Present {
+    /// Channels live, starting or booked.
+    pub channels: usize,
+    /// The age weights of the live channels (how much of their demand is in the load).
+    pub weight: f64,
+    /// Finals of newly admitted calls still to come (see [`promise`]), in calls.
+    pub promised: f64,
+    /// A final has waited over `FINAL_BACKLOG`.
+    pub behind: bool,
+}
+
+/// One live channel, as the shell read it for admission.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Live {
+    /// The call it belongs to.
+    pub session: u64,
+    pub opened: Instant,
+    /// Since when its oldest final has waited for a decoder, if one does.
+    pub final_since: Option<Instant>,
+}
+
+impl Present {
+    /// The calls of the `live` channels, the channels handed over but not live yet
+    /// (`starting`, one session id per channel) and those `booked` (calls, channels) at
+    /// `now`. A call's promise is its youngest channel's; a call starting or booked
+    /// promises a whole final.
+    pub fn count(live: &[Live], starting: &[u64], booked: (usize, usize), now: Instant) -> Self {
+        let mut present = Self {
+            channels: live.len() + starting.len() + booked.1,
+            ..Self::default()
+        };
+        let mut calls: Vec<(u64, f64)> = Vec::with_capacity(live.len());
+        for c in live {
+            present.behind |= c
+                .final_since
+                .is_some_and(|since| now.saturating_duration_since(since) > FINAL_BACKLOG);
+            present.weight += weight(c.opened, now);
+            let promise = promise(now.saturating_duration_since(c.opened));
+            match calls.iter_mut().find(|(s, _)| *s == c.session) {
+                Some((_, p)) => *p = p.max(promise),
+                None => calls.push((c.session, promise)),
+            }
+        }
+        let mut waiting = starting.to_vec();
+        waiting.sort_unstable();
+        waiting.dedup();
+        waiting.retain(|s| calls.iter().all(|(live, _)| live != s));
+        present.promised =
+            calls.iter().map(|(_, p)| p).sum::<f64>() + (waiting.len() + booked.0) as f64;
+        present
+    }
+}
+
+/// How much of its demand a channel opened at `opened` has put into the decaying load by
+/// `now`.
+pub(crate) fn weight(opened: Instant, now: Instant) -> f64 {
+    let age = now.saturating_duration_since(opened).as_secs_f64();
+    1.0 - (-age / LOAD_WINDOW.as_secs_f64()).exp()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cost::Figures;
+    use super::*;
+
+    /// Whisper-like figures: a finals' model three times the partials' cost.
+    fn cost() -> CostModel {
+        let partials = Figures {
+            encode: 0.003,
+            encode_per_second: 0.003,
+            step: 0.002,
+            step_per_row: 0.0004,
+        };
+        let finals = Figures {
+            encode: 0.009,
+            encode_per_second: 0.009,
+            step: 0.006,
+            step_per_row: 0.0012,
+        };
+        CostModel::from_figures(partials, finals)
+    }
+
+    /// Whisper's pool: 2 decoders, batches of 8, a finals' model and a beam to shed.
+    fn whisper(last: Shed, t0: Instant) -> Scheduler {
+        let mut s = Scheduler::new(2, last, t0);
+        s.set_engine(cost(), 8);
+        s.set_finals_model(true);
+        s.set_beam(true);
+        s
+    }
+
+    fn want(key: usize, kind: DecodeKind, since: Instant) -> Wanted {
+        Wanted { key, kind, since }
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_most_urgent_kind_goes_first_then_the_oldest() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(1000);
+        let knobs = s.knobs(now);
+        let wanted = [
+            want(0, DecodeKind::Partial, t0),
+            want(1, DecodeKind::FirstPartial, t0 + ms(900)),
+            want(2, DecodeKind::Speculative, t0 + ms(950)),
+            want(3, DecodeKind::Final, now - ms(10)),
+            want(4, DecodeKind::Final, now - ms(20)),
+        ];
+        let batch = s.plan(&knobs, &wanted, 2, now).batch.expect("a batch");
+        // Finals and speculative decodes are one class (the finals' model); the oldest
+        // final first. A partial is never batched with them.
+        assert_eq!(batch.tier, Tier::Finals);
+        assert_eq!(batch.keys.first(), Some(&4));
+        assert!(!batch.keys.contains(&0) && !batch.keys.contains(&1));
+        // With no finals or speculative decodes, the first partial before the partial.
+        let wanted = [
+            want(0, DecodeKind::Partial, t0),
+            want(1, DecodeKind::FirstPartial, t0 + ms(900)),
+        ];
+        let batch = s.plan(&knobs, &wanted, 1, now).batch.expect("a batch");
+        assert_eq!((batch.tier, batch.keys[0]), (Tier::Partials, 1));
+        // Ties broken by key: the same wants in another order give the same plan.
+        let same = [
+            want(7, DecodeKind::Final, t0),
+            want(3, DecodeKind::Final, t0),
+        ];
+        let mut other = same;
+        other.reverse();
+        let mut a = whisper(Shed::Speculative, t0);
+        let mut b = whisper(Shed::Speculative, t0);
+        assert_eq!(
+            a.plan(&knobs, &same, 1, now),
+            b.plan(&knobs, &other, 1, now)
+        );
+    }
+
+    #[test]
+    fn a_wave_of_finals_climbs_before_any_is_late() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(100);
+        let knobs = s.knobs(now);
+        // Two finals just due: nothing is late, nothing shed.
+        let few: Vec<Wanted> = (0..2).map(|k| want(k, DecodeKind::Final, now)).collect();
+        let plan = s.plan(&knobs, &few, 2, now);
+        assert_eq!(plan.step, Shed::Nothing, "{plan:?}");
+        // Sixty due at once, none waited yet: the queue behind the first batch would make
+        // the last late, so the ladder is up before any final has waited.
+        let many: Vec<Wanted> = (0..60).map(|k| want(k, DecodeKind::Final, now)).collect();
+        let plan = s.plan(&knobs, &many, 2, now);
+        assert!(plan.step > Shed::Partials, "{plan:?}");
+        assert!(plan.projected > Shed::Partials.late_at());
+        // The step that sheds the finals' model decodes them with the partials'.
+        if plan.step >= Shed::FinalsModel {
+            assert_eq!(plan.batch.map(|b| b.tier), Some(Tier::Partials));
+        }
+    }
+
+    #[test]
+    fn the_model_follows_the_new_step_and_the_beam_and_context_the_knobs() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(100);
+        let knobs = s.knobs(now);
+        assert_eq!(knobs.shed.beam, None, "an idle pool keeps the beam");
+        // A final that has waited 450 ms: the finals' model goes at once, in this plan...
+        let late = [want(0, DecodeKind::Final, now - ms(450))];
+        let plan = s.plan(&knobs, &late, 1, now);
+        assert!(plan.step >= Shed::FinalsModel, "{plan:?}");
+        let batch = plan.batch.expect("a batch");
+        assert_eq!(batch.tier, Tier::Partials);
+        // ... while the beam and the context follow the knobs read before the climb
+        // (the module's doc: one claim's lag, deliberate).
+        assert!(!batch.beam, "the partials' model has no beam");
+        assert_eq!(batch.context, (1.0, None));
+        // The next claim's knobs stand on the new step.
+        let next = s.knobs(now);
+        assert_eq!(next.shed.beam, Some(Why::Late));
+        assert_eq!(next.shed.context, (0.0, Some(Why::Late)));
+    }
+
+    #[test]
+    fn partials_and_speculative_decodes_are_left_out_as_the_knobs_say() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(100);
+        // The ladder on Partials: partials left out, a speculative decode still taken.
+        s.ladder.update(Shed::Partials.late_at(), now);
+        let knobs = s.knobs(now);
+        assert_eq!(knobs.left_out(DecodeKind::Partial), Some(LeftOut::Partial));
+        assert_eq!(
+            knobs.left_out(DecodeKind::FirstPartial),
+            Some(LeftOut::Partial)
+        );
+        assert_eq!(knobs.left_out(DecodeKind::Speculative), None);
+        assert_eq!(knobs.left_out(DecodeKind::Final), None);
+        let partials = [want(0, DecodeKind::Partial, t0)];
+        assert_eq!(s.plan(&knobs, &partials, 1, now).batch, None);
+        // A load over 0.9 of the decoders sheds speculative decodes, for the load.
+        s.load.add(0.95 * 20.0, 0.0, now);
+        let knobs = s.knobs(now);
+        assert_eq!(
+            knobs.left_out(DecodeKind::Speculative),
+            Some(LeftOut::Speculative(Why::Load))
+        );
+        let pause = [want(0, DecodeKind::Speculative, t0)];
+        assert_eq!(s.plan(&knobs, &pause, 1, now).batch, None);
+    }
+
+    #[test]
+    fn with_more_than_one_final_queued_context_is_shed_for_the_queue() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(10);
+        let knobs = s.knobs(now);
+        let one = [want(0, DecodeKind::Final, now)];
+        let batch = s.plan(&knobs, &one, 2, now).batch.expect("a batch");
+        assert_eq!(batch.context, (1.0, None));
+        let two = [
+            want(0, DecodeKind::Final, now),
+            want(1, DecodeKind::Final, now),
+        ];
+        let batch = s.plan(&knobs, &two, 2, now).batch.expect("a batch");
+        assert_eq!(batch.context, (0.0, Some(Why::Queued)));
+    }
+
+    #[test]
+    fn the_batch_is_the_cost_models_size_for_the_idle_decoders() {
+        let t0 = Instant::now();
+        let now = t0 + ms(10);
+        let wanted: Vec<Wanted> = (0..6).map(|k| want(k, DecodeKind::Final, now)).collect();
+        for idle in [1, 2] {
+            let mut s = whisper(Shed::Speculative, t0);
+            let knobs = s.knobs(now);
+            let plan = s.plan(&knobs, &wanted, idle, now);
+            let tier = match plan.step >= Shed::FinalsModel {
+                true => Tier::Partials,
+                false => Tier::Finals,
+            };
+            let batch = plan.batch.expect("a batch");
+            assert_eq!(batch.tier, tier);
+            let expected = cost().batch_size(tier, 6, idle, TYPICAL_UTTERANCE, 8);
+            assert_eq!(batch.keys, (0..expected).collect::<Vec<_>>(), "idle {idle}");
+        }
+    }
+
+    #[test]
+    fn the_load_decays_over_its_window_and_a_query_changes_nothing() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        // Two decoders for 10 s: 10 decode-seconds are half their time.
+        let share = s.judged(Duration::from_secs(10), t0);
+        assert!((share - 0.5).abs() < 1e-9, "{share}");
+        let later = t0 + LOAD_WINDOW;
+        assert!((s.share(later) - 0.5 / std::f64::consts::E).abs() < 1e-9);
+        // Asking (admission, the knobs) does not move it.
+        let present = Present {
+            channels: 2,
+            weight: 1.0,
+            ..Present::default()
+        };
+        let _ = s.admits(&present, 2, 1.0, later);
+        let _ = s.knobs(later);
+        assert!((s.share(later) - 0.5 / std::f64::consts::E).abs() < 1e-9);
+        // Partials do not count; finals count their greedy share.
+        let before = s.share(later);
+        s.decoded(Tier::Partials, &[3.0], ms(100), 0, false, later);
+        assert_eq!(s.share(later), before);
+        s.decoded(Tier::Finals, &[3.0], ms(100), 0, true, later);
+        assert!(s.share(later) > before);
+    }
+
+    #[test]
+    fn the_same_inputs_give_the_same_plans() {
+        let t0 = Instant::now();
+        let run = || {
+            let mut s = whisper(Shed::Speculative, t0);
+            let mut plans = Vec::new();
+            for i in 0..50u64 {
+                let now = t0 + ms(20 * i);
+                let knobs = s.knobs(now);
+                let wanted: Vec<Wanted> = (0..(i as usize % 13))
+                    .map(|k| {
+                        let kind = [
+                            DecodeKind::Final,
+                            DecodeKind::Speculative,
+                            DecodeKind::Partial,
+                        ][k % 3];
+                        want(k, kind, t0 + ms(7 * k as u64))
+                    })
+                    .collect();
+                plans.push(s.plan(&knobs, &wanted, 1 + i as usize % 2, now));
+                if i % 5 == 0 {
+                    s.decoded(Tier::Finals, &[2.0, 3.0], ms(300), 1, true, now);
+                }
+            }
+            plans
+        };
+        assert_eq!(run(), run());
+    }
+
+    #[test]
+    fn a_call_promises_once_by_its_youngest_channel_and_a_late_final_is_behind() {
+        let t0 = Instant::now();
+        let now = t0 + Duration::from_secs(30);
+        let old = Live {
+            session: 1,
+            opened: t0,
+            final_since: None,
+        };
+        // Call 2: one channel live a second ago, its other still starting.
+        let young = Live {
+            session: 2,
+            opened: now - Duration::from_secs(1),
+            final_since: Some(now - ms(100)),
+        };
+        let p = Present::count(&[old, old, young], &[2, 3, 3], (1, 2), now);
+        assert_eq!(p.channels, 3 + 3 + 2);
+        // Call 1 has settled, call 2 promises what is left of its final; call 3 (both
+        // channels starting) and the booked call a whole final each.
+        let expected = promise(Duration::from_secs(30)) + promise(Duration::from_secs(1)) + 2.0;
+        assert!((p.promised - expected).abs() < 1e-9, "{p:?}");
+        assert!(!p.behind);
+        let waiting = Live {
+            final_since: Some(now - FINAL_BACKLOG - ms(1)),
+            ..young
+        };
+        assert!(Present::count(&[waiting], &[], (0, 0), now).behind);
+    }
+
+    #[test]
+    fn no_clock_is_read() {
+        for (file, text) in [
+            ("mod.rs", include_str!("mod.rs")),
+            ("ladder.rs", include_str!("ladder.rs")),
+            ("admission.rs", include_str!("admission.rs")),
+        ] {
+            let reads = super::super::clock_reads(text);
+            assert!(reads.is_empty(), "{file} reads the clock: {reads:?}");
+        }
+    }
+}
