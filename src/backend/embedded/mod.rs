@@ -10,6 +10,8 @@ pub mod pool;
 mod schedule;
 pub mod segmenter;
 mod settings;
+#[cfg(test)]
+mod sim;
 
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, OnceLock};
@@ -392,45 +394,6 @@ impl Embedded {
         backend
     }
 
-    /// Where a channel's utterances end: the profile's timing if it has one, else the
-    /// server-wide one; the assistant's channel gets its own endpoint, and customers below
-    /// the model's rate the narrowband one.
-    fn cuts(
-        &self,
-        spec: &ChannelSpec,
-        judging: bool,
-        context: ContextKind,
-        prompted: bool,
-        lead: segmenter::Lead,
-    ) -> SegmenterConfig {
-        let o = &spec.options;
-        let s = &self.settings;
-        let endpoint = if spec.channel == Channel::Assistant {
-            o.assistant_endpoint_ms.unwrap_or(s.assistant_endpoint_ms)
-        } else if spec.sample_rate < MODEL_RATE {
-            o.narrowband_endpoint_ms.unwrap_or(s.narrowband_endpoint_ms)
-        } else {
-            o.endpoint_ms.unwrap_or(s.endpoint_ms)
-        };
-        let mut cuts = SegmenterConfig::from_ms(
-            endpoint,
-            o.partial_interval_ms.unwrap_or(s.partial_interval_ms),
-        );
-        cuts.context_span = (s.context_span_ms as usize).min(60_000) * 16;
-        cuts.lead = lead;
-        cuts.context_as_text = context == ContextKind::Text;
-        cuts.prompted = prompted;
-        // Measured on customers' speech; on text-to-speech prompts it is unreliable.
-        cuts.judge_turns =
-            judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(s.turn_model);
-        cuts.hold_unfinished =
-            spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(s.hold_unfinished);
-        cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
-        let hold = o.max_turn_silence_ms.unwrap_or(s.max_turn_silence_ms);
-        cuts.turn_hold = ((hold as usize).min(60_000) * 16).max(cuts.endpoint);
-        cuts
-    }
-
     /// Blocks until the engine is loaded, or its first load failed.
     pub fn wait_ready(&self, limit: Duration) -> Result<(), Arc<StartError>> {
         let deadline = Instant::now() + limit;
@@ -497,7 +460,7 @@ impl Backend for Embedded {
         let language = spec.options.language.clone().unwrap_or_default();
         (running.speaks)(&language).map_err(BackendError::new)?;
         let lead = segmenter::Lead::of(&running.pool.cost());
-        let cuts = self.cuts(
+        let cuts = self.settings.cuts(
             &spec,
             running.judging,
             running.context,
@@ -527,6 +490,47 @@ impl Backend for Embedded {
         }
         running.listener.unpark();
         Ok(())
+    }
+}
+
+impl Settings {
+    /// Where a channel's utterances end: the profile's timing if it has one, else the
+    /// server-wide one; the assistant's channel gets its own endpoint, and customers below
+    /// the model's rate the narrowband one.
+    pub(super) fn cuts(
+        &self,
+        spec: &ChannelSpec,
+        judging: bool,
+        context: ContextKind,
+        prompted: bool,
+        lead: segmenter::Lead,
+    ) -> SegmenterConfig {
+        let o = &spec.options;
+        let s = self;
+        let endpoint = if spec.channel == Channel::Assistant {
+            o.assistant_endpoint_ms.unwrap_or(s.assistant_endpoint_ms)
+        } else if spec.sample_rate < MODEL_RATE {
+            o.narrowband_endpoint_ms.unwrap_or(s.narrowband_endpoint_ms)
+        } else {
+            o.endpoint_ms.unwrap_or(s.endpoint_ms)
+        };
+        let mut cuts = SegmenterConfig::from_ms(
+            endpoint,
+            o.partial_interval_ms.unwrap_or(s.partial_interval_ms),
+        );
+        cuts.context_span = (s.context_span_ms as usize).min(60_000) * 16;
+        cuts.lead = lead;
+        cuts.context_as_text = context == ContextKind::Text;
+        cuts.prompted = prompted;
+        // Measured on customers' speech; on text-to-speech prompts it is unreliable.
+        cuts.judge_turns =
+            judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(s.turn_model);
+        cuts.hold_unfinished =
+            spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(s.hold_unfinished);
+        cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
+        let hold = o.max_turn_silence_ms.unwrap_or(s.max_turn_silence_ms);
+        cuts.turn_hold = ((hold as usize).min(60_000) * 16).max(cuts.endpoint);
+        cuts
     }
 }
 
@@ -684,7 +688,9 @@ mod tests {
         };
         let ms = |v: u64| SegmenterConfig::from_ms(v, 500).endpoint;
         let cut = |spec: &ChannelSpec, judging| {
-            backend.cuts(spec, judging, ContextKind::Audio, false, Lead::default())
+            backend
+                .settings
+                .cuts(spec, judging, ContextKind::Audio, false, Lead::default())
         };
         assert_eq!(cut(&spec(16_000, &[]), false).endpoint, ms(200));
         assert_eq!(cut(&spec(48_000, &[]), false).endpoint, ms(200));
@@ -735,6 +741,7 @@ mod tests {
         );
         assert!(
             backend
+                .settings
                 .cuts(
                     &spec(16_000, &[]),
                     false,
@@ -744,7 +751,7 @@ mod tests {
                 )
                 .context_as_text
         );
-        let whisper = backend.cuts(
+        let whisper = backend.settings.cuts(
             &spec(16_000, &[]),
             false,
             ContextKind::Audio,

@@ -87,6 +87,23 @@ pub(super) struct Said {
 }
 
 impl Segmenter {
+    /// The earlier finals' words a decode of `ticket` reads before its own audio (empty
+    /// without context): what a real decode says first, for the simulator's decodes.
+    #[cfg(test)]
+    pub(crate) fn context_text(&self, ticket: Ticket) -> String {
+        if ticket.context_from == 0 || self.config.context_as_text {
+            return String::new();
+        }
+        let Some(start) = self.utterance(ticket.utterance).map(|u| u.start) else {
+            return String::new();
+        };
+        let words: Vec<&str> = self
+            .context(ticket.context_from, start)
+            .map(|(_, text)| text)
+            .collect();
+        words.join(" ")
+    }
+
     /// Lowers the context span to `scale` (0 to 1) of the configured one while the decoders
     /// are short of time, or raises it back.
     pub fn scale_context(&mut self, scale: f64) {

@@ -532,6 +532,26 @@ impl Segmenter {
         self.drain_ready(now, out);
     }
 
+    /// One frame whose voice is known (`voiced`), without the detector: the simulator's
+    /// timelines (`super::sim`) say where voice is, and hearing 960,000 frames would take
+    /// longer than the decisions being simulated.
+    #[cfg(test)]
+    pub(crate) fn push_heard(
+        &mut self,
+        voiced: bool,
+        at_input: u64,
+        now: Instant,
+        out: &mut Vec<Emit>,
+    ) {
+        let (level, heard, db) = match voiced {
+            true => (0.05, Heard::Voice, -26.0),
+            false => (0.0, Heard::Silence, -120.0),
+        };
+        self.at_input = at_input;
+        self.frame(&[level; FRAME], heard, db, at_input, now);
+        self.drain_ready(now, out);
+    }
+
     /// Ends the audio: whatever is open becomes an utterance to finish.
     pub fn finish(&mut self, at_input: u64, now: Instant, out: &mut Vec<Emit>) {
         if !self.carry.is_empty() {
