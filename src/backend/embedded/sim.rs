@@ -89,6 +89,40 @@ pub fn staggered(n: usize, gap: f64, duration: f64, seed: u64) -> Vec<Call> {
         .collect()
 }
 
+/// The admitted calls of a `hark bench` report (`--report`, its first target), as they
+/// were dialed and spoken: a real run's timelines, to set beside the simulation's. Calls
+/// refused at the upgrade have no timeline and are left out.
+pub fn recorded(report: &serde_json::Value) -> Vec<Call> {
+    let target = &report["targets"][0];
+    let empty = Vec::new();
+    let timing = target["timing"].as_array().unwrap_or(&empty);
+    let calls = target["per_call"].as_array().unwrap_or(&empty);
+    calls
+        .iter()
+        .filter(|c| c["refused"].is_null())
+        .filter_map(|c| {
+            let index = c["call"].as_u64()? as usize;
+            let t = &timing.get(index)?;
+            let mut voice = [Vec::new(), Vec::new()];
+            for u in c["utterances"].as_array()? {
+                let channel = match u["channel"].as_str()? {
+                    "customer" => 0,
+                    _ => 1,
+                };
+                voice[channel].push(Voice {
+                    from: u["onset_s"].as_f64()?,
+                    to: u["offset_s"].as_f64()?,
+                });
+            }
+            Some(Call {
+                at: t["audio_from_ms"].as_f64()? / 1e3,
+                duration: t["audio_s"].as_f64()?,
+                voice,
+            })
+        })
+        .collect()
+}
+
 /// What a decode really takes on the simulated machine: its own figures, not the ones the
 /// scheduler was calibrated with (so the correction the real decodes make is exercised),
 /// `slow` times over.
@@ -568,6 +602,43 @@ mod tests {
             ("28, 1.37 s apart, 120 s", staggered(28, 1.37, 120.0, 12)),
             ("40, 0.5 s apart, 120 s", staggered(40, 0.5, 120.0, 13)),
         ]
+    }
+
+    /// A real run replayed: `SIM_REPORT=report.json [SIM_SLOW=1.3] cargo test --release --lib
+    /// sim::tests::a_recorded_run -- --ignored --nocapture` prints the simulation's
+    /// customer times to final for the report's admitted calls, to set beside the
+    /// report's own.
+    #[test]
+    #[ignore = "reads a bench report named by SIM_REPORT"]
+    fn a_recorded_run() {
+        let path = std::env::var("SIM_REPORT").expect("SIM_REPORT names a bench report");
+        let text = std::fs::read_to_string(&path).expect("the report reads");
+        let report: serde_json::Value = serde_json::from_str(&text).expect("the report parses");
+        let calls = recorded(&report);
+        // How much slower the real decodes ran than F's calibration (`SIM_SLOW`, 1 unset):
+        // the scheduler still priced on the calibration.
+        let slow = std::env::var("SIM_SLOW").map_or(1.0, |s| s.parse().expect("SIM_SLOW"));
+        let machine = Machine {
+            slow,
+            ..Machine::f()
+        };
+        let engine = Engine {
+            calibration: Machine::f().calibration(),
+            ..Engine::whisper(&machine)
+        };
+        let out = run(&calls, &engine, &machine);
+        let waits = out.customer_waits();
+        eprintln!(
+            "{} calls replayed: admitted {}, customer time to final p50 / p95 / max {} / {} / {} ms \
+             ({} finals), top step {}",
+            calls.len(),
+            out.admitted.len(),
+            p(&waits, 0.5).as_millis(),
+            p(&waits, 0.95).as_millis(),
+            waits.last().map_or(0, Duration::as_millis),
+            waits.len(),
+            out.top_step.as_str()
+        );
     }
 
     /// The shapes on machine F and on one twice as fast, each calibrated on itself: every
