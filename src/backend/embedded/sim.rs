@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::cost::{CostModel, Figures};
 use super::schedule::{LeftOut, Live, Present, Scheduler, Wanted, weight};
-use super::segmenter::{Emit, FRAME, Lead, RATE, Segmenter, Want};
+use super::segmenter::{Emit, FRAME, Lead, RATE, Room, Segmenter, Want};
 use super::{ContextKind, Settings, Shed, Tier, Transcribed};
 use crate::backend::{ChannelSpec, Options, Refusal};
 use crate::protocol::Channel as Role;
@@ -246,10 +246,10 @@ struct Chan {
 }
 
 impl Chan {
-    fn want(&self) -> Option<Want> {
+    fn want(&self, room: &Room) -> Option<Want> {
         match self.decoding || self.done {
             true => None,
-            false => self.segmenter.want(),
+            false => self.segmenter.want_in(room),
         }
     }
 }
@@ -329,7 +329,7 @@ impl Sim<'_> {
                 session: c.call as u64,
                 opened: c.opened,
                 final_since: c
-                    .want()
+                    .want(&Room::all(Lead::default()))
                     .filter(|w| w.kind == super::segmenter::DecodeKind::Final)
                     .map(|w| w.since),
             })
@@ -462,12 +462,10 @@ impl Sim<'_> {
     /// `pool::claim` for decoder `index` at `now`.
     fn claim(&mut self, index: usize, now: Instant) {
         let knobs = self.scheduler.knobs(now);
+        let room = knobs.room();
         let mut wanted = Vec::new();
         for (key, c) in self.channels.iter_mut().enumerate() {
-            c.segmenter.scale_context(knobs.shed.context.0);
-            c.segmenter.allow_beam(knobs.shed.beam.is_none());
-            c.segmenter.set_lead(knobs.lead);
-            let Some(w) = c.want() else { continue };
+            let Some(w) = c.want(&room) else { continue };
             if let Some(LeftOut::Speculative(_)) = knobs.left_out(w.kind) {
                 c.segmenter.speculative_shed();
             }
@@ -484,10 +482,13 @@ impl Sim<'_> {
         let mut items = Vec::with_capacity(batch.keys.len());
         let mut lengths = Vec::with_capacity(batch.keys.len());
         let mut beamed = 0;
+        let room = Room {
+            context: batch.context.0,
+            ..room
+        };
         for &key in &batch.keys {
             let c = &mut self.channels[key];
-            c.segmenter.scale_context(batch.context.0);
-            let Some(want) = c.want() else { continue };
+            let Some(want) = c.want(&room) else { continue };
             c.decoding = true;
             c.segmenter.decode_input(&want, &mut self.input);
             lengths.push(self.input.len() as f64 / RATE as f64);

@@ -8,7 +8,7 @@ use tracing::warn;
 
 use super::super::MODEL_RATE;
 use super::super::schedule::{self, Why};
-use super::super::segmenter::{Emit, Recovery, Segmenter, Want};
+use super::super::segmenter::{Emit, Recovery, Room, Segmenter, Want};
 use super::{Job, MAX_STEP_SAMPLES, lock};
 use crate::audio::AudioSource;
 use crate::backend::EventSink;
@@ -102,12 +102,21 @@ impl Channel {
 }
 
 impl ChannelState {
-    /// The decode this channel wants, unless one is running or the channel is over.
+    /// The decode this channel wants, unless one is running or the channel is over (as if
+    /// the decoders had room for everything: whether, and since when).
     pub(super) fn want(&self) -> Option<Want> {
         if self.decoding || self.events.is_none() {
             return None;
         }
         self.segmenter.want()
+    }
+
+    /// The same, with what the decoders have `room` for now (a claim's).
+    pub(super) fn want_in(&self, room: &Room) -> Option<Want> {
+        if self.decoding || self.events.is_none() {
+            return None;
+        }
+        self.segmenter.want_in(room)
     }
 
     /// Takes all audio waiting in the ring through the segmenter. `None` once the channel

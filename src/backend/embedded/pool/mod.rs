@@ -38,7 +38,7 @@ use self::channel::{Channel, ChannelState};
 use super::Shed;
 use super::cost::CostModel;
 use super::schedule::{LeftOut, Live, Plan, Present, Scheduler, Wanted, held_bookings};
-use super::segmenter::{DecodeKind, SegmenterConfig, Want};
+use super::segmenter::{DecodeKind, Room, SegmenterConfig, Want};
 use super::{Engine, StartError, Tier, Utterance};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink, Refusal};
@@ -524,13 +524,13 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         let knobs = lock(&pool.scheduler).knobs(now);
         metrics::gauge!(m::DECODER_LOAD).set(knobs.share);
         let channels = lock(&pool.channels).clone();
+        let room = knobs.room();
         let mut wanted: Vec<Wanted> = Vec::new();
         for (key, c) in channels.iter().enumerate() {
             let mut state = c.lock();
-            state.segmenter.scale_context(knobs.shed.context.0);
-            state.segmenter.allow_beam(knobs.shed.beam.is_none());
-            state.segmenter.set_lead(knobs.lead);
-            let Some(w) = state.want() else { continue };
+            let Some(w) = state.want_in(&room) else {
+                continue;
+            };
             if let Some(LeftOut::Speculative(why)) = knobs.left_out(w.kind) {
                 state.shed_speculative(why);
             }
@@ -545,12 +545,14 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         count_steps(&plan);
         let batch = plan.batch?;
         let mut items = Vec::with_capacity(batch.keys.len());
+        let (context, why) = batch.context;
+        let room = Room { context, ..room };
         for channel in batch.keys.iter().filter_map(|&key| channels.get(key)) {
             let mut state = channel.lock();
-            let (context, why) = batch.context;
-            state.segmenter.scale_context(context);
             // Another decoder may have claimed it since.
-            let Some(want) = state.want() else { continue };
+            let Some(want) = state.want_in(&room) else {
+                continue;
+            };
             if let Some(why) = why
                 && want.kind.is_essential()
             {

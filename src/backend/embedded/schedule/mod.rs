@@ -25,7 +25,7 @@ use self::admission::{Demand, promise};
 use self::ladder::{Ladder, LoadSheds};
 pub(crate) use self::ladder::{Shedding, Why};
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
-use super::segmenter::{DecodeKind, Lead};
+use super::segmenter::{DecodeKind, Lead, Room};
 use super::{Shed, Tier};
 use crate::backend::Refusal;
 
@@ -97,6 +97,16 @@ pub(crate) enum LeftOut {
 }
 
 impl Knobs {
+    /// What a channel is asked with ([`super::segmenter::Segmenter::want_in`]): the
+    /// context share, the beam and the lead these knobs give.
+    pub fn room(&self) -> Room {
+        Room {
+            context: self.shed.context.0,
+            beam: self.shed.beam.is_none(),
+            lead: self.lead,
+        }
+    }
+
     /// Whether a wanted decode of `kind` is left out of this claim, and how.
     pub fn left_out(&self, kind: DecodeKind) -> Option<LeftOut> {
         match kind {
@@ -534,6 +544,10 @@ mod tests {
         let next = s.knobs(now);
         assert_eq!(next.shed.beam, Some(Why::Late));
         assert_eq!(next.shed.context, (0.0, Some(Why::Late)));
+        // As the channels are asked with them.
+        let room = next.room();
+        assert!(!room.beam && room.context == 0.0 && room.lead == next.lead);
+        assert!(knobs.room().beam && knobs.room().context == 1.0);
     }
 
     #[test]

@@ -335,6 +335,28 @@ impl Lead {
     }
 }
 
+/// What the decoders have room for now, as the scheduler sets it per claim
+/// (`schedule::Knobs`): the share of the context span finals may read, whether the
+/// engine's beam may take them, and what a final's decode costs (the speculative decodes'
+/// lead). Passed with each question ([`Segmenter::want_in`]), never kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Room {
+    pub context: f64,
+    pub beam: bool,
+    pub lead: Lead,
+}
+
+impl Room {
+    /// Everything, at `lead`: decoders with time to spare.
+    pub fn all(lead: Lead) -> Self {
+        Self {
+            context: 1.0,
+            beam: true,
+            lead,
+        }
+    }
+}
+
 /// The utterance being spoken.
 struct Open {
     id: u64,
@@ -444,11 +466,6 @@ pub struct Segmenter {
     position: u64,
     /// The latest finals, as much as `context_span` can use.
     said: VecDeque<Said>,
-    /// `config.context_span`, or less while the decoders are short of time.
-    context_span: usize,
-    /// Whether finals may be searched with the engine's beam now (see [`Lead::for_final`]):
-    /// not while the decoders are short of time.
-    beam: bool,
     /// An utterance whose decode with context left none of its own words, to be decoded
     /// alone (0: none). Only the oldest utterance without a final gets context, so one id.
     plain: u64,
@@ -489,8 +506,6 @@ impl Segmenter {
             config,
             position: 0,
             said: VecDeque::new(),
-            context_span: config.context_span,
-            beam: true,
             plain: 0,
             detector: earshot::Detector::default(),
             heard: Vec::with_capacity(FRAME),
@@ -564,16 +579,24 @@ impl Segmenter {
         self.drain_ready(now, out);
     }
 
-    /// The one decode this channel wants most now, if any.
+    /// The one decode this channel wants most now, if any, as if the decoders had room
+    /// for everything at the configured lead ([`Room::all`]): for callers that only ask
+    /// whether, or since when, a decode is wanted.
     pub fn want(&self) -> Option<Want> {
+        self.want_in(&Room::all(self.config.lead))
+    }
+
+    /// The one decode this channel wants most now, if any, with what the decoders have
+    /// `room` for: the scheduler's knobs, given with each question and never kept.
+    pub fn want_in(&self, room: &Room) -> Option<Want> {
         if let Some(ended) = self.ended.front() {
             let context_from = if ended.retry {
                 0
             } else {
-                self.context_for(ended.id)
+                self.context_for(ended.id, room)
             };
             let own = self.whole_len(ended.audio.len(), ended.voiced_end);
-            let (_, beam) = self.lead(context_from, ended.start, own);
+            let (_, beam) = self.lead(room, context_from, ended.start, own);
             return Some(Want {
                 kind: DecodeKind::Final,
                 since: ended.since,
@@ -605,8 +628,8 @@ impl Segmenter {
                 return None;
             }
             let own = self.whole_len(open.audio.len(), open.voiced_end);
-            let context_from = self.context_for(open.id);
-            let (lead, beam) = self.lead(context_from, open.start, own);
+            let context_from = self.context_for(open.id, room);
+            let (lead, beam) = self.lead(room, context_from, open.start, own);
             let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
             // Once a decode of a held utterance could be its final, faint voice that moves
             // its end (frames at `release` in a long held pause) is decoded again only after
@@ -644,23 +667,9 @@ impl Segmenter {
         })
     }
 
-    /// Lets finals be searched with the engine's beam where their endpoint leaves the time,
-    /// or not: the decoders' load decides, and a speculative decode then starts when a
-    /// greedy one must.
-    pub fn allow_beam(&mut self, allow: bool) {
-        self.beam = allow;
-    }
-
-    /// What a final's decode costs now ([`Lead::of`] the pool's cost model, which every
-    /// decode corrects): a speculative decode starts as early in the pause as decodes take
-    /// now, not as they took when the call began.
-    pub fn set_lead(&mut self, lead: Lead) {
-        self.config.lead = lead;
-    }
-
     /// A final's lead and whether the beam takes it ([`Lead::for_final`]), for its `own`
-    /// samples (padding included) after the context from `context_from`.
-    fn lead(&self, context_from: u64, start: u64, own: usize) -> (usize, bool) {
+    /// samples (padding included) after the context from `context_from`, at `room`'s lead.
+    fn lead(&self, room: &Room, context_from: u64, start: u64, own: usize) -> (usize, bool) {
         let context: usize = match self.config.context_as_text {
             true => 0,
             false => self
@@ -668,11 +677,11 @@ impl Segmenter {
                 .map(|(audio, _)| audio.len())
                 .sum(),
         };
-        let lead = match self.beam {
-            true => self.config.lead,
+        let lead = match room.beam {
+            true => room.lead,
             false => Lead {
                 beam: None,
-                ..self.config.lead
+                ..room.lead
             },
         };
         lead.for_final(context + own, self.config.endpoint)
@@ -1150,7 +1159,7 @@ mod tests {
         Ticket {
             utterance: open.id,
             len: open.audio.len(),
-            context_from: s.context_for(open.id),
+            context_from: s.context_for(open.id, &Room::all(s.config.lead)),
             whole: true,
             retry: false,
             beam: false,
@@ -1215,12 +1224,18 @@ mod tests {
         // Silence frames until the pause's speculative decode is wanted, and its ticket.
         let speculative = |allow: bool| {
             let mut s = Segmenter::new(config);
-            s.allow_beam(allow);
+            let room = Room {
+                beam: allow,
+                ..Room::all(config.lead)
+            };
             let mut at = 0;
             feed(&mut s, 60, true, &mut at);
             for frames in 1.. {
                 feed(&mut s, 1, false, &mut at);
-                if let Some(w) = s.want().filter(|w| w.kind == DecodeKind::Speculative) {
+                if let Some(w) = s
+                    .want_in(&room)
+                    .filter(|w| w.kind == DecodeKind::Speculative)
+                {
                     return (frames, w.ticket.beam);
                 }
             }
@@ -1262,10 +1277,10 @@ mod tests {
             let mut s = Segmenter::new(config);
             let mut at = 0;
             feed(&mut s, 60, true, &mut at);
-            s.set_lead(lead);
             for frames in 1.. {
                 feed(&mut s, 1, false, &mut at);
-                if s.want().is_some_and(|w| w.kind == DecodeKind::Speculative) {
+                let wanted = s.want_in(&Room::all(lead));
+                if wanted.is_some_and(|w| w.kind == DecodeKind::Speculative) {
                     return frames;
                 }
             }
@@ -1683,8 +1698,12 @@ mod tests {
         feed(&mut s, 20, true, &mut at);
         assert_eq!(open_ticket(&s).context_from, third.ticket.utterance);
         // Under load the span shrinks, and context goes first.
-        s.scale_context(0.0);
-        assert_eq!(open_ticket(&s).context_from, 0);
+        let id = s.open.as_ref().unwrap().id;
+        let none = Room {
+            context: 0.0,
+            ..Room::all(s.config.lead)
+        };
+        assert_eq!(s.context_for(id, &none), 0);
     }
 
     #[test]
