@@ -154,12 +154,12 @@ impl Demand {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::super::cost::Figures;
     use super::*;
 
     /// Whisper-like figures: a finals' model three times the partials' cost.
-    fn cost() -> CostModel {
+    pub(in super::super) fn cost() -> CostModel {
         let partials = Figures {
             encode: 0.003,
             encode_per_second: 0.003,

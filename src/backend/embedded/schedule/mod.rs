@@ -423,25 +423,8 @@ pub(crate) fn weight(opened: Instant, now: Instant) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cost::Figures;
+    use super::admission::tests::cost;
     use super::*;
-
-    /// Whisper-like figures: a finals' model three times the partials' cost.
-    fn cost() -> CostModel {
-        let partials = Figures {
-            encode: 0.003,
-            encode_per_second: 0.003,
-            step: 0.002,
-            step_per_row: 0.0004,
-        };
-        let finals = Figures {
-            encode: 0.009,
-            encode_per_second: 0.009,
-            step: 0.006,
-            step_per_row: 0.0012,
-        };
-        CostModel::from_figures(partials, finals)
-    }
 
     /// Whisper's pool: 2 decoders, batches of 8, a finals' model and a beam to shed.
     fn whisper(last: Shed, t0: Instant) -> Scheduler {
