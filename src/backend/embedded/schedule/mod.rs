@@ -9,7 +9,8 @@
 //!
 //! A claim asks twice. [`Scheduler::knobs`] first: what the load and the ladder shed now
 //! and the speculative decodes' lead, which change what a channel wants (the lead moves a
-//! pause's decode, the beam a final's ticket). Then, with every channel's wanted decode,
+//! pause's decode, the beam a final's ticket): each channel is asked with them
+//! ([`Knobs::room`]), and keeps nothing of them. Then, with every channel's wanted decode,
 //! [`Scheduler::plan`]: the ladder moves for the wave those wants make, and the plan names
 //! the batch to decode. The knobs are the step before that climb: a claim on a rising wave
 //! decodes one batch on the previous step's beam and context, the climb's step rules from
