@@ -506,29 +506,30 @@ impl Settings {
         lead: segmenter::Lead,
     ) -> SegmenterConfig {
         let o = &spec.options;
-        let s = self;
         let endpoint = if spec.channel == Channel::Assistant {
-            o.assistant_endpoint_ms.unwrap_or(s.assistant_endpoint_ms)
+            o.assistant_endpoint_ms
+                .unwrap_or(self.assistant_endpoint_ms)
         } else if spec.sample_rate < MODEL_RATE {
-            o.narrowband_endpoint_ms.unwrap_or(s.narrowband_endpoint_ms)
+            o.narrowband_endpoint_ms
+                .unwrap_or(self.narrowband_endpoint_ms)
         } else {
-            o.endpoint_ms.unwrap_or(s.endpoint_ms)
+            o.endpoint_ms.unwrap_or(self.endpoint_ms)
         };
         let mut cuts = SegmenterConfig::from_ms(
             endpoint,
-            o.partial_interval_ms.unwrap_or(s.partial_interval_ms),
+            o.partial_interval_ms.unwrap_or(self.partial_interval_ms),
         );
-        cuts.context_span = (s.context_span_ms as usize).min(60_000) * 16;
+        cuts.context_span = (self.context_span_ms as usize).min(60_000) * 16;
         cuts.lead = lead;
         cuts.context_as_text = context == ContextKind::Text;
         cuts.prompted = prompted;
         // Measured on customers' speech; on text-to-speech prompts it is unreliable.
         cuts.judge_turns =
-            judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(s.turn_model);
+            judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(self.turn_model);
         cuts.hold_unfinished =
-            spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(s.hold_unfinished);
+            spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(self.hold_unfinished);
         cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
-        let hold = o.max_turn_silence_ms.unwrap_or(s.max_turn_silence_ms);
+        let hold = o.max_turn_silence_ms.unwrap_or(self.max_turn_silence_ms);
         cuts.turn_hold = ((hold as usize).min(60_000) * 16).max(cuts.endpoint);
         cuts
     }

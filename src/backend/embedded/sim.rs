@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::cost::{CostModel, Figures};
-use super::schedule::{LeftOut, Live, Present, Scheduler, Wanted, weight};
+use super::schedule::{LeftOut, Live, Present, Scheduler, Wanted};
 use super::segmenter::{Emit, FRAME, Lead, RATE, Room, Segmenter, Want};
 use super::{ContextKind, Settings, Shed, Tier, Transcribed};
-use crate::backend::{ChannelSpec, Options, Refusal};
+use crate::backend::{ChannelSpec, Options};
 use crate::protocol::Channel as Role;
 
 /// One frame of audio time: the simulation's tick.
@@ -337,7 +337,7 @@ impl Sim<'_> {
         let present = Present::count(&live, &[], (0, 0), now);
         let settings = &self.engine.settings;
         if let Err(refusal) = self.scheduler.admits(&present, 2, settings.max_load, now) {
-            self.outcome.refused.push((index, refusal_text(&refusal)));
+            self.outcome.refused.push((index, refusal.to_string()));
             return;
         }
         self.outcome.admitted.push(index);
@@ -393,7 +393,7 @@ impl Sim<'_> {
             if c.finished && !c.decoding && c.segmenter.is_idle() {
                 c.done = true;
                 let opened = c.opened;
-                self.scheduler.departed(weight(opened, now), now);
+                self.scheduler.departed(opened, now);
             }
         }
     }
@@ -515,10 +515,6 @@ impl Sim<'_> {
             essential,
         });
     }
-}
-
-fn refusal_text(refusal: &Refusal) -> String {
-    refusal.to_string()
 }
 
 #[cfg(test)]

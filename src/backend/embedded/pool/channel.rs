@@ -7,7 +7,7 @@ use std::time::Instant;
 use tracing::warn;
 
 use super::super::MODEL_RATE;
-use super::super::schedule::{self, Why};
+use super::super::schedule::Why;
 use super::super::segmenter::{Emit, Recovery, Room, Segmenter, Want};
 use super::{Job, MAX_STEP_SAMPLES, lock};
 use crate::audio::AudioSource;
@@ -20,13 +20,6 @@ pub(super) struct Channel {
     state: Mutex<ChannelState>,
     pub(super) opened: Instant,
     pub(super) session: u64,
-}
-
-impl Channel {
-    /// How much of its demand this channel has put into the decaying load by `now`.
-    pub(super) fn weight(&self, now: Instant) -> f64 {
-        schedule::weight(self.opened, now)
-    }
 }
 
 pub(super) struct ChannelState {
@@ -105,18 +98,17 @@ impl ChannelState {
     /// The decode this channel wants, unless one is running or the channel is over (as if
     /// the decoders had room for everything: whether, and since when).
     pub(super) fn want(&self) -> Option<Want> {
-        if self.decoding || self.events.is_none() {
-            return None;
-        }
-        self.segmenter.want()
+        self.asks().then(|| self.segmenter.want()).flatten()
     }
 
     /// The same, with what the decoders have `room` for now (a claim's).
     pub(super) fn want_in(&self, room: &Room) -> Option<Want> {
-        if self.decoding || self.events.is_none() {
-            return None;
-        }
-        self.segmenter.want_in(room)
+        self.asks().then(|| self.segmenter.want_in(room)).flatten()
+    }
+
+    /// Neither a decode running nor the channel over.
+    fn asks(&self) -> bool {
+        !self.decoding && self.events.is_some()
     }
 
     /// Takes all audio waiting in the ring through the segmenter. `None` once the channel

@@ -597,7 +597,7 @@ impl Pool {
     /// A channel left: its share of the load stays a while.
     fn departed(&self, channel: &Channel) {
         let now = Instant::now();
-        lock(&self.scheduler).departed(channel.weight(now), now);
+        lock(&self.scheduler).departed(channel.opened, now);
     }
 }
 

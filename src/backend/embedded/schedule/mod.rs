@@ -171,17 +171,18 @@ impl Scheduler {
         }
     }
 
-    /// The engine's cost model and batch, and whether it has a finals' model and a beam
-    /// the ladder may shed: set once it has loaded and been calibrated.
+    /// The engine's cost model and batch: set once it has loaded and been calibrated.
     pub fn set_engine(&mut self, cost: CostModel, max_batch: usize) {
         self.cost = cost;
         self.max_batch = max_batch.max(1);
     }
 
+    /// Whether the engine has a finals' model the ladder may shed.
     pub fn set_finals_model(&mut self, has: bool) {
         self.ladder.finals_model = has;
     }
 
+    /// Whether the engine has a beam search for finals the ladder may shed.
     pub fn set_beam(&mut self, has: bool) {
         self.ladder.beam = has;
     }
@@ -327,9 +328,10 @@ impl Scheduler {
         self.share(now)
     }
 
-    /// A channel of age weight `weight` left: its share of the load stays a while.
-    pub fn departed(&mut self, weight: f64, now: Instant) {
-        self.load.add(0.0, weight, now);
+    /// A channel opened at `opened` left: its share of the load stays a while, as much
+    /// as it had put in (its age weight).
+    pub fn departed(&mut self, opened: Instant, now: Instant) {
+        self.load.add(0.0, weight(opened, now), now);
     }
 
     /// Whether a call of `channels` more channels can be taken beside those `present`
@@ -417,7 +419,7 @@ impl Present {
 
 /// How much of its demand a channel opened at `opened` has put into the decaying load by
 /// `now`.
-pub(crate) fn weight(opened: Instant, now: Instant) -> f64 {
+fn weight(opened: Instant, now: Instant) -> f64 {
     let age = now.saturating_duration_since(opened).as_secs_f64();
     1.0 - (-age / LOAD_WINDOW.as_secs_f64()).exp()
 }
