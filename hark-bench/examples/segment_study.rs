@@ -205,7 +205,7 @@ fn main() {
         cost.figures(Tier::Partials),
         cost.figures(Tier::Finals)
     );
-    config.lead = Lead::of(&cost);
+    config.lead = Lead::of(&cost, loaded.finals_model);
     let mut judge = std::env::var("TURN").is_ok().then(|| {
         config.judge_turns = true;
         let cache = hark::wheel::default_cache_dir();
@@ -326,7 +326,7 @@ fn main() {
                 let heard = t
                     .transcribe(
                         &[utterance(&input, &prompt, &language, want.ticket.beam)],
-                        Tier::of(want.kind),
+                        want.tier(),
                     )
                     .remove(0)
                     .expect("decode");
@@ -375,7 +375,7 @@ fn main() {
             let heard = t
                 .transcribe(
                     &[utterance(&input, &prompt, &language, want.ticket.beam)],
-                    Tier::of(want.kind),
+                    want.tier(),
                 )
                 .remove(0)
                 .expect("decode");

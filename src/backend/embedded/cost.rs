@@ -280,6 +280,13 @@ impl CostModel {
         self.figures[tier].searched(1, rows, seconds) * self.correction[tier]
     }
 
+    /// The same for a final decoded greedily by the partials' model: a final that falls
+    /// back to it.
+    pub fn quick_final(&self, seconds: f64) -> f64 {
+        let tier = Tier::Partials as usize;
+        self.figures[tier].searched(1, 1, seconds) * self.correction[tier]
+    }
+
     /// The figures of `tier`'s model as calibrated.
     pub fn figures(&self, tier: Tier) -> Figures {
         self.figures[tier as usize]

@@ -163,6 +163,12 @@ pub trait Engine: Send {
     }
 }
 
+/// How long after its endpoint a final may come: what is left of the platform's 800 ms
+/// time to final once the voice has been heard to stop (200 ms). Admission prices a wave
+/// of finals against it; a final whose finals'-model decode would take longer falls back to
+/// the partials' model ([`segmenter::Lead::for_final`]).
+pub(crate) const FINAL_BUDGET: Duration = Duration::from_millis(600);
+
 /// Which of an engine's models decodes. The pool asks for the finals' one for finals and
 /// the speculative decodes that may become them, unless its ladder sheds it under load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -459,7 +465,7 @@ impl Backend for Embedded {
         };
         let language = spec.options.language.clone().unwrap_or_default();
         (running.speaks)(&language).map_err(BackendError::new)?;
-        let lead = segmenter::Lead::of(&running.pool.cost());
+        let lead = running.pool.lead();
         let cuts = self.settings.cuts(
             &spec,
             running.judging,

@@ -341,7 +341,7 @@ impl Sim<'_> {
             return;
         }
         self.outcome.admitted.push(index);
-        let lead = Lead::of(&self.scheduler.cost());
+        let lead = self.scheduler.lead();
         for (role, voice) in [Role::Customer, Role::Assistant]
             .into_iter()
             .zip(&call.voice)
@@ -473,6 +473,7 @@ impl Sim<'_> {
                 key,
                 kind: w.kind,
                 since: w.since,
+                tier: w.tier(),
             });
         }
         let idle = self.decoders.iter().filter(|d| d.is_none()).count();

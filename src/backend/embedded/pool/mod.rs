@@ -37,8 +37,8 @@ mod channel;
 use self::channel::{Channel, ChannelState};
 use super::Shed;
 use super::cost::CostModel;
-use super::schedule::{LeftOut, Live, Plan, Present, Scheduler, Wanted, held_bookings};
-use super::segmenter::{DecodeKind, Room, SegmenterConfig, Want};
+use super::schedule::{LeftOut, Live, Plan, Present, Scheduler, Wanted, Why, held_bookings};
+use super::segmenter::{DecodeKind, Lead, Room, SegmenterConfig, Want};
 use super::{Engine, StartError, Tier, Utterance};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink, Refusal};
@@ -121,6 +121,11 @@ impl Pool {
     /// What decodes cost now.
     pub fn cost(&self) -> CostModel {
         lock(&self.scheduler).cost()
+    }
+
+    /// A final's lead now ([`Scheduler::lead`]).
+    pub fn lead(&self) -> Lead {
+        lock(&self.scheduler).lead()
     }
 
     /// Whether a call of `channels` more channels can be taken without putting the
@@ -538,11 +543,13 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 key,
                 kind: w.kind,
                 since: w.since,
+                tier: w.tier(),
             });
         }
         let idle = pool.idle_decoders();
         let plan = lock(&pool.scheduler).plan(&knobs, &wanted, idle, now);
         count_steps(&plan);
+        let step = plan.step;
         let batch = plan.batch?;
         let mut items = Vec::with_capacity(batch.keys.len());
         let (context, why) = batch.context;
@@ -557,6 +564,11 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 && want.kind.is_essential()
             {
                 metrics::counter!(m::SHED_DECODES, "what" => "context", "why" => why.as_str())
+                    .increment(1);
+            }
+            if want.ticket.quick && batch.tier == Tier::Partials && step < Shed::FinalsModel {
+                let why = Why::Long.as_str();
+                metrics::counter!(m::SHED_DECODES, "what" => "finals_model", "why" => why)
                     .increment(1);
             }
             state.decoding = true;

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::super::Tier;
 use super::super::cost::{CostModel, TYPICAL_UTTERANCE};
+use super::super::{FINAL_BUDGET, Tier};
 use super::FINAL_BACKLOG;
 use crate::backend::Refusal;
 use crate::backend::embedded::Shed;
@@ -14,11 +14,10 @@ use crate::backend::embedded::Shed;
 /// as the call's own decodes show in the measured load.
 pub(super) const PROMISE_DECAY: Duration = Duration::from_secs(3);
 /// The decoders must be able to clear a wave of finals, one per newly admitted call all
-/// due at the same instant, within this much time after the endpoint: what is left of the
-/// 800 ms time to final once the voice has been heard to stop (200 ms). The wave's last
+/// due at the same instant, within [`FINAL_BUDGET`] after the endpoint. The wave's last
 /// final is the one that counts; the estimate's own margins (a decode found running, 3.5
 /// tokens a second) are the slack (BENCHMARKS.md, "Load shapes").
-pub(super) const WAVE_BUDGET: f64 = 0.6;
+pub(super) const WAVE_BUDGET: f64 = FINAL_BUDGET.as_secs_f64();
 /// Finals and speculative decodes a channel of a conversation asks for per second, before
 /// its own show in the measured load: an utterance every 4–5 s, and a speculative decode at
 /// some pauses that do not end it.

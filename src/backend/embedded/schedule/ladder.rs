@@ -61,6 +61,9 @@ pub(crate) enum Why {
     Load,
     /// Finals queue behind the one being claimed.
     Queued,
+    /// The finals' model would not have this final ready within `FINAL_BUDGET` of its
+    /// endpoint, even alone: a long utterance on a slow machine.
+    Long,
 }
 
 impl Why {
@@ -69,6 +72,7 @@ impl Why {
             Self::Late => "late",
             Self::Load => "load",
             Self::Queued => "queued",
+            Self::Long => "long",
         }
     }
 }

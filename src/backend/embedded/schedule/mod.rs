@@ -127,6 +127,8 @@ pub(crate) struct Wanted {
     pub key: usize,
     pub kind: DecodeKind,
     pub since: Instant,
+    /// The model it is for while the ladder sheds none ([`super::segmenter::Want::tier`]).
+    pub tier: Tier,
 }
 
 /// What one claim decodes, and the ladder it leaves.
@@ -192,6 +194,12 @@ impl Scheduler {
         self.cost
     }
 
+    /// What a final's decode costs now, for the speculative decodes' lead, and by the
+    /// partials' model where a final may fall back to it (the ladder may shed the finals').
+    pub fn lead(&self) -> Lead {
+        Lead::of(&self.cost, self.ladder.takes(Shed::FinalsModel))
+    }
+
     /// The essential load at `now`: the share of the decoders' time finals and speculative
     /// decodes (and the end-of-turn model) took over the last `LOAD_WINDOW` or so (1.0:
     /// all of it). Partials do not count: they only fill the time that is left.
@@ -207,7 +215,7 @@ impl Scheduler {
         load.beam &= self.ladder.takes(Shed::Beam);
         Knobs {
             shed: Shedding::decide(self.ladder.step, load),
-            lead: Lead::of(&self.cost),
+            lead: self.lead(),
             share,
         }
     }
@@ -266,9 +274,9 @@ impl Scheduler {
         step: Shed,
         idle: usize,
     ) -> Option<Batch> {
-        let tier_of = |kind: DecodeKind| match step >= Shed::FinalsModel {
+        let tier_of = |w: &Wanted| match step >= Shed::FinalsModel {
             true => Tier::Partials,
-            false => Tier::of(kind),
+            false => w.tier,
         };
         let mut ranked: Vec<&Wanted> = wanted
             .iter()
@@ -276,10 +284,10 @@ impl Scheduler {
             .collect();
         ranked.sort_by_key(|w| (w.kind, w.since, w.key));
         let first = ranked.first()?;
-        let (tier, essential) = (tier_of(first.kind), first.kind.is_essential());
+        let (tier, essential) = (tier_of(first), first.kind.is_essential());
         let alike: Vec<usize> = ranked
             .iter()
-            .filter(|w| tier_of(w.kind) == tier && w.kind.is_essential() == essential)
+            .filter(|w| tier_of(w) == tier && w.kind.is_essential() == essential)
             .map(|w| w.key)
             .collect();
         let take = self.cost.batch_size(
@@ -439,7 +447,12 @@ mod tests {
     }
 
     fn want(key: usize, kind: DecodeKind, since: Instant) -> Wanted {
-        Wanted { key, kind, since }
+        Wanted {
+            key,
+            kind,
+            since,
+            tier: Tier::of(kind),
+        }
     }
 
     fn ms(n: u64) -> Duration {
@@ -485,6 +498,33 @@ mod tests {
             a.plan(&knobs, &same, 1, now),
             b.plan(&knobs, &other, 1, now)
         );
+    }
+
+    /// A final whose finals'-model decode would be late even alone (its ticket says so) is
+    /// decoded by the partials' model with the ladder on its first step, and is not
+    /// batched with finals the finals' model takes; a ladder that may not shed the finals'
+    /// model gives no lead to fall back on.
+    #[test]
+    fn a_final_too_long_for_its_budget_is_decoded_by_the_partials_model() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(100);
+        let knobs = s.knobs(now);
+        assert!(knobs.lead.quick.is_some());
+        let long = Wanted {
+            tier: Tier::Partials,
+            ..want(0, DecodeKind::Final, now - ms(20))
+        };
+        let wanted = [long, want(1, DecodeKind::Final, now - ms(10))];
+        let plan = s.plan(&knobs, &wanted, 1, now);
+        assert_eq!(plan.step, Shed::Nothing, "{plan:?}");
+        let batch = plan.batch.expect("a batch");
+        assert_eq!((batch.tier, batch.keys.clone()), (Tier::Partials, vec![0]));
+        let wanted = [want(1, DecodeKind::Final, now - ms(10))];
+        let batch = s.plan(&knobs, &wanted, 1, now).batch.expect("a batch");
+        assert_eq!((batch.tier, batch.keys), (Tier::Finals, vec![1]));
+        let kept = whisper(Shed::Context, t0);
+        assert!(kept.knobs(now).lead.quick.is_none());
     }
 
     #[test]

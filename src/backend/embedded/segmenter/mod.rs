@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use context::Said;
 
-use super::Transcribed;
 use super::cost::CostModel;
+use super::{FINAL_BUDGET, Tier, Transcribed};
 pub use crate::turn::end_turn;
 use crate::turn::words::{goes_on, lone_word};
 pub use context::{drop_repeat, strip_context};
@@ -203,6 +203,16 @@ pub struct Want {
     pub ticket: Ticket,
 }
 
+impl Want {
+    /// The model this decode is for when the ladder sheds none.
+    pub fn tier(&self) -> Tier {
+        match self.ticket.quick {
+            true => Tier::Partials,
+            false => Tier::of(self.kind),
+        }
+    }
+}
+
 /// Which audio a decode reads: the first `len` samples of one utterance, after the sent
 /// finals from `context_from` on if that is not 0. The segmenter keeps taking audio while
 /// the decode runs elsewhere; the ticket says what it covered.
@@ -219,6 +229,9 @@ pub struct Ticket {
     /// A final (or speculative) decode the engine's beam search may take: its decode, so
     /// searched, is ready by the endpoint (see [`Lead::for_final`]).
     pub beam: bool,
+    /// A final (or speculative) decode for the partials' model: the finals' would not have
+    /// it ready in time (see [`Lead::for_final`]).
+    pub quick: bool,
 }
 
 /// What the detector made of a frame: at `threshold` (or opening on a loud line), at
@@ -283,6 +296,12 @@ pub struct Lead {
     pub per_second: usize,
     /// The same for a final searched with the engine's beam, if it has one.
     pub beam: Option<(usize, usize)>,
+    /// The same for the partials' model, greedy, where a final may fall back to it (the
+    /// engine has a finals' model and the ladder may shed it).
+    pub quick: Option<(usize, usize)>,
+    /// How long after its endpoint a final may be ready (samples): one whose finals'-model
+    /// decode would be later takes the partials' model.
+    pub budget: usize,
 }
 
 impl Default for Lead {
@@ -293,14 +312,34 @@ impl Default for Lead {
             base: 50 * RATE / 1000,
             per_second: 40 * RATE / 1000,
             beam: None,
+            quick: None,
+            budget: (FINAL_BUDGET.as_secs_f64() * RATE as f64) as usize,
         }
     }
 }
 
+/// How one final (or speculative) decode runs: how early before the endpoint it starts,
+/// whether the beam searches it, and whether the partials' model takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pick {
+    pub lead: usize,
+    pub beam: bool,
+    pub quick: bool,
+}
+
+impl Pick {
+    /// A partial's: no lead, greedy, the partials' model.
+    pub const PARTIAL: Self = Self {
+        lead: 0,
+        beam: false,
+        quick: false,
+    };
+}
+
 impl Lead {
     /// A final's decode alone, by the finals' model, greedy and with its beam, with a 10 ms
-    /// margin.
-    pub fn of(cost: &CostModel) -> Self {
+    /// margin; by the partials' model if `quick` (a final may fall back to it).
+    pub fn of(cost: &CostModel, quick: bool) -> Self {
         let samples = |s: f64| (s * RATE as f64).round().max(0.0) as usize;
         let line = |at: &dyn Fn(f64) -> f64| (samples(at(0.0) + 0.010), samples(at(1.0) - at(0.0)));
         let (base, per_second) = line(&|s| cost.final_alone(s, false));
@@ -308,29 +347,44 @@ impl Lead {
             base,
             per_second,
             beam: (cost.beam() > 1).then(|| line(&|s| cost.final_alone(s, true))),
+            quick: quick.then(|| line(&|s| cost.quick_final(s))),
+            ..Self::default()
         }
     }
 
-    fn samples(&self, audio: usize) -> usize {
-        self.base + self.per_second * audio / RATE
-    }
-
-    /// How early a final's decode of `audio` samples starts before an `endpoint`, and
-    /// whether it is searched with the beam: only where that decode, started at the
-    /// earliest a speculative decode may (two frames into the pause), is ready by the
-    /// endpoint. The beam never delays a final: at the customer's 200 ms it takes short
-    /// utterances, at the assistant's 1000 ms nearly all (BENCHMARKS.md, "Beam search for
-    /// finals").
-    pub fn for_final(&self, audio: usize, endpoint: usize) -> (usize, bool) {
-        match self.beam {
-            Some((base, per_second)) => {
-                let lead = base + per_second * audio / RATE;
-                match lead + 2 * FRAME <= endpoint {
-                    true => (lead, true),
-                    false => (self.samples(audio), false),
-                }
-            }
-            None => (self.samples(audio), false),
+    /// How a final's decode of `audio` samples runs before an `endpoint`, started at the
+    /// earliest a speculative decode may (two frames into the pause) if it must: with the
+    /// beam only where that decode is ready by the endpoint (the beam never delays a
+    /// final: at the customer's 200 ms it takes short utterances, at the assistant's
+    /// 1000 ms nearly all, BENCHMARKS.md "Beam search for finals"); by the finals' model
+    /// greedily where it is ready within `budget` of the endpoint; else by the partials'
+    /// model, where there is one, so a long utterance's final is not later than the
+    /// platform's time to final allows on a machine whose finals' model is slow for it
+    /// (BENCHMARKS.md, "A final's model by its deadline").
+    pub fn for_final(&self, audio: usize, endpoint: usize) -> Pick {
+        let line = |(base, per_second): (usize, usize)| base + per_second * audio / RATE;
+        let earliest = 2 * FRAME;
+        if let Some(beam) = self.beam.map(line)
+            && beam + earliest <= endpoint
+        {
+            return Pick {
+                lead: beam,
+                beam: true,
+                quick: false,
+            };
+        }
+        let greedy = line((self.base, self.per_second));
+        match self.quick.map(line) {
+            Some(quick) if greedy + earliest > endpoint + self.budget => Pick {
+                lead: quick,
+                beam: false,
+                quick: true,
+            },
+            _ => Pick {
+                lead: greedy,
+                beam: false,
+                quick: false,
+            },
         }
     }
 }
@@ -590,13 +644,11 @@ impl Segmenter {
     /// `room` for: the scheduler's knobs, given with each question and never kept.
     pub fn want_in(&self, room: &Room) -> Option<Want> {
         if let Some(ended) = self.ended.front() {
-            let context_from = if ended.retry {
-                0
-            } else {
-                self.context_for(ended.id, room)
-            };
             let own = self.whole_len(ended.audio.len(), ended.voiced_end);
-            let (_, beam) = self.lead(room, context_from, ended.start, own);
+            let (context_from, pick) = match ended.retry {
+                true => (0, self.pick(room, 0, ended.start, own)),
+                false => self.pick_context(room, ended.id, ended.start, own),
+            };
             return Some(Want {
                 kind: DecodeKind::Final,
                 since: ended.since,
@@ -606,18 +658,20 @@ impl Segmenter {
                     context_from,
                     whole: true,
                     retry: ended.retry,
-                    beam,
+                    beam: pick.beam,
+                    quick: pick.quick,
                 },
             });
         }
         let open = self.open.as_ref()?;
-        let ticket = |context_from, whole, beam| Ticket {
+        let ticket = |context_from, whole, pick: Pick| Ticket {
             utterance: open.id,
             len: open.audio.len(),
             context_from,
             whole,
             retry: false,
-            beam,
+            beam: pick.beam,
+            quick: pick.quick,
         };
         if open.silence > 0 {
             if open
@@ -628,9 +682,12 @@ impl Segmenter {
                 return None;
             }
             let own = self.whole_len(open.audio.len(), open.voiced_end);
-            let context_from = self.context_for(open.id, room);
-            let (lead, beam) = self.lead(room, context_from, open.start, own);
-            let start_at = self.config.endpoint.saturating_sub(lead).max(2 * FRAME);
+            let (context_from, pick) = self.pick_context(room, open.id, open.start, own);
+            let start_at = self
+                .config
+                .endpoint
+                .saturating_sub(pick.lead)
+                .max(2 * FRAME);
             // Once a decode of a held utterance could be its final, faint voice that moves
             // its end (frames at `release` in a long held pause) is decoded again only after
             // as much quiet as a fresh pause: not once per faint frame.
@@ -641,7 +698,7 @@ impl Segmenter {
             return (paused >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
                 since: open.since,
-                ticket: ticket(context_from, true, beam),
+                ticket: ticket(context_from, true, pick),
             });
         }
         if open.decoded_len >= open.voiced_end {
@@ -663,13 +720,28 @@ impl Segmenter {
         kind.map(|kind| Want {
             kind,
             since: open.since,
-            ticket: ticket(0, false, false),
+            ticket: ticket(0, false, Pick::PARTIAL),
         })
     }
 
-    /// A final's lead and whether the beam takes it ([`Lead::for_final`]), for its `own`
-    /// samples (padding included) after the context from `context_from`, at `room`'s lead.
-    fn lead(&self, room: &Room, context_from: u64, start: u64, own: usize) -> (usize, bool) {
+    /// How a final's decode of utterance `id` runs ([`Segmenter::pick`]), with the turn's
+    /// context `room` allows, and that context: none where only without it would the
+    /// finals' model have the final ready in time (context goes before the model).
+    fn pick_context(&self, room: &Room, id: u64, start: u64, own: usize) -> (u64, Pick) {
+        let context_from = self.context_for(id, room);
+        let pick = self.pick(room, context_from, start, own);
+        if pick.quick && context_from != 0 {
+            let alone = self.pick(room, 0, start, own);
+            if !alone.quick {
+                return (0, alone);
+            }
+        }
+        (context_from, pick)
+    }
+
+    /// How a final's decode runs ([`Lead::for_final`]), for its `own` samples (padding
+    /// included) after the context from `context_from`, at `room`'s lead.
+    fn pick(&self, room: &Room, context_from: u64, start: u64, own: usize) -> Pick {
         let context: usize = match self.config.context_as_text {
             true => 0,
             false => self
@@ -1163,6 +1235,7 @@ mod tests {
             whole: true,
             retry: false,
             beam: false,
+            quick: false,
         }
     }
 
@@ -1199,16 +1272,70 @@ mod tests {
             base: ms(30),
             per_second: ms(20),
             beam: Some((ms(60), ms(40))),
+            ..Lead::default()
         };
+        let pick = |lead: usize, beam: bool, quick: bool| Pick { lead, beam, quick };
         // At 200 ms, a 1 s utterance's beam (100 ms, started two frames into the pause)
         // is ready in time, a 4 s one's (220 ms) is not: greedy, with greedy's lead.
-        assert_eq!(lead.for_final(ms(1000), ms(200)), (ms(100), true));
-        assert_eq!(lead.for_final(ms(4000), ms(200)), (ms(110), false));
+        assert_eq!(
+            lead.for_final(ms(1000), ms(200)),
+            pick(ms(100), true, false)
+        );
+        assert_eq!(
+            lead.for_final(ms(4000), ms(200)),
+            pick(ms(110), false, false)
+        );
         // The assistant's 1000 ms leave it the time.
-        assert_eq!(lead.for_final(ms(4000), ms(1000)), (ms(220), true));
+        assert_eq!(
+            lead.for_final(ms(4000), ms(1000)),
+            pick(ms(220), true, false)
+        );
         // No beam: greedy always.
         let greedy = Lead { beam: None, ..lead };
-        assert_eq!(greedy.for_final(ms(1000), ms(1000)), (ms(50), false));
+        assert_eq!(
+            greedy.for_final(ms(1000), ms(1000)),
+            pick(ms(50), false, false)
+        );
+    }
+
+    #[test]
+    fn a_final_the_finals_model_would_have_late_takes_the_partials_model() {
+        let ms = |v: usize| v * RATE / 1000;
+        // The finals' model: 100 ms + 100 ms/s greedy; the partials': 20 ms + 25 ms/s.
+        let lead = Lead {
+            base: ms(100),
+            per_second: ms(100),
+            beam: Some((ms(200), ms(200))),
+            quick: Some((ms(20), ms(25))),
+            budget: ms(600),
+        };
+        let pick = |lead: usize, beam: bool, quick: bool| Pick { lead, beam, quick };
+        // 5 s: the finals' model greedily, 600 ms, started two frames (32 ms) into the
+        // pause, ready 432 ms after a 200 ms endpoint: within the budget.
+        assert_eq!(
+            lead.for_final(ms(5000), ms(200)),
+            pick(ms(600), false, false)
+        );
+        // 8 s: 900 ms, ready 732 ms after it: the partials' model, 220 ms.
+        assert_eq!(
+            lead.for_final(ms(8000), ms(200)),
+            pick(ms(220), false, true)
+        );
+        // The assistant's 1000 ms endpoint leaves the finals' model the time.
+        assert_eq!(
+            lead.for_final(ms(8000), ms(1000)),
+            pick(ms(900), false, false)
+        );
+        // Without a partials' model to fall back to (or a ladder that may not shed the
+        // finals' one), late or not, the finals' model.
+        let only = Lead {
+            quick: None,
+            ..lead
+        };
+        assert_eq!(
+            only.for_final(ms(8000), ms(200)),
+            pick(ms(900), false, false)
+        );
     }
 
     #[test]
@@ -1220,6 +1347,7 @@ mod tests {
             base: ms(30),
             per_second: ms(20),
             beam: Some((ms(60), ms(40))),
+            ..Lead::default()
         };
         // Silence frames until the pause's speculative decode is wanted, and its ticket.
         let speculative = |allow: bool| {
@@ -1289,12 +1417,12 @@ mod tests {
         let cheap = Lead {
             base: ms(30),
             per_second: ms(20),
-            beam: None,
+            ..Lead::default()
         };
         let dear = Lead {
             base: ms(300),
             per_second: ms(200),
-            beam: None,
+            ..Lead::default()
         };
         assert!(
             started(dear) < started(cheap),
@@ -1704,6 +1832,32 @@ mod tests {
             ..Room::all(s.config.lead)
         };
         assert_eq!(s.context_for(id, &none), 0);
+        // Where the finals' model would have the final late with its context and on time
+        // without it, the context goes and the model stays; where late either way, the
+        // partials' model takes it with its context.
+        let open = s.open.as_ref().unwrap();
+        let (start, own) = (open.start, s.whole_len(open.audio.len(), open.voiced_end));
+        let from = s.context_for(id, &Room::all(s.config.lead));
+        let context: usize = s.context(from, start).map(|(a, _)| a.len()).sum();
+        assert!(from != 0 && context > 0);
+        // A decode takes as long as the audio it reads: late when longer than the endpoint
+        // (the budget 0) less the two frames it starts into the pause.
+        let room = Room::all(Lead {
+            base: 0,
+            per_second: RATE,
+            quick: Some((0, 0)),
+            budget: 0,
+            ..Lead::default()
+        });
+        s.config.endpoint = own + 2 * FRAME;
+        let (kept, pick) = s.pick_context(&room, id, start, own);
+        assert_eq!((kept, pick.quick), (0, false));
+        s.config.endpoint = own;
+        let (kept, pick) = s.pick_context(&room, id, start, own);
+        assert_eq!((kept, pick.quick), (from, true));
+        s.config.endpoint = own + context + 2 * FRAME;
+        let (kept, pick) = s.pick_context(&room, id, start, own);
+        assert_eq!((kept, pick.quick), (from, false));
     }
 
     #[test]
