@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::cost::{CostModel, Figures};
-use super::schedule::{LeftOut, Live, Present, Scheduler, Wanted};
+use super::schedule::{InFlight, LeftOut, Live, Present, Scheduler, Wanted};
 use super::segmenter::{Emit, FRAME, Lead, RATE, Room, Segmenter, Want};
 use super::{ContextKind, Settings, Shed, Tier, Transcribed};
 use crate::backend::{ChannelSpec, Options};
@@ -240,16 +240,19 @@ struct Chan {
     voice: Vec<Voice>,
     duration: f64,
     frames: u64,
-    decoding: bool,
+    decoding: InFlight,
     finished: bool,
     done: bool,
 }
 
 impl Chan {
     fn want(&self, room: &Room) -> Option<Want> {
-        match self.decoding || self.done {
-            true => None,
-            false => self.segmenter.want_in(room),
+        match self.decoding.asks() && !self.done {
+            true => self
+                .segmenter
+                .want_in(room)
+                .filter(|w| self.decoding.takes(w.kind)),
+            false => None,
         }
     }
 }
@@ -362,7 +365,7 @@ impl Sim<'_> {
                 voice: voice.clone(),
                 duration: call.duration,
                 frames: 0,
-                decoding: false,
+                decoding: InFlight::default(),
                 finished: false,
                 done: false,
             });
@@ -390,7 +393,7 @@ impl Sim<'_> {
             }
             self.report(key);
             let c = &mut self.channels[key];
-            if c.finished && !c.decoding && c.segmenter.is_idle() {
+            if c.finished && c.decoding.idle() && c.segmenter.is_idle() {
                 c.done = true;
                 let opened = c.opened;
                 self.scheduler.departed(opened, now);
@@ -436,7 +439,7 @@ impl Sim<'_> {
             );
             for (key, want) in running.items {
                 let c = &mut self.channels[key];
-                c.decoding = false;
+                c.decoding.end(want.kind);
                 let context = c.segmenter.context_text(want.ticket);
                 let text = match context.is_empty() {
                     true => SENTENCE.to_string(),
@@ -490,7 +493,7 @@ impl Sim<'_> {
         for &key in &batch.keys {
             let c = &mut self.channels[key];
             let Some(want) = c.want(&room) else { continue };
-            c.decoding = true;
+            c.decoding.start(want.kind);
             c.segmenter.decode_input(&want, &mut self.input);
             lengths.push(self.input.len() as f64 / RATE as f64);
             beamed += usize::from(batch.beam && want.ticket.beam);

@@ -7,7 +7,7 @@ use std::time::Instant;
 use tracing::warn;
 
 use super::super::MODEL_RATE;
-use super::super::schedule::Why;
+use super::super::schedule::{InFlight, Why};
 use super::super::segmenter::{Emit, Recovery, Room, Segmenter, Want};
 use super::{Job, MAX_STEP_SAMPLES, lock};
 use crate::audio::AudioSource;
@@ -31,8 +31,8 @@ pub(super) struct ChannelState {
     pub(super) segmenter: Segmenter,
     /// The language the call asked for, passed to every decode (empty: the default).
     pub(super) language: String,
-    /// A decoder is working on this channel.
-    pub(super) decoding: bool,
+    /// What the decoders are working on for this channel.
+    pub(super) decoding: InFlight,
     /// The audio has ended and the segmenter was told.
     finished: bool,
     /// The last position reported settled, and how often to report it (see `report`).
@@ -77,7 +77,7 @@ impl Channel {
                 resampler,
                 segmenter,
                 language,
-                decoding: false,
+                decoding: InFlight::default(),
                 finished: false,
                 settled: 0,
                 settle_every: u64::from(sample_rate),
@@ -98,17 +98,22 @@ impl ChannelState {
     /// The decode this channel wants, unless one is running or the channel is over (as if
     /// the decoders had room for everything: whether, and since when).
     pub(super) fn want(&self) -> Option<Want> {
-        self.asks().then(|| self.segmenter.want()).flatten()
+        self.takes(self.asks().then(|| self.segmenter.want()).flatten())
     }
 
     /// The same, with what the decoders have `room` for now (a claim's).
     pub(super) fn want_in(&self, room: &Room) -> Option<Want> {
-        self.asks().then(|| self.segmenter.want_in(room)).flatten()
+        self.takes(self.asks().then(|| self.segmenter.want_in(room)).flatten())
     }
 
-    /// Neither a decode running nor the channel over.
+    /// No final running and the channel not over.
     fn asks(&self) -> bool {
-        !self.decoding && self.events.is_some()
+        self.decoding.asks() && self.events.is_some()
+    }
+
+    /// `want`, if it may start beside what runs ([`InFlight::takes`]).
+    fn takes(&self, want: Option<Want>) -> Option<Want> {
+        want.filter(|w| self.decoding.takes(w.kind))
     }
 
     /// Takes all audio waiting in the ring through the segmenter. `None` once the channel
@@ -136,7 +141,7 @@ impl ChannelState {
             self.segmenter.finish(at, now, &mut self.emits);
         }
         self.report();
-        if self.finished && !self.decoding && self.segmenter.is_idle() {
+        if self.finished && self.decoding.idle() && self.segmenter.is_idle() {
             if let Some(events) = self.events.take() {
                 events.done();
             }

@@ -503,7 +503,7 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
         };
         for ((channel, want), result) in batch.items.into_iter().zip(results) {
             let mut state = channel.lock();
-            state.decoding = false;
+            state.decoding.end(want.kind);
             match result {
                 Ok(text) => {
                     let now = Instant::now();
@@ -571,7 +571,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 metrics::counter!(m::SHED_DECODES, "what" => "finals_model", "why" => why)
                     .increment(1);
             }
-            state.decoding = true;
+            state.decoding.start(want.kind);
             if inputs.len() <= items.len() {
                 inputs.push(Input::default());
             }

@@ -120,6 +120,52 @@ impl Knobs {
     }
 }
 
+/// What the decoders are working on for one channel. A channel has at most one partial and
+/// one final (or speculative decode) running at once: a pause's decode never waits for a
+/// partial still running (on an idle decoder it starts at once, rather than after a
+/// partial of the whole utterance: BENCHMARKS.md, "A final's model by its deadline"), and
+/// nothing else starts while a final runs. Tickets keep the two apart: a partial that
+/// comes back after its utterance's final is dropped by the segmenter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct InFlight {
+    partial: bool,
+    essential: bool,
+}
+
+impl InFlight {
+    /// Nothing running.
+    pub fn idle(&self) -> bool {
+        !self.partial && !self.essential
+    }
+
+    /// Whether the channel may be asked for a decode at all (no final running).
+    pub fn asks(&self) -> bool {
+        !self.essential
+    }
+
+    /// Whether a decode of `kind` may start beside what runs.
+    pub fn takes(&self, kind: DecodeKind) -> bool {
+        match kind.is_essential() {
+            true => !self.essential,
+            false => !self.essential && !self.partial,
+        }
+    }
+
+    pub fn start(&mut self, kind: DecodeKind) {
+        match kind.is_essential() {
+            true => self.essential = true,
+            false => self.partial = true,
+        }
+    }
+
+    pub fn end(&mut self, kind: DecodeKind) {
+        match kind.is_essential() {
+            true => self.essential = false,
+            false => self.partial = false,
+        }
+    }
+}
+
 /// One channel's wanted decode, as the shell read it: `key` is the shell's name for the
 /// channel (its index in the list it read).
 #[derive(Debug, Clone, Copy)]
