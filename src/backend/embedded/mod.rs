@@ -534,6 +534,7 @@ impl Settings {
             judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(self.turn_model);
         cuts.hold_unfinished =
             spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(self.hold_unfinished);
+        cuts.deadline = spec.channel == Channel::Customer;
         cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
         let hold = o.max_turn_silence_ms.unwrap_or(self.max_turn_silence_ms);
         cuts.turn_hold = ((hold as usize).min(60_000) * 16).max(cuts.endpoint);

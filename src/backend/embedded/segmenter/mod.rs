@@ -113,6 +113,11 @@ pub struct SegmenterConfig {
     pub prompted: bool,
     /// How early a speculative decode starts (the pool's cost model).
     pub lead: Lead,
+    /// A final whose decode would be late gives up its context, then the finals' model,
+    /// for its budget ([`Lead::for_final`]): the customer's, whose finals the platform
+    /// answers. The assistant's keep both (no reply waits on them, and the context is
+    /// what makes their text-to-speech prompts' finals whole).
+    pub deadline: bool,
 }
 
 /// See [`SegmenterConfig::release`]. Silero VAD's default hysteresis (0.15 under the
@@ -164,6 +169,7 @@ impl SegmenterConfig {
             context_as_text: false,
             prompted: false,
             lead: Lead::default(),
+            deadline: true,
         }
     }
 }
@@ -749,12 +755,10 @@ impl Segmenter {
                 .map(|(audio, _)| audio.len())
                 .sum(),
         };
-        let lead = match room.beam {
-            true => room.lead,
-            false => Lead {
-                beam: None,
-                ..room.lead
-            },
+        let lead = Lead {
+            beam: room.lead.beam.filter(|_| room.beam),
+            quick: room.lead.quick.filter(|_| self.config.deadline),
+            ..room.lead
         };
         lead.for_final(context + own, self.config.endpoint)
     }
@@ -1856,6 +1860,11 @@ mod tests {
         let (kept, pick) = s.pick_context(&room, id, start, own);
         assert_eq!((kept, pick.quick), (from, true));
         s.config.endpoint = own + context + 2 * FRAME;
+        let (kept, pick) = s.pick_context(&room, id, start, own);
+        assert_eq!((kept, pick.quick), (from, false));
+        // The assistant's channel keeps its context and model, late or not.
+        s.config.deadline = false;
+        s.config.endpoint = own;
         let (kept, pick) = s.pick_context(&room, id, start, own);
         assert_eq!((kept, pick.quick), (from, false));
     }
