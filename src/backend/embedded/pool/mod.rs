@@ -118,11 +118,6 @@ impl Pool {
         lock(&self.scheduler).set_engine(cost, max_batch);
     }
 
-    /// What decodes cost now.
-    pub fn cost(&self) -> CostModel {
-        lock(&self.scheduler).cost()
-    }
-
     /// A final's lead now ([`Scheduler::lead`]).
     pub fn lead(&self) -> Lead {
         lock(&self.scheduler).lead()
