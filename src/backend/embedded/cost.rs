@@ -272,19 +272,13 @@ impl CostModel {
         self.beam
     }
 
-    /// Seconds one decoder takes now for a final of `seconds` alone, searched with the
-    /// beam or greedily: what a speculative decode's lead is.
-    pub fn final_alone(&self, seconds: f64, beam: bool) -> f64 {
-        let tier = Tier::Finals as usize;
+    /// Seconds one decoder takes now for a final of `seconds` alone by `tier`'s model,
+    /// searched with the beam or greedily: what a speculative decode's lead is (by the
+    /// partials' model: a final that falls back to it).
+    pub fn final_alone(&self, tier: Tier, seconds: f64, beam: bool) -> f64 {
+        let tier = tier as usize;
         let rows = if beam { self.beam } else { 1 };
         self.figures[tier].searched(1, rows, seconds) * self.correction[tier]
-    }
-
-    /// The same for a final decoded greedily by the partials' model: a final that falls
-    /// back to it.
-    pub fn quick_final(&self, seconds: f64) -> f64 {
-        let tier = Tier::Partials as usize;
-        self.figures[tier].searched(1, 1, seconds) * self.correction[tier]
     }
 
     /// The figures of `tier`'s model as calibrated.
@@ -492,18 +486,18 @@ mod tests {
     fn a_beamed_final_is_priced_with_its_hypotheses_and_moves_the_estimate_only_past_that() {
         let greedy = CostModel::from_figures(known(), known());
         let beamed = greedy.with_beam(5);
-        let alone = greedy.final_alone(3.0, true);
+        let alone = greedy.final_alone(Tier::Finals, 3.0, true);
         assert_eq!(alone, greedy.batch(Tier::Finals, 1, 3.0), "no beam: greedy");
-        assert_eq!(beamed.final_alone(3.0, false), alone);
-        let wide = beamed.final_alone(3.0, true);
+        assert_eq!(beamed.final_alone(Tier::Finals, 3.0, false), alone);
+        let wide = beamed.final_alone(Tier::Finals, 3.0, true);
         assert!(wide > alone && wide < 5.0 * alone, "{wide} vs {alone}");
         // A beam search that took what it is priced at leaves the estimate where it was;
         // read as a greedy decode, it would have raised it.
         let mut m = beamed;
         m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), 1);
-        assert!((m.final_alone(3.0, true) - wide).abs() < 1e-9);
+        assert!((m.final_alone(Tier::Finals, 3.0, true) - wide).abs() < 1e-9);
         m.observe(Tier::Finals, &[3.0], Duration::from_secs_f64(wide), 0);
-        assert!(m.final_alone(3.0, true) > wide);
+        assert!(m.final_alone(Tier::Finals, 3.0, true) > wide);
         // Admission counts what is left once the beam is shed.
         let share = beamed.greedy_share(Tier::Finals, &[3.0], 1);
         assert!((share - alone / wide).abs() < 1e-9, "{share}");

@@ -247,12 +247,9 @@ struct Chan {
 
 impl Chan {
     fn want(&self, room: &Room) -> Option<Want> {
-        match self.decoding.asks() && !self.done {
-            true => self
-                .segmenter
-                .want_in(room)
-                .filter(|w| self.decoding.takes(w.kind)),
-            false => None,
+        match self.done {
+            true => None,
+            false => self.decoding.beside(|| self.segmenter.want_in(room)),
         }
     }
 }

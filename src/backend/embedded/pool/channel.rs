@@ -95,25 +95,18 @@ impl Channel {
 }
 
 impl ChannelState {
-    /// The decode this channel wants, unless one is running or the channel is over (as if
+    /// The decode this channel wants, if it may start beside what runs
+    /// ([`InFlight::beside`]) and the channel is not over (as if
     /// the decoders had room for everything: whether, and since when).
     pub(super) fn want(&self) -> Option<Want> {
-        self.takes(self.asks().then(|| self.segmenter.want()).flatten())
+        self.events.as_ref()?;
+        self.decoding.beside(|| self.segmenter.want())
     }
 
     /// The same, with what the decoders have `room` for now (a claim's).
     pub(super) fn want_in(&self, room: &Room) -> Option<Want> {
-        self.takes(self.asks().then(|| self.segmenter.want_in(room)).flatten())
-    }
-
-    /// No final running and the channel not over.
-    fn asks(&self) -> bool {
-        self.decoding.asks() && self.events.is_some()
-    }
-
-    /// `want`, if it may start beside what runs ([`InFlight::takes`]).
-    fn takes(&self, want: Option<Want>) -> Option<Want> {
-        want.filter(|w| self.decoding.takes(w.kind))
+        self.events.as_ref()?;
+        self.decoding.beside(|| self.segmenter.want_in(room))
     }
 
     /// Takes all audio waiting in the ring through the segmenter. `None` once the channel

@@ -26,7 +26,7 @@ use self::admission::{Demand, promise};
 use self::ladder::{Ladder, LoadSheds};
 pub(crate) use self::ladder::{Shedding, Why};
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
-use super::segmenter::{DecodeKind, Lead, Room};
+use super::segmenter::{DecodeKind, Lead, Room, Want};
 use super::{Shed, Tier};
 use crate::backend::Refusal;
 
@@ -138,16 +138,12 @@ impl InFlight {
         !self.partial && !self.essential
     }
 
-    /// Whether the channel may be asked for a decode at all (no final running).
-    pub fn asks(&self) -> bool {
-        !self.essential
-    }
-
-    /// Whether a decode of `kind` may start beside what runs.
-    pub fn takes(&self, kind: DecodeKind) -> bool {
-        match kind.is_essential() {
-            true => !self.essential,
-            false => !self.essential && !self.partial,
+    /// What the channel wants (`ask`), if it may start beside what runs: nothing while a
+    /// final runs (the channel is not asked), no second partial.
+    pub fn beside(&self, ask: impl FnOnce() -> Option<Want>) -> Option<Want> {
+        match self.essential {
+            true => None,
+            false => ask().filter(|w| w.kind.is_essential() || !self.partial),
         }
     }
 

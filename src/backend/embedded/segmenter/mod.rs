@@ -348,12 +348,12 @@ impl Lead {
     pub fn of(cost: &CostModel, quick: bool) -> Self {
         let samples = |s: f64| (s * RATE as f64).round().max(0.0) as usize;
         let line = |at: &dyn Fn(f64) -> f64| (samples(at(0.0) + 0.010), samples(at(1.0) - at(0.0)));
-        let (base, per_second) = line(&|s| cost.final_alone(s, false));
+        let (base, per_second) = line(&|s| cost.final_alone(Tier::Finals, s, false));
         Self {
             base,
             per_second,
-            beam: (cost.beam() > 1).then(|| line(&|s| cost.final_alone(s, true))),
-            quick: quick.then(|| line(&|s| cost.quick_final(s))),
+            beam: (cost.beam() > 1).then(|| line(&|s| cost.final_alone(Tier::Finals, s, true))),
+            quick: quick.then(|| line(&|s| cost.final_alone(Tier::Partials, s, false))),
             ..Self::default()
         }
     }
