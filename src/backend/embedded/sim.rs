@@ -219,10 +219,15 @@ pub struct Outcome {
 impl Outcome {
     /// Times to final of the customers' finals, sorted.
     pub fn customer_waits(&self) -> Vec<Duration> {
+        self.waits(Role::Customer)
+    }
+
+    /// Times to final of `role`'s finals, sorted.
+    pub fn waits(&self, role: Role) -> Vec<Duration> {
         let mut w: Vec<Duration> = self
             .finals
             .iter()
-            .filter(|f| f.role == Role::Customer)
+            .filter(|f| f.role == role)
             .map(|f| f.waited)
             .collect();
         w.sort();
@@ -469,12 +474,7 @@ impl Sim<'_> {
             if let Some(LeftOut::Speculative(_)) = knobs.left_out(w.kind) {
                 c.segmenter.speculative_shed();
             }
-            wanted.push(Wanted {
-                key,
-                kind: w.kind,
-                since: w.since,
-                tier: w.tier(),
-            });
+            wanted.push(Wanted::of(key, &w));
         }
         let idle = self.decoders.iter().filter(|d| d.is_none()).count();
         let plan = self.scheduler.plan(&knobs, &wanted, idle, now);
@@ -661,9 +661,11 @@ mod tests {
                 let out = run(&calls, &engine, &machine);
                 let waits = out.customer_waits();
                 let over = waits.iter().filter(|w| **w > BUDGET).count();
+                let assistant = out.waits(Role::Assistant);
                 eprintln!(
                     "{machine_name}: {name}: admitted {} of {}, customer time to final p50 / \
-                     p95 / max {} / {} / {} ms, {over} of {} over the budget, top step {}",
+                     p95 / max {} / {} / {} ms, {over} of {} over the budget, top step {}; \
+                     assistant p50 / max {} / {} ms",
                     out.admitted.len(),
                     calls.len(),
                     p(&waits, 0.5).as_millis(),
@@ -671,6 +673,8 @@ mod tests {
                     waits.last().map_or(0, Duration::as_millis),
                     waits.len(),
                     out.top_step.as_str(),
+                    p(&assistant, 0.5).as_millis(),
+                    assistant.last().map_or(0, Duration::as_millis),
                 );
                 assert!(!out.admitted.is_empty());
                 assert_eq!(out.unfinished, 0);

@@ -534,12 +534,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
             if let Some(LeftOut::Speculative(why)) = knobs.left_out(w.kind) {
                 state.shed_speculative(why);
             }
-            wanted.push(Wanted {
-                key,
-                kind: w.kind,
-                since: w.since,
-                tier: w.tier(),
-            });
+            wanted.push(Wanted::of(key, &w));
         }
         let idle = pool.idle_decoders();
         let plan = lock(&pool.scheduler).plan(&knobs, &wanted, idle, now);
@@ -561,8 +556,16 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 metrics::counter!(m::SHED_DECODES, "what" => "context", "why" => why.as_str())
                     .increment(1);
             }
-            if want.ticket.quick && batch.tier == Tier::Partials && step < Shed::FinalsModel {
-                let why = Why::Long.as_str();
+            // The segmenter's pick (too long for the budget), or the scheduler's (due).
+            let why = match want.ticket.quick {
+                true => Some(Why::Long),
+                false => (want.tier() == Tier::Finals).then_some(Why::Due),
+            };
+            if let Some(why) = why
+                && batch.tier == Tier::Partials
+                && step < Shed::FinalsModel
+            {
+                let why = why.as_str();
                 metrics::counter!(m::SHED_DECODES, "what" => "finals_model", "why" => why)
                     .increment(1);
             }

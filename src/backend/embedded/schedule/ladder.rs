@@ -64,6 +64,9 @@ pub(crate) enum Why {
     /// The finals' model would not have this final ready within `FINAL_BUDGET` of its
     /// endpoint, even alone: a long utterance on a slow machine.
     Long,
+    /// The finals' model would have this final ready after it is due, counting the time
+    /// it waited for a decoder.
+    Due,
 }
 
 impl Why {
@@ -73,6 +76,7 @@ impl Why {
             Self::Load => "load",
             Self::Queued => "queued",
             Self::Long => "long",
+            Self::Due => "due",
         }
     }
 }

@@ -26,7 +26,7 @@ use self::admission::{Demand, promise};
 use self::ladder::{Ladder, LoadSheds};
 pub(crate) use self::ladder::{Shedding, Why};
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
-use super::segmenter::{DecodeKind, Lead, Room, Want};
+use super::segmenter::{DecodeKind, Due, Lead, Room, Want};
 use super::{Shed, Tier};
 use crate::backend::Refusal;
 
@@ -171,6 +171,35 @@ pub(crate) struct Wanted {
     pub since: Instant,
     /// The model it is for while the ladder sheds none ([`super::segmenter::Want::tier`]).
     pub tier: Tier,
+    /// When a final or speculative decode is needed.
+    pub due: Option<Due>,
+}
+
+impl Wanted {
+    /// Where it comes in the queue, most urgent first: finals and speculative decodes by
+    /// when they are due (a customer's before an assistant's whose voice ended earlier:
+    /// the platform waits on the customer's), then first partials, then partials, oldest
+    /// first; the channel's key breaks ties.
+    fn rank(&self) -> (u8, Instant, Instant, usize) {
+        let (class, by) = match (self.kind, self.due) {
+            (DecodeKind::Final | DecodeKind::Speculative, Some(due)) => (0, due.at),
+            (DecodeKind::Final | DecodeKind::Speculative, None) => (0, self.since),
+            (DecodeKind::FirstPartial, _) => (1, self.since),
+            (DecodeKind::Partial, _) => (2, self.since),
+        };
+        (class, by, self.since, self.key)
+    }
+
+    /// Channel `key`'s `want`.
+    pub fn of(key: usize, want: &Want) -> Self {
+        Self {
+            key,
+            kind: want.kind,
+            since: want.since,
+            tier: want.tier(),
+            due: want.due,
+        }
+    }
 }
 
 /// What one claim decodes, and the ladder it leaves.
@@ -295,10 +324,30 @@ impl Scheduler {
         let step = self.ladder.update(projected, now);
         let step_seconds = self.ladder.take_whole_seconds();
         Plan {
-            batch: self.batch(knobs, wanted, finals, step, idle),
+            batch: self.batch(knobs, wanted, finals, step, idle, now),
             step,
             projected,
             step_seconds,
+        }
+    }
+
+    /// The model a wanted decode takes at `now` while the ladder keeps the finals' model:
+    /// the partials' where, started now, the finals' would have it ready after it is due
+    /// and the partials' in time (where neither would, the better words). Its segmenter
+    /// chose for a decode started at once; this counts the wait for a decoder
+    /// (BENCHMARKS.md, "A final's model by its deadline").
+    fn tier_by_due(&self, w: &Wanted, now: Instant) -> Tier {
+        match w.due {
+            Some(due) if due.quickens && w.tier == Tier::Finals => {
+                let ready = |tier| {
+                    now + Duration::from_secs_f64(self.cost.final_alone(tier, due.seconds, false))
+                };
+                match ready(Tier::Finals) > due.at && ready(Tier::Partials) <= due.at {
+                    true => Tier::Partials,
+                    false => Tier::Finals,
+                }
+            }
+            _ => w.tier,
         }
     }
 
@@ -310,16 +359,17 @@ impl Scheduler {
         finals: usize,
         step: Shed,
         idle: usize,
+        now: Instant,
     ) -> Option<Batch> {
         let tier_of = |w: &Wanted| match step >= Shed::FinalsModel {
             true => Tier::Partials,
-            false => w.tier,
+            false => self.tier_by_due(w, now),
         };
         let mut ranked: Vec<&Wanted> = wanted
             .iter()
             .filter(|w| knobs.left_out(w.kind).is_none())
             .collect();
-        ranked.sort_by_key(|w| (w.kind, w.since, w.key));
+        ranked.sort_by_key(|w| w.rank());
         let first = ranked.first()?;
         let (tier, essential) = (tier_of(first), first.kind.is_essential());
         let alike: Vec<usize> = ranked
@@ -489,11 +539,24 @@ mod tests {
             kind,
             since,
             tier: Tier::of(kind),
+            due: None,
         }
     }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    /// A final or speculative decode of `seconds` due at `at`.
+    fn due(w: Wanted, at: Instant, seconds: f64, quickens: bool) -> Wanted {
+        Wanted {
+            due: Some(Due {
+                at,
+                seconds,
+                quickens,
+            }),
+            ..w
+        }
     }
 
     #[test]
@@ -505,13 +568,28 @@ mod tests {
         let wanted = [
             want(0, DecodeKind::Partial, t0),
             want(1, DecodeKind::FirstPartial, t0 + ms(900)),
-            want(2, DecodeKind::Speculative, t0 + ms(950)),
-            want(3, DecodeKind::Final, now - ms(10)),
-            want(4, DecodeKind::Final, now - ms(20)),
+            due(
+                want(2, DecodeKind::Speculative, t0 + ms(950)),
+                now + ms(650),
+                2.0,
+                false,
+            ),
+            due(
+                want(3, DecodeKind::Final, now - ms(10)),
+                now + ms(600),
+                2.0,
+                false,
+            ),
+            due(
+                want(4, DecodeKind::Final, now - ms(20)),
+                now + ms(580),
+                2.0,
+                false,
+            ),
         ];
         let batch = s.plan(&knobs, &wanted, 2, now).batch.expect("a batch");
-        // Finals and speculative decodes are one class (the finals' model); the oldest
-        // final first. A partial is never batched with them.
+        // Finals and speculative decodes are one class (the finals' model), the first due
+        // first. A partial is never batched with them.
         assert_eq!(batch.tier, Tier::Finals);
         assert_eq!(batch.keys.first(), Some(&4));
         assert!(!batch.keys.contains(&0) && !batch.keys.contains(&1));
@@ -535,6 +613,69 @@ mod tests {
             a.plan(&knobs, &same, 1, now),
             b.plan(&knobs, &other, 1, now)
         );
+    }
+
+    /// The platform waits on a customer's final, not on an assistant's: a customer's
+    /// speculative decode due before an assistant's final whose voice ended earlier goes
+    /// first, whichever has waited longer.
+    #[test]
+    fn the_first_due_goes_first_whatever_its_kind_or_age() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(2000);
+        let knobs = s.knobs(now);
+        // The assistant's voice ended 900 ms ago (its endpoint 1,000 ms, then 600 ms); the
+        // customer's 100 ms ago (200 ms, then 600 ms).
+        let wanted = [
+            due(
+                want(0, DecodeKind::Final, now - ms(10)),
+                now + ms(700),
+                3.0,
+                false,
+            ),
+            due(
+                want(1, DecodeKind::Speculative, now - ms(100)),
+                now + ms(700) - ms(1),
+                3.0,
+                true,
+            ),
+        ];
+        let batch = s.plan(&knobs, &wanted, 1, now).batch.expect("a batch");
+        assert_eq!(batch.keys.first(), Some(&1));
+    }
+
+    /// A final that has waited for a decoder so long that the finals' model, started now,
+    /// would have it ready after it is due, and the partials' model in time, goes to the
+    /// partials' model, where it may; the same final fresh, one that may not give its model
+    /// up, or one neither model has in time (the words are worth more then) keeps the
+    /// finals' model.
+    #[test]
+    fn a_final_the_finals_model_would_have_after_its_due_takes_the_partials_model() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(1000);
+        let knobs = s.knobs(now);
+        let takes = s.cost.final_alone(Tier::Finals, 3.0, false);
+        let takes = Duration::from_secs_f64(takes);
+        let late = due(want(0, DecodeKind::Final, now), now + takes / 2, 3.0, true);
+        let batch = s.plan(&knobs, &[late], 1, now).batch.expect("a batch");
+        assert_eq!(batch.tier, Tier::Partials);
+        let fresh = due(want(0, DecodeKind::Final, now), now + takes * 2, 3.0, true);
+        let batch = s.plan(&knobs, &[fresh], 1, now).batch.expect("a batch");
+        assert_eq!(batch.tier, Tier::Finals);
+        let kept = due(want(0, DecodeKind::Final, now), now + takes / 2, 3.0, false);
+        let batch = s.plan(&knobs, &[kept], 1, now).batch.expect("a batch");
+        assert_eq!(batch.tier, Tier::Finals);
+        let hopeless = due(want(0, DecodeKind::Final, now), now, 3.0, true);
+        let batch = s.plan(&knobs, &[hopeless], 1, now).batch.expect("a batch");
+        assert_eq!(batch.tier, Tier::Finals);
+        // Finals it moves are not batched with those the finals' model keeps.
+        let both = [
+            due(want(0, DecodeKind::Final, now), now + takes / 2, 3.0, true),
+            due(want(1, DecodeKind::Final, now), now + takes * 2, 3.0, true),
+        ];
+        let batch = s.plan(&knobs, &both, 2, now).batch.expect("a batch");
+        assert_eq!((batch.tier, batch.keys.clone()), (Tier::Partials, vec![0]));
     }
 
     /// A final whose finals'-model decode would be late even alone (its ticket says so) is

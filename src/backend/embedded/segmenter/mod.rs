@@ -207,6 +207,23 @@ pub struct Want {
     /// Since when it has been wanted; older first within a kind.
     pub since: Instant,
     pub ticket: Ticket,
+    /// For a final or speculative decode: when the platform needs it.
+    pub due: Option<Due>,
+}
+
+/// When a final is needed, and what its decode reads. The scheduler decodes the finals
+/// due first first, and, knowing how long one has waited for a decoder, gives it to the
+/// partials' model where the finals' would have it ready later than `at` and it may
+/// (`quickens`; `Lead::for_final` decided only for a decode started at once).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Due {
+    /// The voice's end, the channel's endpoint and the final's budget after it.
+    pub at: Instant,
+    /// Seconds of audio the decode reads (context, the utterance, its padding).
+    pub seconds: f64,
+    /// The finals' model takes it and it may give that model up for its deadline (a
+    /// customer's, while the ladder may shed the model).
+    pub quickens: bool,
 }
 
 impl Want {
@@ -292,6 +309,11 @@ impl Recovery {
 /// (decoding is deterministic) and the onset is not at the very start. No gain: on sound
 /// effects a louder retry turned noise into words (BENCHMARKS.md, "Hard speech").
 const RETRY_LEAD: usize = RATE * 3 / 10;
+
+/// Samples of audio time as a duration.
+fn samples_as_time(samples: usize) -> Duration {
+    Duration::from_secs_f64(samples as f64 / RATE as f64)
+}
 
 /// How long before the endpoint a speculative decode must start to be ready when it
 /// passes: what a final's decode costs, `base + per second × length`, in samples of audio
@@ -455,6 +477,8 @@ struct Open {
     opens_turn: bool,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
+    /// When the current pause began (its first silent frame).
+    paused_at: Instant,
 }
 
 /// An utterance whose endpoint has passed, waiting for its final.
@@ -655,9 +679,14 @@ impl Segmenter {
                 true => (0, self.pick(room, 0, ended.start, own)),
                 false => self.pick_context(room, ended.id, ended.start, own),
             };
+            let voice_end = ended
+                .since
+                .checked_sub(samples_as_time(ended.silence))
+                .unwrap_or(ended.since);
             return Some(Want {
                 kind: DecodeKind::Final,
                 since: ended.since,
+                due: self.due(room, pick, voice_end, context_from, ended.start, own),
                 ticket: Ticket {
                     utterance: ended.id,
                     len: ended.audio.len(),
@@ -704,6 +733,7 @@ impl Segmenter {
             return (paused >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
                 since: open.since,
+                due: self.due(room, pick, open.paused_at, context_from, open.start, own),
                 ticket: ticket(context_from, true, pick),
             });
         }
@@ -726,6 +756,7 @@ impl Segmenter {
         kind.map(|kind| Want {
             kind,
             since: open.since,
+            due: None,
             ticket: ticket(0, false, Pick::PARTIAL),
         })
     }
@@ -748,6 +779,23 @@ impl Segmenter {
     /// How a final's decode runs ([`Lead::for_final`]), for its `own` samples (padding
     /// included) after the context from `context_from`, at `room`'s lead.
     fn pick(&self, room: &Room, context_from: u64, start: u64, own: usize) -> Pick {
+        let lead = Lead {
+            beam: room.lead.beam.filter(|_| room.beam),
+            quick: self.quickens(room),
+            ..room.lead
+        };
+        lead.for_final(self.reads(context_from, start, own), self.config.endpoint)
+    }
+
+    /// The partials' model's line where this channel's finals may fall back to it: the
+    /// ladder may shed the finals' model and the channel has a deadline.
+    fn quickens(&self, room: &Room) -> Option<(usize, usize)> {
+        room.lead.quick.filter(|_| self.config.deadline)
+    }
+
+    /// Samples a final's decode reads: the context from `context_from` (as audio) and its
+    /// `own`.
+    fn reads(&self, context_from: u64, start: u64, own: usize) -> usize {
         let context: usize = match self.config.context_as_text {
             true => 0,
             false => self
@@ -755,12 +803,26 @@ impl Segmenter {
                 .map(|(audio, _)| audio.len())
                 .sum(),
         };
-        let lead = Lead {
-            beam: room.lead.beam.filter(|_| room.beam),
-            quick: room.lead.quick.filter(|_| self.config.deadline),
-            ..room.lead
-        };
-        lead.for_final(context + own, self.config.endpoint)
+        context + own
+    }
+
+    /// When a final whose voice ended at `voice_end` is needed ([`Due`]), decoded as
+    /// `pick` says.
+    fn due(
+        &self,
+        room: &Room,
+        pick: Pick,
+        voice_end: Instant,
+        context_from: u64,
+        start: u64,
+        own: usize,
+    ) -> Option<Due> {
+        let after = samples_as_time(self.config.endpoint) + samples_as_time(room.lead.budget);
+        Some(Due {
+            at: voice_end + after,
+            seconds: self.reads(context_from, start, own) as f64 / RATE as f64,
+            quickens: !pick.quick && self.quickens(room).is_some(),
+        })
     }
 
     /// The audio a ticket's decode is to read, without context (empty if that utterance is
@@ -1068,6 +1130,7 @@ impl Segmenter {
                     words_shed: false,
                     opens_turn,
                     since: now,
+                    paused_at: now,
                 });
             }
             None => {
@@ -1093,6 +1156,7 @@ impl Segmenter {
                 } else {
                     if open.silence == 0 {
                         open.since = now;
+                        open.paused_at = now;
                     }
                     open.silence += FRAME;
                 }
@@ -1222,6 +1286,7 @@ mod tests {
         Want {
             kind: DecodeKind::Partial,
             since: Instant::now(),
+            due: None,
             ticket: Ticket {
                 whole: false,
                 ..open_ticket(s)
