@@ -7,8 +7,8 @@
 //!
 //! Each **decoder** owns one recognizer handle outright (a handle takes one call at a time)
 //! and loops: claim the batch the [`Scheduler`] plans from what every channel wants (the
-//! most urgent first: finals, then speculative decodes at pauses, then first partials,
-//! then partials), copy that audio, decode it without holding any lock, hand the text
+//! most urgent first: finals and speculative decodes at pauses by when they are due, then
+//! first partials, then partials), copy that audio, decode it without holding any lock, hand the text
 //! back. A channel has at most one decode running. Under load partials thin out and
 //! finals stay on time. The threads are the scheduler's shell: they read the clock, take
 //! the locks and write the metrics; every decision is the scheduler's.

@@ -287,8 +287,8 @@ impl Scheduler {
     }
 
     /// The decode to run next of those `wanted`, with `idle` decoders idle (this one
-    /// included): the most urgent — finals, then speculative decodes, then first partials,
-    /// then partials; oldest first within a kind, then by key — and with it the next most
+    /// included): the most urgent ([`Wanted::rank`]: finals and speculative decodes by when
+    /// they are due, then first partials, then partials) — and with it the next most
     /// urgent of its class that the same model decodes, up to the engine's batch and this
     /// decoder's share of them (the idle decoders split the queue, so all work on a
     /// wave). Moves the ladder.
