@@ -619,6 +619,100 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::embedded::ContextKind;
+    use crate::backend::embedded::segmenter::FRAME;
+    use crate::backend::whisper::{WhisperConfig, settings};
+    use crate::backend::{ChannelSpec, Options};
+    use crate::protocol::Channel as Role;
+
+    /// A Whisper pool on machine F's figures with one call's two channels, each having
+    /// heard voice over `voice[role]` (seconds) of `heard` seconds of audio that ended
+    /// just now: the frames go to the segmenters with their instants, as the listener
+    /// would have pushed them.
+    fn call(voice: [(f64, f64); 2], heard: f64) -> Arc<Pool> {
+        let pool = Pool::new("test", 2, Shed::Speculative);
+        let machine = crate::backend::embedded::sim::Machine::f();
+        pool.set_engine(machine.calibration().with_beam(5), 16);
+        pool.set_finals_model(true);
+        pool.set_beam(true);
+        let settings = settings(&WhisperConfig::default());
+        let frame = Duration::from_secs_f64(FRAME as f64 / 16_000.0);
+        let frames = (heard / frame.as_secs_f64()) as u32;
+        let t0 = Instant::now() - frame * frames;
+        for (role, (from, to)) in [Role::Customer, Role::Assistant].into_iter().zip(voice) {
+            let spec = ChannelSpec {
+                session_id: 1,
+                channel: role,
+                sample_rate: 16_000,
+                options: Arc::new(Options::default()),
+            };
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            let job = Job {
+                audio: crate::audio::channel_pipe(16_000, 1_024).1,
+                events: EventSink::new(tx, role, 0),
+                sample_rate: 16_000,
+                cuts: settings.cuts(&spec, false, ContextKind::Audio, true, pool.lead()),
+                keyterms: String::new(),
+                language: String::new(),
+                session: 1,
+            };
+            let Ok(channel) = Channel::open(job, "test") else {
+                panic!("the channel opens");
+            };
+            {
+                let mut state = channel.lock();
+                let mut emits = Vec::new();
+                for i in 1..=frames {
+                    let t = (frame * i).as_secs_f64();
+                    let at = u64::from(i) * FRAME as u64;
+                    let voiced = from <= t && t < to;
+                    state
+                        .segmenter
+                        .push_heard(voiced, at, t0 + frame * i, &mut emits);
+                }
+            }
+            lock(&pool.channels).push(Arc::new(channel));
+        }
+        pool
+    }
+
+    /// What a claim took: the channels' roles, the model, and how much audio each read.
+    fn claimed(pool: &Pool, inputs: &mut Vec<Input>) -> Option<(Vec<Role>, Tier, Vec<usize>)> {
+        let batch = claim(pool, inputs)?;
+        let channels = lock(&pool.channels).clone();
+        let roles = batch
+            .items
+            .iter()
+            .map(|(c, _)| match Arc::ptr_eq(c, &channels[0]) {
+                true => Role::Customer,
+                false => Role::Assistant,
+            })
+            .collect();
+        let read = inputs[..batch.items.len()]
+            .iter()
+            .map(|i| i.audio.len())
+            .collect();
+        Some((roles, batch.tier, read))
+    }
+
+    /// The customer paused 0.1 s ago, the assistant 0.8 s ago: both channels want their
+    /// pause decoded by base, the assistant's since earlier. The customer's is due first
+    /// (0.2 s endpoint against the assistant's 1 s), so a decoder claims it first; the
+    /// other then claims the assistant's; nothing more is wanted while both run.
+    #[test]
+    fn a_claim_takes_the_pause_due_first_with_its_audio() {
+        let pool = call([(1.0, 2.9), (0.2, 2.2)], 3.0);
+        let mut inputs = Vec::new();
+        let (roles, tier, read) = claimed(&pool, &mut inputs).expect("a decode is wanted");
+        assert_eq!((roles, tier), (vec![Role::Customer], Tier::Finals));
+        assert!(
+            read[0] >= 16_000 * 19 / 10,
+            "the utterance's audio: {read:?}"
+        );
+        let (roles, tier, _) = claimed(&pool, &mut inputs).expect("the assistant's");
+        assert_eq!((roles, tier), (vec![Role::Assistant], Tier::Finals));
+        assert!(claimed(&pool, &mut inputs).is_none());
+    }
 
     #[test]
     fn a_decode_that_does_not_return_makes_the_pool_unhealthy() {
