@@ -181,12 +181,12 @@ impl Wanted {
     /// the platform waits on the customer's), then first partials, then partials, oldest
     /// first; the channel's key breaks ties.
     fn rank(&self) -> (u8, Instant, Instant, usize) {
-        let (class, by) = match (self.kind, self.due) {
-            (DecodeKind::Final | DecodeKind::Speculative, Some(due)) => (0, due.at),
-            (DecodeKind::Final | DecodeKind::Speculative, None) => (0, self.since),
-            (DecodeKind::FirstPartial, _) => (1, self.since),
-            (DecodeKind::Partial, _) => (2, self.since),
+        let class = match self.kind {
+            DecodeKind::Final | DecodeKind::Speculative => 0,
+            DecodeKind::FirstPartial => 1,
+            DecodeKind::Partial => 2,
         };
+        let by = self.due.map_or(self.since, |due| due.at);
         (class, by, self.since, self.key)
     }
 

@@ -686,7 +686,7 @@ impl Segmenter {
             return Some(Want {
                 kind: DecodeKind::Final,
                 since: ended.since,
-                due: self.due(room, pick, voice_end, context_from, ended.start, own),
+                due: Some(self.due(room, pick, voice_end, context_from, ended.start, own)),
                 ticket: Ticket {
                     utterance: ended.id,
                     len: ended.audio.len(),
@@ -733,7 +733,7 @@ impl Segmenter {
             return (paused >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
                 since: open.since,
-                due: self.due(room, pick, open.paused_at, context_from, open.start, own),
+                due: Some(self.due(room, pick, open.paused_at, context_from, open.start, own)),
                 ticket: ticket(context_from, true, pick),
             });
         }
@@ -816,13 +816,13 @@ impl Segmenter {
         context_from: u64,
         start: u64,
         own: usize,
-    ) -> Option<Due> {
+    ) -> Due {
         let after = samples_as_time(self.config.endpoint) + samples_as_time(room.lead.budget);
-        Some(Due {
+        Due {
             at: voice_end + after,
             seconds: self.reads(context_from, start, own) as f64 / RATE as f64,
             quickens: !pick.quick && self.quickens(room).is_some(),
-        })
+        }
     }
 
     /// The audio a ticket's decode is to read, without context (empty if that utterance is
