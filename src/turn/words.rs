@@ -7,7 +7,8 @@
 
 /// Words after which an English sentence does not end: articles and possessives,
 /// conjunctions, prepositions that take an object, subject pronouns, a copula or auxiliary
-/// that leads to what it names ("my number is …"), fillers. Words that often end a short
+/// that leads to what it names ("my number is …", but not after a pronoun: [`COPULAS_EN`]),
+/// fillers. Words that often end a short
 /// answer ("on", "in", "up", "that", "you", "so", "then", "too") are left out: holding a
 /// finished turn costs the caller the hold.
 const GOES_ON_EN: &[&str] = &[
@@ -18,6 +19,14 @@ const GOES_ON_EN: &[&str] = &[
     "there's", "what's", "we're", "they're", "you're", "he's", "she's", "let's", "i'd", "i'll",
     "i've", "um", "uh", "umm", "uhm", "er", "erm", "like", "just", "gonna", "wanna", "number",
     "code", "name", "called",
+];
+
+/// A bare copula ends a clause after one of these ("yes it is", "than he was", "here we
+/// are"), and leads to what it names after any other word ("my number is …").
+const COPULAS_EN: &[&str] = &["is", "are", "was", "were", "am"];
+const SUBJECTS_EN: &[&str] = &[
+    "i", "you", "he", "she", "it", "we", "they", "that", "this", "these", "those", "there", "here",
+    "who", "what", "where", "which", "how",
 ];
 
 /// A month alone is a date being read out: its day follows.
@@ -111,6 +120,15 @@ pub fn goes_on(text: &str, english: bool) -> bool {
     }
     let word = word.to_lowercase().replace('’', "'");
     let word = word.as_str();
+    if COPULAS_EN.contains(&word) {
+        let before = text.split_whitespace().nth_back(1).map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+                .to_lowercase()
+        });
+        if before.is_some_and(|w| SUBJECTS_EN.contains(&w.as_str())) {
+            return false;
+        }
+    }
     GOES_ON_EN.contains(&word) || MONTHS_EN.contains(&word) || NUMBERS_EN.contains(&word)
 }
 
@@ -234,6 +252,9 @@ mod tests {
             "So I was thinking...",
             "Well—",
             "and I",
+            "The code is",
+            "my number is.",
+            "The dates are",
         ] {
             assert!(goes_on(text, true), "{text:?} goes on");
         }
@@ -255,6 +276,11 @@ mod tests {
             "OK.",
             "Ok.",
             "Smith.",
+            "Yes, it is.",
+            "He might have been more respectable than he was.",
+            "Here we are.",
+            "I don't know where it is",
+            "Yes I am.",
         ] {
             assert!(!goes_on(text, true), "{text:?} is finished");
         }
