@@ -8,7 +8,9 @@ packages hold no such dialogue with references, so this builds it: in each clip 
 SOURCE_DIR (16-bit mono WAV and `transcripts.tsv`, as samples/study-clips and
 samples/hard-clips are) with at least --min-words reference words (default 4), up to two
 silent gaps between voiced stretches are widened to a pause of 0.3-1.0 s. The words, and so
-the reference, do not change. The pause is the gap's own background played back and forth,
+the reference, do not change. Each pause is listed in TARGET/pauses.tsv (FILE<TAB>start_ms-
+end_ms[,…], as hark-bench --corpus and segment_study read it), so the set also counts the
+pauses inside sentences that a server would take for a turn's end. The pause is the gap's own background played back and forth,
 not digital silence, so a line's noise floor carries on through it.
 
 Which gaps: a clip's frames (10 ms) are voiced when their level is above 30 % of the way from
@@ -100,7 +102,7 @@ def main():
     made, skipped, pauses = 0, 0, 0
     with open(os.path.join(args.source, "transcripts.tsv"), encoding="utf-8") as f, open(
         os.path.join(args.target, "transcripts.tsv"), "w", encoding="utf-8"
-    ) as out:
+    ) as out, open(os.path.join(args.target, "pauses.tsv"), "w", encoding="utf-8") as listed:
         for line in f:
             name, _, reference = line.rstrip("\n").partition("\t")
             if len(reference.split()) < args.min_words:
@@ -113,11 +115,20 @@ def main():
             digest = hashlib.sha256(f"{args.seed}:{name}".encode()).digest()
             rng = random.Random(int.from_bytes(digest[:8], "big"))
             chosen = sorted(rng.sample(found, min(MAX_PAUSES, len(found))), reverse=True)
+            widened = []
             for gap in chosen:  # from the end, so earlier positions stay valid
                 pause = max(rng.randint(*PAUSE_MS) * rate // 1000, gap[1] - gap[0])
                 samples = widen(samples, gap, pause)
+                widened.append((gap, pause))
+            # Where each pause lies in the clip written: shifted by the growth of those before.
+            spans, shift = [], 0
+            for (a, b), pause in reversed(widened):
+                start = a + shift
+                spans.append(f"{start * 1000 // rate}-{(start + pause) * 1000 // rate}")
+                shift += pause - (b - a)
             write(os.path.join(args.target, name), rate, samples)
             out.write(f"{name}\t{reference}\n")
+            listed.write(f"{name}\t{','.join(spans)}\n")
             made += 1
             pauses += len(chosen)
     print(f"{made} clips with {pauses} pauses in {args.target} ({skipped} had no gap)")

@@ -137,6 +137,9 @@ fn main() {
     // `HOLD=MS` is how long (`max_turn_silence_ms`).
     config.hold_unfinished = std::env::var("WORDS").map_or(true, |v| v != "0");
     config.english = hark::turn::words::english(&language);
+    if let Some(p) = std::env::var("UNSURE").ok().and_then(|v| v.parse().ok()) {
+        config.unsure_end = p;
+    }
     if let Some(ms) = ms_var("HOLD") {
         config.turn_hold = ms * 16;
     }

@@ -16,11 +16,15 @@ pub struct Found {
     pub tokens: Vec<u32>,
     pub logprob: f32,
     pub cut: bool,
+    /// The probability of a sentence's end at each step it took ([`super::Decoded::ends`]).
+    pub ending: Vec<f32>,
 }
 
 /// One hypothesis still being extended.
 struct Hyp {
     tokens: Vec<u32>,
+    /// The probability of a sentence's end at each step that made it.
+    ending: Vec<f32>,
     logprob: f32,
     state: Option<DecoderState>,
     /// Hidden state after its last token.
@@ -59,6 +63,7 @@ impl Beam {
         let vocab = w.vocab;
         let mut alive = vec![Hyp {
             tokens: Vec::new(),
+            ending: Vec::new(),
             logprob: 0.0,
             state: Some(state),
             last: Vec::new(),
@@ -86,6 +91,8 @@ impl Beam {
                 w.logits(&self.lasts, &mut self.scores, scratch);
             }
             let mut candidates: Vec<Candidate> = Vec::with_capacity(alive.len() * (width + 1));
+            // Each hypothesis's probability of a sentence's end at this step.
+            let mut ends: Vec<f32> = Vec::with_capacity(alive.len());
             for (parent, (hyp, scores)) in alive
                 .iter()
                 .zip(self.scores.chunks_exact_mut(vocab))
@@ -95,6 +102,13 @@ impl Beam {
                     rule.apply(scores, step);
                 }
                 let norm = log_sum_exp(scores);
+                ends.push(
+                    v.terminal
+                        .iter()
+                        .filter_map(|&t| scores.get(t as usize))
+                        .map(|s| (s - norm).exp())
+                        .sum(),
+                );
                 for (token, score) in top(scores, width + 1) {
                     candidates.push(Candidate {
                         parent,
@@ -104,7 +118,12 @@ impl Beam {
                 }
             }
             candidates.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
-            let mut next: Vec<(usize, u32, Vec<u32>, f32)> = Vec::with_capacity(width);
+            let ending = |parent: usize| {
+                let mut e = alive[parent].ending.clone();
+                e.push(ends[parent]);
+                e
+            };
+            let mut next: Vec<(usize, u32, Vec<u32>, f32, Vec<f32>)> = Vec::with_capacity(width);
             for (rank, c) in candidates.iter().enumerate() {
                 if next.len() == width {
                     break;
@@ -117,6 +136,7 @@ impl Beam {
                             tokens: parent.clone(),
                             logprob: c.logprob,
                             cut: false,
+                            ending: ending(c.parent),
                         });
                     }
                     continue;
@@ -140,11 +160,12 @@ impl Beam {
                             tokens,
                             logprob: c.logprob,
                             cut: true,
+                            ending: ending(c.parent),
                         },
                     );
                     continue;
                 }
-                next.push((c.parent, c.token, tokens, c.logprob));
+                next.push((c.parent, c.token, tokens, c.logprob, ending(c.parent)));
             }
             // Patience 1: done once as many hypotheses have ended as the beam is wide.
             if ended.len() >= width || next.is_empty() {
@@ -157,7 +178,7 @@ impl Beam {
                 children[*parent] += 1;
             }
             let mut grown: Vec<Hyp> = Vec::with_capacity(next.len());
-            for (parent, _, tokens, logprob) in next.iter().cloned() {
+            for (parent, _, tokens, logprob, ending) in next.iter().cloned() {
                 children[parent] -= 1;
                 let state = match children[parent] {
                     0 => alive[parent].state.take(),
@@ -165,6 +186,7 @@ impl Beam {
                 };
                 grown.push(Hyp {
                     tokens,
+                    ending,
                     logprob,
                     state,
                     last: Vec::new(),
@@ -191,6 +213,7 @@ impl Beam {
                 tokens: Vec::new(),
                 logprob: 0.0,
                 cut: true,
+                ending: Vec::new(),
             })
     }
 }
@@ -244,6 +267,7 @@ mod tests {
             tokens: vec![1, 2, 3],
             logprob: -2.0,
             cut: false,
+            ending: Vec::new(),
         };
         let cut = Found {
             cut: true,

@@ -266,7 +266,7 @@ impl Decoder {
                 search.budget(),
                 &mut self.scratch,
             );
-            search.settle(found.tokens, found.logprob, found.cut);
+            search.settle(found.tokens, found.logprob, found.cut, found.ending);
         }
         // Greedy search, every decode one step at a time: those past their draft get their
         // next scores in one product, those that picked a token get it decoded in one pass.

@@ -22,6 +22,11 @@ pub struct Decoded {
     pub mean_logprob: f32,
     /// The decode hit its token budget or repeated itself and was cut.
     pub cut: bool,
+    /// How likely the model found a sentence's end (". ? !") right after the decode's last
+    /// word: its own reading of whether the words are finished, which a pause's decode
+    /// offers the end-of-turn decision. `None` for a beam search's decode, one without
+    /// words, or one cut before its end.
+    pub ends: Option<f32>,
 }
 
 /// Where one decode of a batch stands in its greedy search.
@@ -36,11 +41,13 @@ pub struct Search {
     drafted: Vec<u32>,
     /// Timing the engine: the end of text does not end the decode.
     forced: bool,
-    /// Greedy's pick (token, log-probability) after the start and after each draft token,
-    /// from the first pass's scores.
-    pub picks: Vec<(u32, f32)>,
+    /// Greedy's pick (token, log-probability, the probability of a sentence's end) after
+    /// the start and after each draft token, from the first pass's scores.
+    pub picks: Vec<Pick>,
     /// Its pick from this step's fresh scores, once past the draft.
-    pub fresh: Option<(u32, f32)>,
+    pub fresh: Option<Pick>,
+    /// The probability of a sentence's end at each step taken, the end of text's included.
+    ending: Vec<f32>,
     in_draft: bool,
     pub step: usize,
     pub done: bool,
@@ -77,6 +84,7 @@ impl Search {
             step: 0,
             last: Vec::new(),
             out: Vec::new(),
+            ending: Vec::new(),
             logprob: 0.0,
             cut: true,
             no_speech: 0.0,
@@ -96,10 +104,11 @@ impl Search {
         self.budget
     }
 
-    /// Ends the search with what a beam search found: its tokens, their log-probability
-    /// and whether it was cut.
-    pub fn settle(&mut self, tokens: Vec<u32>, logprob: f32, cut: bool) {
+    /// Ends the search with what a beam search found: its tokens, their log-probability,
+    /// whether it was cut, and the probability of a sentence's end at each of its steps.
+    pub fn settle(&mut self, tokens: Vec<u32>, logprob: f32, cut: bool, ending: Vec<f32>) {
         self.out = tokens;
+        self.ending = ending;
         self.logprob = logprob;
         self.cut = cut;
         self.done = true;
@@ -111,8 +120,8 @@ impl Search {
     }
 
     /// Greedy's token after `logits` at `step` (the model's token rules applied to them in
-    /// place) and its log-probability.
-    pub fn pick(&self, v: &Vocabulary, logits: &mut [f32], step: usize) -> Option<(u32, f32)> {
+    /// place), its log-probability, and the probability of a sentence's end there.
+    pub fn pick(&self, v: &Vocabulary, logits: &mut [f32], step: usize) -> Option<Pick> {
         for rule in &v.rules {
             rule.apply(logits, step);
         }
@@ -120,10 +129,12 @@ impl Search {
             .iter()
             .enumerate()
             .max_by(|a, b| a.1.total_cmp(b.1))?;
-        Some((
-            next as u32,
-            probability(logits, &[next as u32]).max(1e-30).ln(),
-        ))
+        let [own, ends] = probabilities(logits, [&[next as u32], &v.terminal]);
+        Some(Pick {
+            token: next as u32,
+            logprob: own.max(1e-30).ln(),
+            ends,
+        })
     }
 
     /// Takes this step's pick; returns the token to run through the decoder next, if any.
@@ -135,11 +146,17 @@ impl Search {
             true => self.picks.get(self.step).copied(),
             false => self.fresh.take(),
         };
-        let Some((next, logprob)) = picked else {
+        let Some(Pick {
+            token: next,
+            logprob,
+            ends,
+        }) = picked
+        else {
             self.done = true;
             return None;
         };
         self.logprob += logprob;
+        self.ending.push(ends);
         if next == v.eot && !self.forced {
             self.cut = false;
             self.done = true;
@@ -173,6 +190,16 @@ impl Search {
     /// The text, with the speech filter applied.
     pub fn finish(self, v: &Vocabulary, speech: &SpeechFilter) -> Decoded {
         let mean_logprob = self.logprob / (self.out.len() + usize::from(!self.cut)).max(1) as f32;
+        // The step after the last word: trailing punctuation is what that step chose.
+        let words = self
+            .out
+            .iter()
+            .rposition(|&t| !v.text(&[t]).chars().all(|c| c.is_ascii_punctuation()))
+            .map(|last| last + 1);
+        let ends = match (self.cut, words) {
+            (false, Some(at)) => self.ending.get(at).copied(),
+            _ => None,
+        };
         let mut text = v.text(&self.out);
         let verdict = speech.verdict(&text, self.no_speech, mean_logprob, self.sound, self.probe);
         if verdict != Verdict::Speech {
@@ -186,8 +213,18 @@ impl Search {
             probe: self.probe,
             mean_logprob,
             cut: self.cut,
+            ends,
         }
     }
+}
+
+/// One step's greedy pick.
+#[derive(Debug, Clone, Copy)]
+pub struct Pick {
+    pub token: u32,
+    pub logprob: f32,
+    /// The probability of a sentence's end (". ? !") at this step.
+    pub ends: f32,
 }
 
 /// Softmax probability of any of `ids` among `logits` (the model's vectorising `exp`: this
@@ -201,6 +238,19 @@ pub fn probability(logits: &[f32], ids: &[u32]) -> f32 {
         .map(|l| model::exp(l - max))
         .sum();
     of / sum
+}
+
+/// Softmax probabilities of two sets of ids among `logits`, the normaliser computed once.
+fn probabilities(logits: &[f32], sets: [&[u32]; 2]) -> [f32; 2] {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|l| model::exp(l - max)).sum();
+    sets.map(|ids| {
+        ids.iter()
+            .filter_map(|&id| logits.get(id as usize))
+            .map(|l| model::exp(l - max))
+            .sum::<f32>()
+            / sum
+    })
 }
 
 /// Where to cut a decode that has started to loop: the length to keep when its tail is one

@@ -57,6 +57,10 @@ pub struct Vocabulary {
     pub sounds: Vec<u32>,
     /// What a decode may never write (applied to the scores in this order).
     pub rules: Vec<TokenRule>,
+    /// The tokens that end a sentence (".", "?", "!"): how likely the model finds one of
+    /// them right after the last word is its own judgement that the words are finished
+    /// ([`super::Decoded::ends`]).
+    pub terminal: Vec<u32>,
 }
 
 /// `config.json`'s token lists (CTranslate2's conversion writes Whisper's generation
@@ -119,7 +123,9 @@ impl Vocabulary {
         if suppress_begin.is_empty() {
             suppress_begin = [id(" "), Some(eot)].into_iter().flatten().collect();
         }
+        let terminal = [".", "?", "!"].into_iter().filter_map(id).collect();
         Ok(Self {
+            terminal,
             start_of_prev: id("<|startofprev|>"),
             no_speech: id("<|nospeech|>").or_else(|| id("<|nocaptions|>")),
             eot,

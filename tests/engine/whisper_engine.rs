@@ -401,3 +401,39 @@ fn a_model_without_figures_is_calibrated_at_load_and_hears_what_the_measured_one
         }
     }
 }
+
+/// The model's own sentence ending ([`hark_whisper::Decoded::ends`]): likely after the
+/// whole recording, unlikely where the speaker breathes after "ask not", though the words
+/// there end in a period; greedy and the beam read it alike.
+#[test]
+fn the_model_finds_a_sentence_end_after_the_last_words_not_at_a_breath() {
+    let audio = at_16k("jfk.wav");
+    let breath = &audio[..5 * 16_000];
+    let mut decoder = Decoder::new(base()).with_beam(5);
+    for beam in [false, true] {
+        let heard = |audio: &[f32], decoder: &mut Decoder| {
+            let one = Utterance {
+                audio,
+                prompt: "",
+                draft: "",
+                language: "",
+                beam,
+            };
+            decoder
+                .transcribe(&[one], Tier::Finals)
+                .remove(0)
+                .expect("decode")
+        };
+        let whole = heard(&audio, &mut decoder);
+        let cut = heard(breath, &mut decoder);
+        let (Some(end), Some(mid)) = (whole.ends, cut.ends) else {
+            panic!("no ending read: {whole:?} {cut:?} (beam {beam})");
+        };
+        assert!(end > 0.8, "the end heard unsure: {whole:?} (beam {beam})");
+        assert!(cut.text.ends_with('.'), "{cut:?}");
+        assert!(
+            mid < 0.6,
+            "the breath heard as an end: {cut:?} (beam {beam})"
+        );
+    }
+}

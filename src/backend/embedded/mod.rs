@@ -69,13 +69,17 @@ pub struct Utterance<'a> {
 }
 
 /// What one decode of an utterance heard.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Transcribed {
     pub text: String,
     /// No words: the engine heard a sound, not speech (Whisper's likeliest first token was a
     /// sound's caption). The segmenter takes that as the utterance's verdict and puts no
     /// other decode's words there, a retry's or a partial's.
     pub sound: bool,
+    /// How likely the engine found a sentence's end right after the words, if it can say
+    /// (Whisper: the probability of ". ? !" at the step after the last word). Low at a
+    /// pause, the speaker is probably going on (BENCHMARKS.md, "End of turn").
+    pub ends: Option<f32>,
 }
 
 impl Transcribed {
@@ -84,6 +88,7 @@ impl Transcribed {
         Self {
             text: text.into(),
             sound: false,
+            ends: None,
         }
     }
 
@@ -92,6 +97,7 @@ impl Transcribed {
         Self {
             text: String::new(),
             sound: true,
+            ends: None,
         }
     }
 }

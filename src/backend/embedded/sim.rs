@@ -447,7 +447,7 @@ impl Sim<'_> {
                     true => SENTENCE.to_string(),
                     false => format!("{context} {SENTENCE}"),
                 };
-                let heard = Transcribed { text, sound: false };
+                let heard = Transcribed::words(text);
                 c.segmenter
                     .decoded(want.ticket, heard, end, &mut self.emits);
                 self.report(key);

@@ -492,6 +492,7 @@ impl Engine for Decoder {
                 out[i] = Ok(Transcribed {
                     sound: d.verdict == Verdict::Sound,
                     text: d.text,
+                    ends: d.ends,
                 });
             }
         }

@@ -95,6 +95,10 @@ pub struct SegmenterConfig {
     /// words after it join the same final, until `turn_hold` of silence ends it anyway. Any
     /// other pause ends the turn: its final ends in . ? !.
     pub hold_unfinished: bool,
+    /// With `hold_unfinished`: a pause is held too when the recognizer found a sentence's
+    /// end after the words less likely than this ([`Transcribed::ends`]: the model's own
+    /// reading of whether they are finished). 0 leaves it out.
+    pub unsure_end: f32,
     /// The call's language is (or may be) English: [`goes_on`] reads English words too.
     pub english: bool,
     /// An end-of-turn model judges each pause of the speaker's: one it hears as the turn's
@@ -163,6 +167,7 @@ impl SegmenterConfig {
             context_span: ms(CONTEXT_SPAN_MS),
             turn_gap: ms(TURN_GAP_MS),
             hold_unfinished: false,
+            unsure_end: 0.0,
             english: true,
             judge_turns: false,
             turn_hold: ms(TURN_HOLD_MS),
@@ -969,7 +974,7 @@ impl Segmenter {
         let Some(start) = self.utterance(ticket.utterance).map(|u| u.start) else {
             return;
         };
-        let Transcribed { text, sound } = heard;
+        let Transcribed { text, sound, ends } = heard;
         let text = if ticket.context_from == 0 || self.config.context_as_text {
             text
         } else if self.said.iter().any(|s| s.id == ticket.context_from) {
@@ -1008,6 +1013,7 @@ impl Segmenter {
                 Transcribed {
                     text: text.clone(),
                     sound,
+                    ends,
                 },
             ));
         }

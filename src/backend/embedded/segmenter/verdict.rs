@@ -60,7 +60,8 @@ impl Open {
         {
             Some((_, heard)) => Words::GoOn(
                 goes_on(&heard.text, config.english)
-                    || (self.opens_turn && lone_word(&heard.text, config.english)),
+                    || (self.opens_turn && lone_word(&heard.text, config.english))
+                    || heard.ends.is_some_and(|p| p < config.unsure_end),
             ),
             None if self.words_shed => Words::Shed,
             None => Words::Pending,
