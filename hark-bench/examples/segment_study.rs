@@ -47,6 +47,9 @@
 //!                       words that go on (the server's `hold_unfinished`, on by default)
 //!   HOLD=MS             how long a held pause is held: `max_turn_silence_ms` (hark's
 //!                       default: TURN_HOLD_MS)
+//!   UNSURE=P            hold a pause too where the model's own probability of a sentence's
+//!                       end after its words is below P: `end_of_turn_confidence_threshold`
+//!                       (hark's default: whisper::END_CONFIDENCE; 0: not)
 //!   TURN_THRESHOLD=P    with TURN: probability at which a pause is the turn's end (0.5)
 //!   POOLED=FILE         no decodes: write each clip's (its first 10 s) mean encoding by
 //!                       base, as the sound probe reads a final's, one TSV line a clip
@@ -137,9 +140,12 @@ fn main() {
     // `HOLD=MS` is how long (`max_turn_silence_ms`).
     config.hold_unfinished = std::env::var("WORDS").map_or(true, |v| v != "0");
     config.english = hark::turn::words::english(&language);
-    if let Some(p) = std::env::var("UNSURE").ok().and_then(|v| v.parse().ok()) {
-        config.unsure_end = p;
-    }
+    // A pause is held too where the model found a sentence's end unlikely, as the server's
+    // default (`UNSURE=P`: below P; 0: not).
+    config.unsure_end = std::env::var("UNSURE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(whisper::END_CONFIDENCE as f32);
     if let Some(ms) = ms_var("HOLD") {
         config.turn_hold = ms * 16;
     }

@@ -32,7 +32,9 @@ pub struct Options {
     pub keyterms: Option<Vec<String>>,
     /// Deepgram: silence in ms that ends an utterance (`endpointing`; 0 turns it off).
     pub endpointing_ms: Option<u64>,
-    /// AssemblyAI: confidence above which a turn ends (`end_of_turn_confidence_threshold`).
+    /// AssemblyAI: confidence above which a turn ends (`end_of_turn_confidence_threshold`);
+    /// the embedded Whisper: its own probability of a sentence's end after a pause's words
+    /// below which the pause is held (overrides `whisper.end_of_turn_confidence_threshold`).
     pub end_of_turn_confidence_threshold: Option<f64>,
     /// AssemblyAI: silence before a confident turn end (`min_turn_silence`).
     pub min_turn_silence_ms: Option<u64>,
@@ -69,6 +71,7 @@ pub const QUERY_OVERRIDES: &[&str] = &[
     "endpointing_ms",
     "endpoint_ms",
     "max_turn_silence_ms",
+    "end_of_turn_confidence_threshold",
 ];
 
 impl Options {
@@ -101,6 +104,20 @@ impl Options {
                 "max_turn_silence_ms" => {
                     out.max_turn_silence_ms =
                         Some(query_ms(&key, &value, ENDPOINT_MS_MIN, ENDPOINT_MS_MAX)?)
+                }
+                "end_of_turn_confidence_threshold" => {
+                    let t = value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|t| (0.0..=1.0).contains(t))
+                        .ok_or_else(|| {
+                            format!(
+                                "end_of_turn_confidence_threshold must be a number within 0–1 \
+                                 (got {})",
+                                quoted(&value)
+                            )
+                        })?;
+                    out.end_of_turn_confidence_threshold = Some(t);
                 }
                 other => {
                     return Err(format!(

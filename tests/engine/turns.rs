@@ -139,3 +139,40 @@ async fn a_number_read_out_is_held_and_a_finished_sentence_ends_at_once() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// A breath inside a real sentence: Kennedy's "And so my fellow Americans, ask not …",
+/// his own breath after "ask not" made 0.7 s longer, then the rest. The words there read finished ("… asked
+/// not."), but the recognizer found a sentence's end after them unlikely
+/// (`end_of_turn_confidence_threshold`, on by default), so the default profile holds the
+/// pause and the words after it join the same final; with the threshold at 0 for the call
+/// the pause ends a final, as silence alone would.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_breath_the_model_hears_inside_the_sentence_is_held_and_joined() {
+    let (audio, rate) = hark_testkit::dirs::read_clip("jfk.wav");
+    assert_eq!(rate, RATE);
+    let pcm: Vec<i16> = audio.iter().map(|s| (s * 32_767.0) as i16).collect();
+    let (first, rest) = pcm.split_at(5 * RATE as usize);
+    let server =
+        TestServer::start(config_with_default_backend("whisper"), whisper_registry()).await;
+
+    let finals = pause_between(&server, "?max_turn_silence_ms=3000", first, 0.7, Some(rest)).await;
+    let joined = finals
+        .iter()
+        .find(|(_, f)| words(f).contains("not what your country"));
+    let (_, joined) = joined.unwrap_or_else(|| panic!("no final spans the breath: {finals:?}"));
+    assert!(joined.ends_with(['.', '?', '!']), "{joined:?}");
+
+    let finals = pause_between(
+        &server,
+        "?max_turn_silence_ms=3000&end_of_turn_confidence_threshold=0",
+        first,
+        0.7,
+        Some(rest),
+    )
+    .await;
+    assert!(
+        finals.iter().any(|(_, f)| words(f).ends_with("not")),
+        "without the model's ending the breath ends a final: {finals:?}"
+    );
+    server.shutdown().await.unwrap();
+}

@@ -540,6 +540,13 @@ impl Settings {
             judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(self.turn_model);
         cuts.hold_unfinished =
             spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(self.hold_unfinished);
+        cuts.unsure_end = match spec.channel {
+            Channel::Customer => o
+                .end_of_turn_confidence_threshold
+                .unwrap_or(self.end_confidence)
+                .clamp(0.0, 1.0) as f32,
+            Channel::Assistant => 0.0,
+        };
         cuts.deadline = spec.channel == Channel::Customer;
         cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
         let hold = o.max_turn_silence_ms.unwrap_or(self.max_turn_silence_ms);
@@ -697,6 +704,7 @@ mod tests {
                 turn_model: true,
                 context_span_ms: 6_000,
                 hold_unfinished: true,
+                end_confidence: 0.5,
                 ..Settings::default()
             },
         };
@@ -748,6 +756,18 @@ mod tests {
         };
         assert!(!cut(&off, false).hold_unfinished);
         assert!(!cut(&off, false).english && cut(&spec(16_000, &[]), false).english);
+        // The model's own sentence ending: the engine's threshold, a profile's or a call's
+        // over it; never on the assistant's channel.
+        assert_eq!(cut(&spec(16_000, &[]), false).unsure_end, 0.5);
+        assert_eq!(cut(&assistant, false).unsure_end, 0.0);
+        let stricter = ChannelSpec {
+            options: Arc::new(crate::backend::Options {
+                end_of_turn_confidence_threshold: Some(0.7),
+                ..Default::default()
+            }),
+            ..spec(16_000, &[])
+        };
+        assert!((cut(&stricter, false).unsure_end - 0.7).abs() < 1e-6);
         let cadence = cut(&spec(8_000, &[("partial_interval_ms", 300)]), false);
         assert_eq!(
             cadence.partial_every,

@@ -23,6 +23,9 @@ pub struct Settings {
     /// With a pause held: the silence that ends a customer's utterance whatever the judges
     /// said (`SegmenterConfig::turn_hold`).
     pub max_turn_silence_ms: u64,
+    /// With a pause held: the engine's sentence-end probability below which a customer's
+    /// pause is held too (`SegmenterConfig::unsure_end`); 0: not read.
+    pub end_confidence: f64,
     pub context_span_ms: u64,
     /// The last step the shedding ladder may take.
     pub shed: Shed,
@@ -68,6 +71,12 @@ impl Settings {
                 out.push(e);
             }
         }
+        if !(0.0..=1.0).contains(&self.end_confidence) {
+            out.push(format!(
+                "{section}.end_of_turn_confidence_threshold must be within 0–1 (got {})",
+                self.end_confidence
+            ));
+        }
         out
     }
 }
@@ -86,6 +95,7 @@ impl Default for Settings {
             hold_unfinished: false,
             turn_model: false,
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
+            end_confidence: 0.0,
             context_span_ms: 0,
             shed: Shed::Speculative,
             calibrate: true,

@@ -39,6 +39,8 @@ pub fn settings(config: &MoonshineConfig) -> Settings {
         hold_unfinished: config.hold_unfinished,
         turn_model: config.turn_model,
         max_turn_silence_ms: config.max_turn_silence_ms,
+        // Moonshine's decodes carry no sentence-end probability.
+        end_confidence: 0.0,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
         calibrate: true,

@@ -113,6 +113,12 @@ pub struct WhisperConfig {
     /// a pause; pauses inside turns longer than this still end them. 1000 ms by default
     /// (`TURN_HOLD_MS`).
     pub max_turn_silence_ms: u64,
+    /// With `hold_unfinished`: a customer's pause is held too when the model's own
+    /// probability of a sentence's end after the words (". ? !" at the step after the last
+    /// word of the pause's decode) is below this, so "Now left click the research." heard
+    /// at a breath does not end the turn. 0 leaves it out. AssemblyAI's key, with the same
+    /// sense: the confidence above which a turn ends (BENCHMARKS.md, "End of turn").
+    pub end_of_turn_confidence_threshold: f64,
 }
 
 impl Default for WhisperConfig {
@@ -138,9 +144,13 @@ impl Default for WhisperConfig {
             hold_unfinished: true,
             turn_model: false,
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
+            end_of_turn_confidence_threshold: END_CONFIDENCE,
         }
     }
 }
+
+/// The default `end_of_turn_confidence_threshold` (BENCHMARKS.md, "End of turn").
+pub const END_CONFIDENCE: f64 = 0.7;
 
 impl WhisperConfig {
     /// What is wrong with the section, for `Config::problems`.
@@ -317,6 +327,7 @@ pub fn settings(config: &WhisperConfig) -> Settings {
         hold_unfinished: config.hold_unfinished,
         turn_model: config.turn_model,
         max_turn_silence_ms: config.max_turn_silence_ms,
+        end_confidence: config.end_of_turn_confidence_threshold,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
         calibrate: true,

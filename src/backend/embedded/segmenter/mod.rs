@@ -2118,6 +2118,44 @@ mod tests {
         assert!(s.is_idle());
     }
 
+    /// Words that read finished, but the recognizer itself found a sentence's end after
+    /// them unlikely (`Transcribed::ends` under `unsure_end`): the pause is held and the
+    /// words after it join one final; heard sure, the same words end the turn at once.
+    #[test]
+    fn a_pause_whose_words_the_model_is_unsure_end_is_held_and_joined() {
+        let mut s = Segmenter::new(SegmenterConfig {
+            unsure_end: 0.5,
+            ..holding().config
+        });
+        let heard = |text: &str, ends: f32| Transcribed {
+            ends: Some(ends),
+            ..Transcribed::words(text)
+        };
+        let mut at = 0;
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        let want = speculate(&mut s, &mut at);
+        s.decoded(
+            want.ticket,
+            heard("Now left click the research.", 0.2),
+            Instant::now(),
+            &mut out,
+        );
+        feed(&mut s, 30, false, &mut at);
+        s.drain_ready(Instant::now(), &mut out);
+        assert!(s.open.is_some() && finals(&out).is_empty(), "held");
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        let want = speculate(&mut s, &mut at);
+        let whole = "Now left click the research facility.";
+        s.decoded(want.ticket, heard(whole, 0.9), Instant::now(), &mut out);
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(Instant::now(), &mut out);
+        assert_eq!(finals(&out), [whole], "one final, at the endpoint");
+        assert!(s.is_idle());
+    }
+
     #[test]
     fn words_decoded_after_the_endpoint_end_the_turn_at_once_or_hold_it() {
         let mut s = holding();
