@@ -16,7 +16,8 @@
 //!   LOUD=DB             margin over the noise floor at which RELEASE opens an utterance (hark's default: LOUD_MARGIN_DB; inf never)
 //!   LOUD_FRAMES=N       frames in a row that LOUD needs (hark's default: LOUD_FRAMES)
 //!   SAME=1              one segmenter for all clips in turn, as one channel of a call hears them
-//!   SILENCE=MS          silence before and after each clip (default 1000)
+//!   SILENCE=MS          silence before and after each clip (default 1000, or the hold and
+//!                       500 ms more where pauses are held: a held turn ends as on a call)
 //!   ENGINE=whisper      decode with Whisper instead of Moonshine
 //!   MODEL=tiny.en|base|DIR  the Whisper model (default tiny.en)
 //!   FINAL_MODEL=base|DIR    Whisper's finals (and speculative decodes) from this model
@@ -149,7 +150,13 @@ fn main() {
     if let Some(ms) = ms_var("HOLD") {
         config.turn_hold = ms * 16;
     }
-    let silence = ms_var("SILENCE").unwrap_or(1000) * 16;
+    // After a held pause the call goes on: the silence outlasts the hold, so the last turn
+    // ends by it (with . ? !), not by the clip's end.
+    let held = match config.holds() {
+        true => config.turn_hold / 16 + 500,
+        false => 0,
+    };
+    let silence = ms_var("SILENCE").unwrap_or(held.max(1000)) * 16;
     let same = std::env::var("SAME").is_ok();
     let whisper_config = whisper::WhisperConfig {
         model: std::env::var("MODEL").unwrap_or_else(|_| "tiny.en".into()),

@@ -150,7 +150,7 @@ impl Default for WhisperConfig {
 }
 
 /// The default `end_of_turn_confidence_threshold` (BENCHMARKS.md, "End of turn").
-pub const END_CONFIDENCE: f64 = 0.7;
+pub const END_CONFIDENCE: f64 = 0.8;
 
 impl WhisperConfig {
     /// What is wrong with the section, for `Config::problems`.
