@@ -38,6 +38,15 @@ struct Candidate {
     logprob: f32,
 }
 
+/// A candidate kept for the next step: its parent, the token, what it now holds.
+struct Child {
+    parent: usize,
+    token: u32,
+    tokens: Vec<u32>,
+    logprob: f32,
+    ending: Vec<f32>,
+}
+
 /// The beam's buffers, reused across decodes.
 #[derive(Default)]
 pub struct Beam {
@@ -123,7 +132,7 @@ impl Beam {
                 e.push(ends[parent]);
                 e
             };
-            let mut next: Vec<(usize, u32, Vec<u32>, f32, Vec<f32>)> = Vec::with_capacity(width);
+            let mut next: Vec<Child> = Vec::with_capacity(width);
             for (rank, c) in candidates.iter().enumerate() {
                 if next.len() == width {
                     break;
@@ -165,7 +174,13 @@ impl Beam {
                     );
                     continue;
                 }
-                next.push((c.parent, c.token, tokens, c.logprob, ending(c.parent)));
+                next.push(Child {
+                    parent: c.parent,
+                    token: c.token,
+                    tokens,
+                    logprob: c.logprob,
+                    ending: ending(c.parent),
+                });
             }
             // Patience 1: done once as many hypotheses have ended as the beam is wide.
             if ended.len() >= width || next.is_empty() {
@@ -174,11 +189,19 @@ impl Beam {
             // Each new hypothesis takes its parent's keys and values: the last of a parent's
             // children takes them over, the others copy them.
             let mut children = vec![0usize; alive.len()];
-            for (parent, ..) in &next {
-                children[*parent] += 1;
+            for child in &next {
+                children[child.parent] += 1;
             }
+            let inputs: Vec<[u32; 1]> = next.iter().map(|c| [c.token]).collect();
             let mut grown: Vec<Hyp> = Vec::with_capacity(next.len());
-            for (parent, _, tokens, logprob, ending) in next.iter().cloned() {
+            for Child {
+                parent,
+                tokens,
+                logprob,
+                ending,
+                ..
+            } in next
+            {
                 children[parent] -= 1;
                 let state = match children[parent] {
                     0 => alive[parent].state.take(),
@@ -192,7 +215,6 @@ impl Beam {
                     last: Vec::new(),
                 });
             }
-            let inputs: Vec<[u32; 1]> = next.iter().map(|(_, token, ..)| [*token]).collect();
             let inputs: Vec<&[u32]> = inputs.iter().map(|t| &t[..]).collect();
             let mut states: Vec<&mut DecoderState> = grown
                 .iter_mut()
