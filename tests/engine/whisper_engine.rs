@@ -197,6 +197,21 @@ fn finals_come_from_the_finals_model_and_partials_from_the_other() {
     );
 }
 
+/// A final of `audio` by the finals' model, greedy or by the decoder's beam.
+fn final_heard(decoder: &mut Decoder, audio: &[f32], beam: bool) -> Transcribed {
+    let one = Utterance {
+        audio,
+        prompt: "",
+        draft: "",
+        language: "",
+        beam,
+    };
+    decoder
+        .transcribe(&[one], Tier::Finals)
+        .remove(0)
+        .expect("decode")
+}
+
 /// A final searched with the beam: at width 1 the search is greedy's, token for token; at
 /// faster-whisper's 5 it still hears the recording; and in a batch, a beam's utterances
 /// and greedy ones each get what they get alone (the hypotheses share the encoding, never
@@ -207,17 +222,8 @@ fn a_final_searched_with_the_beam_is_greedy_at_width_one_and_its_own_in_a_batch(
         .iter()
         .map(|c| at_16k(c))
         .collect();
-    let final_of = |decoder: &mut Decoder, audio: &[f32], beam: bool| {
-        let one = Utterance {
-            audio,
-            prompt: "",
-            draft: "",
-            language: "",
-            beam,
-        };
-        let heard = decoder.transcribe(&[one], Tier::Finals).remove(0);
-        heard.expect("decode").text
-    };
+    let final_of =
+        |decoder: &mut Decoder, audio: &[f32], beam: bool| final_heard(decoder, audio, beam).text;
     let mut one = Decoder::new(base()).with_beam(1);
     let mut five = Decoder::new(base()).with_beam(5);
     let mut greedy = Vec::new();
@@ -411,21 +417,8 @@ fn the_model_finds_a_sentence_end_after_the_last_words_not_at_a_breath() {
     let breath = &audio[..5 * 16_000];
     let mut decoder = Decoder::new(base()).with_beam(5);
     for beam in [false, true] {
-        let heard = |audio: &[f32], decoder: &mut Decoder| {
-            let one = Utterance {
-                audio,
-                prompt: "",
-                draft: "",
-                language: "",
-                beam,
-            };
-            decoder
-                .transcribe(&[one], Tier::Finals)
-                .remove(0)
-                .expect("decode")
-        };
-        let whole = heard(&audio, &mut decoder);
-        let cut = heard(breath, &mut decoder);
+        let whole = final_heard(&mut decoder, &audio, beam);
+        let cut = final_heard(&mut decoder, breath, beam);
         let (Some(end), Some(mid)) = (whole.ends, cut.ends) else {
             panic!("no ending read: {whole:?} {cut:?} (beam {beam})");
         };
