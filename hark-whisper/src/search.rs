@@ -24,8 +24,9 @@ pub struct Decoded {
     pub cut: bool,
     /// How likely the model found a sentence's end (". ? !") right after the decode's last
     /// word: its own reading of whether the words are finished, which a pause's decode
-    /// offers the end-of-turn decision. `None` for a beam search's decode, one without
-    /// words, or one cut before its end.
+    /// offers the end-of-turn decision. Greedy's or the beam's, from the scores of the
+    /// step that chose what followed the last word; `None` for a decode without words or
+    /// one cut before its end.
     pub ends: Option<f32>,
 }
 
