@@ -231,18 +231,12 @@ pub struct Pick {
 /// Softmax probability of any of `ids` among `logits` (the model's vectorising `exp`: this
 /// runs over the whole vocabulary at every token).
 pub fn probability(logits: &[f32], ids: &[u32]) -> f32 {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f32 = logits.iter().map(|l| model::exp(l - max)).sum();
-    let of: f32 = ids
-        .iter()
-        .filter_map(|&id| logits.get(id as usize))
-        .map(|l| model::exp(l - max))
-        .sum();
-    of / sum
+    let [p] = probabilities(logits, [ids]);
+    p
 }
 
-/// Softmax probabilities of two sets of ids among `logits`, the normaliser computed once.
-fn probabilities(logits: &[f32], sets: [&[u32]; 2]) -> [f32; 2] {
+/// The same for several sets of ids, the normaliser computed once.
+fn probabilities<const N: usize>(logits: &[f32], sets: [&[u32]; N]) -> [f32; N] {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f32 = logits.iter().map(|l| model::exp(l - max)).sum();
     sets.map(|ids| {

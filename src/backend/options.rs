@@ -64,6 +64,15 @@ pub fn check_endpoint_ms(key: &str, ms: u64) -> Result<(), String> {
     }
 }
 
+/// Whether `t` is a usable `end_of_turn_confidence_threshold` (AssemblyAI's, the embedded
+/// Whisper's): a probability. The problem, naming `key`, otherwise.
+pub fn check_confidence(key: &str, t: f64) -> Result<(), String> {
+    match (0.0..=1.0).contains(&t) {
+        true => Ok(()),
+        false => Err(format!("{key} must be within 0–1 (got {t})")),
+    }
+}
+
 /// Query parameters a call's URL may carry to override its profile's options.
 pub const QUERY_OVERRIDES: &[&str] = &[
     "language",
@@ -108,15 +117,8 @@ impl Options {
                 "end_of_turn_confidence_threshold" => {
                     let t = value
                         .parse::<f64>()
-                        .ok()
-                        .filter(|t| (0.0..=1.0).contains(t))
-                        .ok_or_else(|| {
-                            format!(
-                                "end_of_turn_confidence_threshold must be a number within 0–1 \
-                                 (got {})",
-                                quoted(&value)
-                            )
-                        })?;
+                        .map_err(|_| format!("{key} must be a number (got {})", quoted(&value)))?;
+                    check_confidence(&key, t)?;
                     out.end_of_turn_confidence_threshold = Some(t);
                 }
                 other => {
@@ -157,11 +159,9 @@ impl Options {
             out.push(e);
         }
         if let Some(t) = self.end_of_turn_confidence_threshold
-            && !(0.0..=1.0).contains(&t)
+            && let Err(e) = check_confidence("end_of_turn_confidence_threshold", t)
         {
-            out.push(format!(
-                "end_of_turn_confidence_threshold must be within 0–1 (got {t})"
-            ));
+            out.push(e);
         }
         out
     }

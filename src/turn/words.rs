@@ -104,7 +104,7 @@ pub fn goes_on(text: &str, english: bool) -> bool {
     let Some(last) = text.split_whitespace().next_back() else {
         return false;
     };
-    let word = last.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+    let word = bare(last);
     if word.is_empty() {
         return false;
     }
@@ -118,13 +118,10 @@ pub fn goes_on(text: &str, english: bool) -> bool {
     if !english {
         return false;
     }
-    let word = word.to_lowercase().replace('’', "'");
+    let word = listed(last);
     let word = word.as_str();
     if COPULAS_EN.contains(&word) {
-        let before = text.split_whitespace().nth_back(1).map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
-                .to_lowercase()
-        });
+        let before = text.split_whitespace().nth_back(1).map(listed);
         if before.is_some_and(|w| SUBJECTS_EN.contains(&w.as_str())) {
             return false;
         }
@@ -189,18 +186,24 @@ const WHOLE_ALONE_EN: &[&str] = &[
 /// "no", "thanks" and the like ([`WHOLE_ALONE_EN`]) end at the endpoint as before. Only for
 /// English (`english`): the list is English.
 pub fn lone_word(text: &str, english: bool) -> bool {
-    let mut words = text
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\''))
-        .filter(|w| !w.is_empty());
+    let mut words = text.split_whitespace().map(bare).filter(|w| !w.is_empty());
     let (Some(word), None) = (words.next(), words.next()) else {
         return false;
     };
     if !english || text.trim_end().ends_with(['?', '!']) {
         return false;
     }
-    let word = word.to_lowercase().replace('’', "'");
-    !WHOLE_ALONE_EN.contains(&word.as_str())
+    !WHOLE_ALONE_EN.contains(&listed(word).as_str())
+}
+
+/// A word without the punctuation around it ("Front," → "Front", "it's" kept whole).
+fn bare(word: &str) -> &str {
+    word.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+}
+
+/// A word as the English lists spell it: bare, lower case, a typographic apostrophe plain.
+fn listed(word: &str) -> String {
+    bare(word).to_lowercase().replace('’', "'")
 }
 
 /// Whether a word is a spelled letter or letters: "S", "S.", "S-M-I", "s.m.i." (one letter

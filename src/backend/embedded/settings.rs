@@ -71,11 +71,9 @@ impl Settings {
                 out.push(e);
             }
         }
-        if !(0.0..=1.0).contains(&self.end_confidence) {
-            out.push(format!(
-                "{section}.end_of_turn_confidence_threshold must be within 0–1 (got {})",
-                self.end_confidence
-            ));
+        let key = format!("{section}.end_of_turn_confidence_threshold");
+        if let Err(e) = crate::backend::options::check_confidence(&key, self.end_confidence) {
+            out.push(e);
         }
         out
     }
