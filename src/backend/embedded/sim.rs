@@ -89,10 +89,53 @@ pub fn staggered(n: usize, gap: f64, duration: f64, seed: u64) -> Vec<Call> {
         .collect()
 }
 
+/// `n` calls opened together on one conversation (`hark bench --burst`): every call's
+/// utterances end at the same instant, the worst wave admission has to price.
+pub fn in_phase(n: usize, duration: f64, seed: u64) -> Vec<Call> {
+    let voice = conversation(&mut fastrand::Rng::with_seed(seed), duration);
+    (0..n)
+        .map(|_| Call {
+            at: 0.0,
+            duration,
+            voice: voice.clone(),
+        })
+        .collect()
+}
+
+/// Every call a `hark bench` report offered, admitted or not, to replay its admission: an
+/// admitted call as [`recorded`] has it; a refused one (no timeline of its own: it never
+/// spoke) dialed when it was, with the conversation of the admitted call nearest to it in
+/// the report's order: exact for `--burst`, whose calls all play one conversation, an
+/// approximation of the voice for the others.
+pub fn offered(report: &serde_json::Value) -> Vec<Call> {
+    let empty = Vec::new();
+    let timing = report["targets"][0]["timing"].as_array().unwrap_or(&empty);
+    let admitted = timelines(report);
+    timing
+        .iter()
+        .filter_map(|t| {
+            let index = t["call"].as_u64()? as usize;
+            let (_, like) = admitted.iter().min_by_key(|(i, _)| i.abs_diff(index))?;
+            Some(Call {
+                at: t["audio_from_ms"].as_f64()? / 1e3,
+                ..like.clone()
+            })
+        })
+        .collect()
+}
+
 /// The admitted calls of a `hark bench` report (`--report`, its first target), as they
 /// were dialed and spoken: a real run's timelines, to set beside the simulation's. Calls
 /// refused at the upgrade have no timeline and are left out.
 pub fn recorded(report: &serde_json::Value) -> Vec<Call> {
+    timelines(report)
+        .into_iter()
+        .map(|(_, call)| call)
+        .collect()
+}
+
+/// [`recorded`], each call with its index in the report.
+fn timelines(report: &serde_json::Value) -> Vec<(usize, Call)> {
     let target = &report["targets"][0];
     let empty = Vec::new();
     let timing = target["timing"].as_array().unwrap_or(&empty);
@@ -114,11 +157,12 @@ pub fn recorded(report: &serde_json::Value) -> Vec<Call> {
                     to: u["offset_s"].as_f64()?,
                 });
             }
-            Some(Call {
+            let call = Call {
                 at: t["audio_from_ms"].as_f64()? / 1e3,
                 duration: t["audio_s"].as_f64()?,
                 voice,
-            })
+            };
+            Some((index, call))
         })
         .collect()
 }
@@ -149,6 +193,27 @@ impl Machine {
                 encode_per_second: 0.0383,
                 step: 0.00740,
                 step_per_row: 0.00666,
+            },
+            slow: 1.0,
+        }
+    }
+
+    /// Machine E's calibration of the same pair (AVX-512 VNNI; the server's start-up log at
+    /// c0bc10a, the run of BENCHMARKS.md "Long two-sided calls in the scheduler issue's
+    /// shapes"): about four times F's speed.
+    pub fn e() -> Self {
+        Self {
+            partials: Figures {
+                encode: 0.0060,
+                encode_per_second: 0.0062,
+                step: 0.00041,
+                step_per_row: 0.00117,
+            },
+            finals: Figures {
+                encode: 0.0229,
+                encode_per_second: 0.0141,
+                step: 0.00110,
+                step_per_row: 0.00186,
             },
             slow: 1.0,
         }
@@ -597,40 +662,51 @@ mod tests {
     fn shapes() -> Vec<(&'static str, Vec<Call>)> {
         vec![
             ("burst of 26, 60 s", staggered(26, 0.0, 60.0, 11)),
+            ("26 in phase, 120 s", in_phase(26, 120.0, 14)),
             ("28, 1.37 s apart, 120 s", staggered(28, 1.37, 120.0, 12)),
             ("40, 0.5 s apart, 120 s", staggered(40, 0.5, 120.0, 13)),
         ]
     }
 
-    /// A real run replayed: `SIM_REPORT=report.json [SIM_SLOW=1.3] cargo test --release --lib
-    /// sim::tests::a_recorded_run -- --ignored --nocapture` prints the simulation's
-    /// customer times to final for the report's admitted calls, to set beside the
-    /// report's own.
+    /// The simulated machine `SIM_MACHINE` names: `e` (machine E), else F.
+    fn machine_named() -> (&'static str, Machine) {
+        match std::env::var("SIM_MACHINE").as_deref() {
+            Ok("e" | "E") => ("E", Machine::e()),
+            _ => ("F", Machine::f()),
+        }
+    }
+
+    /// A real run replayed: `SIM_REPORT=report.json [SIM_MACHINE=e] [SIM_SLOW=1.3] cargo
+    /// test --release --lib sim::tests::a_recorded_run -- --ignored --nocapture` prints what
+    /// the simulation admits of the calls the report offered ([`offered`]) and its customer
+    /// times to final for the report's admitted calls, to set beside the report's own.
     #[test]
     #[ignore = "reads a bench report named by SIM_REPORT"]
     fn a_recorded_run() {
         let path = std::env::var("SIM_REPORT").expect("SIM_REPORT names a bench report");
         let text = std::fs::read_to_string(&path).expect("the report reads");
         let report: serde_json::Value = serde_json::from_str(&text).expect("the report parses");
-        let calls = recorded(&report);
-        // How much slower the real decodes ran than F's calibration (`SIM_SLOW`, 1 unset):
-        // the scheduler still priced on the calibration.
+        // How much slower the real decodes ran than the machine's calibration (`SIM_SLOW`,
+        // 1 unset): the scheduler still priced on the calibration.
         let slow = std::env::var("SIM_SLOW").map_or(1.0, |s| s.parse().expect("SIM_SLOW"));
-        let machine = Machine {
-            slow,
-            ..Machine::f()
-        };
+        let (name, calibrated) = machine_named();
+        let machine = Machine { slow, ..calibrated };
         let engine = Engine {
-            calibration: Machine::f().calibration(),
+            calibration: calibrated.calibration(),
             ..Engine::whisper(&machine)
         };
+        let all = offered(&report);
+        let admission = run(&all, &engine, &machine);
+        let calls = recorded(&report);
         let out = run(&calls, &engine, &machine);
         let waits = out.customer_waits();
         eprintln!(
-            "{} calls replayed: admitted {}, customer time to final p50 / p95 / max {} / {} / {} ms \
+            "machine {name}: of {} calls offered the simulation admits {}; the {} calls the \
+             server admitted replayed: customer time to final p50 / p95 / max {} / {} / {} ms \
              ({} finals), top step {}",
+            all.len(),
+            admission.admitted.len(),
             calls.len(),
-            out.admitted.len(),
             p(&waits, 0.5).as_millis(),
             p(&waits, 0.95).as_millis(),
             waits.last().map_or(0, Duration::as_millis),
@@ -639,17 +715,18 @@ mod tests {
         );
     }
 
-    /// The shapes on machine F and on one twice as fast, each calibrated on itself: every
+    /// The shapes on machine F, on one twice as fast and on E, each calibrated on itself: every
     /// admitted call ends with its finals out. What admission and the ladder make of them
     /// is printed (`cargo test --release --lib sim:: -- --nocapture`), not asserted yet:
     /// on F's figures the admitted calls' customers wait over the 800 ms budget.
     #[test]
     fn the_bench_shapes_run_to_the_end_on_a_slow_and_a_fast_machine() {
-        for (machine_name, slow) in [("F", 1.0), ("twice F's speed", 0.5)] {
-            let machine = Machine {
-                slow,
-                ..Machine::f()
-            };
+        for (machine_name, slow, figures) in [
+            ("F", 1.0, Machine::f()),
+            ("twice F's speed", 0.5, Machine::f()),
+            ("E", 1.0, Machine::e()),
+        ] {
+            let machine = Machine { slow, ..figures };
             let engine = Engine {
                 calibration: CostModel::from_figures(
                     scaled(machine.partials, slow),
@@ -678,6 +755,35 @@ mod tests {
                 );
                 assert!(!out.admitted.is_empty());
                 assert_eq!(out.unfinished, 0);
+            }
+        }
+    }
+
+    /// Admission on a machine like E (AVX-512 VNNI: the real server there admitted 23–24
+    /// of 26 in phase, 40 of 40 and 28 of 28, BENCHMARKS.md "The shapes simulated"): the
+    /// long two-sided shapes admit what the decoders carry, and in the staggered ones the
+    /// admitted customers' finals keep to the budget.
+    #[test]
+    fn on_a_fast_machine_the_long_shapes_are_admitted_and_keep_the_budget() {
+        let machine = Machine::e();
+        let engine = Engine::whisper(&machine);
+        for (calls, at_least, keeps_budget) in [
+            (in_phase(26, 120.0, 14), 22, false),
+            (staggered(40, 0.5, 120.0, 13), 36, true),
+            (staggered(28, 1.37, 120.0, 12), 28, true),
+        ] {
+            let out = run(&calls, &engine, &machine);
+            assert!(
+                out.admitted.len() >= at_least,
+                "{} of {} admitted: {:?}",
+                out.admitted.len(),
+                calls.len(),
+                out.refused.first()
+            );
+            assert_eq!(out.unfinished, 0);
+            let waits = out.customer_waits();
+            if keeps_budget {
+                assert!(p(&waits, 0.95) <= BUDGET, "p95 {:?}", p(&waits, 0.95));
             }
         }
     }
