@@ -351,7 +351,12 @@ fn main() {
                 decoded_secs += input.len() as f64 / 16e3;
                 decode_ms += started.elapsed().as_secs_f64() * 1000.0;
                 if std::env::var("LINES").is_ok() {
-                    println!("    {:?} {prompt:?} -> {text:?}", want.kind);
+                    println!(
+                        "    {:?} at {:5.2}s {prompt:?} -> {text:?} (sentence end {:?})",
+                        want.kind,
+                        at as f64 / 16e3 - silence as f64 / 16e3,
+                        heard.ends
+                    );
                 }
                 if want.kind == DecodeKind::Final && !quiet {
                     println!(

@@ -319,7 +319,12 @@ impl Chan {
     fn want(&self, room: &Room) -> Option<Want> {
         match self.done {
             true => None,
-            false => self.decoding.beside(|| self.segmenter.want_in(room)),
+            false => self.decoding.beside(|partials| {
+                self.segmenter.want_in(&Room {
+                    partials: room.partials && partials,
+                    ..*room
+                })
+            }),
         }
     }
 }

@@ -113,11 +113,13 @@ pub struct WhisperConfig {
     /// a pause; pauses inside turns longer than this still end them. 1000 ms by default
     /// (`TURN_HOLD_MS`).
     pub max_turn_silence_ms: u64,
-    /// With `hold_unfinished`: a customer's pause is held too when the model's own
+    /// With `hold_unfinished`: a customer's pause is held too when Whisper's own
     /// probability of a sentence's end after the words (". ? !" at the step after the last
-    /// word of the pause's decode) is below this, so "Now left click the research." heard
-    /// at a breath does not end the turn. 0 leaves it out. AssemblyAI's key, with the same
-    /// sense: the confidence above which a turn ends (BENCHMARKS.md, "End of turn").
+    /// word) is below this, so "Now left click the research." heard at a breath does not
+    /// end the turn. The partials' model reads the pause's words for it first (a partial at
+    /// the pause's first silent frame); where the ladder sheds that partial, the pause's
+    /// speculative decode says. 0 leaves it out. AssemblyAI's key, with the same sense: the
+    /// confidence above which a turn ends (BENCHMARKS.md, "End of turn").
     pub end_of_turn_confidence_threshold: f64,
 }
 
@@ -150,7 +152,7 @@ impl Default for WhisperConfig {
 }
 
 /// The default `end_of_turn_confidence_threshold` (BENCHMARKS.md, "End of turn").
-pub const END_CONFIDENCE: f64 = 0.8;
+pub const END_CONFIDENCE: f64 = 0.75;
 
 impl WhisperConfig {
     /// What is wrong with the section, for `Config::problems`.

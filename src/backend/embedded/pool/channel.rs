@@ -100,13 +100,21 @@ impl ChannelState {
     /// the decoders had room for everything: whether, and since when).
     pub(super) fn want(&self) -> Option<Want> {
         self.events.as_ref()?;
-        self.decoding.beside(|| self.segmenter.want())
+        self.decoding.beside(|partials| match partials {
+            true => self.segmenter.want(),
+            false => self.segmenter.want_without_partials(),
+        })
     }
 
     /// The same, with what the decoders have `room` for now (a claim's).
     pub(super) fn want_in(&self, room: &Room) -> Option<Want> {
         self.events.as_ref()?;
-        self.decoding.beside(|| self.segmenter.want_in(room))
+        self.decoding.beside(|partials| {
+            self.segmenter.want_in(&Room {
+                partials: room.partials && partials,
+                ..*room
+            })
+        })
     }
 
     /// Takes all audio waiting in the ring through the segmenter. `None` once the channel

@@ -105,6 +105,7 @@ impl Knobs {
             context: self.shed.context.0,
             beam: self.shed.beam.is_none(),
             lead: self.lead,
+            partials: !self.shed.partials,
         }
     }
 
@@ -138,12 +139,13 @@ impl InFlight {
         !self.partial && !self.essential
     }
 
-    /// What the channel wants (`ask`), if it may start beside what runs: nothing while a
-    /// final runs (the channel is not asked), no second partial.
-    pub fn beside(&self, ask: impl FnOnce() -> Option<Want>) -> Option<Want> {
+    /// What the channel wants (`ask`, told whether a partial may start), if it may start
+    /// beside what runs: nothing while a final runs (the channel is not asked), no second
+    /// partial.
+    pub fn beside(&self, ask: impl FnOnce(bool) -> Option<Want>) -> Option<Want> {
         match self.essential {
             true => None,
-            false => ask().filter(|w| w.kind.is_essential() || !self.partial),
+            false => ask(!self.partial).filter(|w| w.kind.is_essential() || !self.partial),
         }
     }
 

@@ -148,6 +148,15 @@ pub const TURN_GAP_MS: u64 = 1_500;
 /// 800 ms cut a third more pauses and lost a fifth more words on the turn set).
 pub const TURN_HOLD_MS: u64 = 1_000;
 
+/// Silence after which the partials' model reads a pause's words to judge it
+/// ([`Open::sentence_end`]): the first silent frame, so that its verdict is there before
+/// the endpoint.
+const JUDGE_AT: usize = FRAME;
+
+/// Silence until which a pause's judge comes before its speculative decode, however early
+/// that is due (a slow machine's lead): three frames.
+const JUDGE_UNTIL: usize = 3 * FRAME;
+
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
         let ms = |v: u64| (v as usize) * RATE / 1000;
@@ -424,13 +433,15 @@ impl Lead {
 
 /// What the decoders have room for now, as the scheduler sets it per claim
 /// (`schedule::Knobs`): the share of the context span finals may read, whether the
-/// engine's beam may take them, and what a final's decode costs (the speculative decodes'
-/// lead). Passed with each question ([`Segmenter::want_in`]), never kept.
+/// engine's beam may take them, what a final's decode costs (the speculative decodes'
+/// lead), and whether a partial may start on the channel (the ladder keeps partials and
+/// none runs there). Passed with each question ([`Segmenter::want_in`]), never kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Room {
     pub context: f64,
     pub beam: bool,
     pub lead: Lead,
+    pub partials: bool,
 }
 
 impl Room {
@@ -440,6 +451,7 @@ impl Room {
             context: 1.0,
             beam: true,
             lead,
+            partials: true,
         }
     }
 }
@@ -473,6 +485,10 @@ struct Open {
     /// The longest decode that could be the final ([`Ticket::whole`]): length and what it
     /// heard.
     whole: Option<(usize, Transcribed)>,
+    /// The partials' model's probability of a sentence's end after the words, from the
+    /// latest partial that covered every voiced frame then (its length; `None` where the
+    /// decode gave none): the pause's judge ([`Open::sentence_end`]).
+    judge: Option<(usize, Option<f32>)>,
     /// What the end-of-turn model made of the current pause.
     verdict: Verdict,
     /// The decoders shed the current pause's speculative decode.
@@ -675,6 +691,14 @@ impl Segmenter {
         self.want_in(&Room::all(self.config.lead))
     }
 
+    /// [`Segmenter::want`] while a partial runs on the channel.
+    pub fn want_without_partials(&self) -> Option<Want> {
+        self.want_in(&Room {
+            partials: false,
+            ..Room::all(self.config.lead)
+        })
+    }
+
     /// The one decode this channel wants most now, if any, with what the decoders have
     /// `room` for: the scheduler's knobs, given with each question and never kept.
     pub fn want_in(&self, room: &Room) -> Option<Want> {
@@ -735,6 +759,23 @@ impl Segmenter {
                 Some(_) if self.config.holds() => open.silence.min(open.quiet),
                 _ => open.silence,
             };
+            // First the partials' model reads the words to their end, where its
+            // sentence-end probability judges the pause: before the speculative decode is
+            // due, or in the pause's first frames (the speculative decode may start beside
+            // it: `InFlight`).
+            let judges = self.config.unsure_end > 0.0 && self.config.hold_unfinished;
+            if judges
+                && room.partials
+                && (JUDGE_AT..start_at.max(JUDGE_UNTIL)).contains(&open.silence)
+                && open.unjudged()
+            {
+                return Some(Want {
+                    kind: DecodeKind::Partial,
+                    since: open.paused_at,
+                    due: None,
+                    ticket: ticket(0, false, Pick::PARTIAL),
+                });
+            }
             return (paused >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
                 since: open.since,
@@ -1017,6 +1058,9 @@ impl Segmenter {
                 },
             ));
         }
+        if !ticket.whole && ticket.len >= open.words_end() {
+            open.judge = Some((ticket.len, ends));
+        }
         if ticket.len >= open.decoded_len {
             open.decoded_len = ticket.len;
             open.since = now;
@@ -1132,6 +1176,7 @@ impl Segmenter {
                     decoded_text: None,
                     heard: None,
                     whole: None,
+                    judge: None,
                     verdict: Verdict::Unasked,
                     words_shed: false,
                     opens_turn,
@@ -1971,12 +2016,14 @@ mod tests {
         s.claim_turn(audio).unwrap()
     }
 
-    /// Feeds silence until the pause's speculative decode is wanted.
+    /// Feeds silence until the pause's speculative decode is wanted (leaving out a
+    /// partial that would judge the pause, as a ladder shedding partials does).
     fn speculate(s: &mut Segmenter, at: &mut u64) -> Want {
         loop {
-            if let Some(want) = s.want() {
-                assert_eq!(want.kind, DecodeKind::Speculative);
-                return want;
+            match s.want() {
+                Some(want) if want.kind == DecodeKind::Speculative => return want,
+                Some(want) => assert_eq!(want.kind, DecodeKind::Partial),
+                None => {}
             }
             feed(s, 1, false, at);
         }
@@ -2150,6 +2197,56 @@ mod tests {
         let want = speculate(&mut s, &mut at);
         let whole = "Now left click the research facility.";
         s.decoded(want.ticket, heard(whole, 0.9), Instant::now(), &mut out);
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(Instant::now(), &mut out);
+        assert_eq!(finals(&out), [whole], "one final, at the endpoint");
+        assert!(s.is_idle());
+    }
+
+    /// The partials' model reads a pause's words first, and its sentence-end probability
+    /// is the one that judges the pause: doubted there, the pause is held though the
+    /// speculative decode is sure; sure there, the turn ends at the endpoint though the
+    /// speculative decode doubts. Voice after a judged pause wants a new judge.
+    #[test]
+    fn a_pause_is_judged_by_the_partials_model_before_its_speculative_decode() {
+        let mut s = Segmenter::new(SegmenterConfig {
+            unsure_end: 0.5,
+            ..holding().config
+        });
+        let heard = |text: &str, ends: f32| Transcribed {
+            ends: Some(ends),
+            ..Transcribed::words(text)
+        };
+        let mut at = 0;
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        assert_ne!(s.want().map(|w| w.kind), Some(DecodeKind::Speculative));
+        feed(&mut s, 1, false, &mut at);
+        let judge = s.want().expect("a judge");
+        assert_eq!(judge.kind, DecodeKind::Partial);
+        assert!(!judge.ticket.whole && judge.ticket.len >= 40 * FRAME);
+        s.decoded(
+            judge.ticket,
+            heard("Now left click the research.", 0.2),
+            Instant::now(),
+            &mut out,
+        );
+        let want = speculate(&mut s, &mut at);
+        let sure = heard("Now left click the research.", 0.95);
+        s.decoded(want.ticket, sure, Instant::now(), &mut out);
+        feed(&mut s, 30, false, &mut at);
+        s.drain_ready(Instant::now(), &mut out);
+        assert!(s.open.is_some() && finals(&out).is_empty(), "held");
+
+        // The speaker goes on: the next pause is judged anew, sure this time.
+        feed(&mut s, 30, true, &mut at);
+        feed(&mut s, 1, false, &mut at);
+        let judge = s.want().expect("a judge");
+        assert_eq!(judge.kind, DecodeKind::Partial);
+        let whole = "Now left click the research facility.";
+        s.decoded(judge.ticket, heard(whole, 0.9), Instant::now(), &mut out);
+        let want = speculate(&mut s, &mut at);
+        s.decoded(want.ticket, heard(whole, 0.2), Instant::now(), &mut out);
         feed(&mut s, 12, false, &mut at);
         s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), [whole], "one final, at the endpoint");

@@ -61,11 +61,36 @@ impl Open {
             Some((_, heard)) => Words::GoOn(
                 goes_on(&heard.text, config.english)
                     || (self.opens_turn && lone_word(&heard.text, config.english))
-                    || heard.ends.is_some_and(|p| p < config.unsure_end),
+                    || self
+                        .sentence_end(heard)
+                        .is_some_and(|p| p < config.unsure_end),
             ),
             None if self.words_shed => Words::Shed,
             None => Words::Pending,
         }
+    }
+
+    /// How likely a sentence ends after the pause's words: the partials' model's
+    /// probability where a partial read every voiced frame (on the paused and turn sets it
+    /// parts pauses from turns' ends better than the finals' model's: BENCHMARKS.md, "The
+    /// recognizer's own sentence ending"), else what the pause's decode (`heard`) says.
+    fn sentence_end(&self, heard: &Transcribed) -> Option<f32> {
+        match self.judge {
+            Some((len, Some(p))) if len >= self.words_end() => Some(p),
+            _ => heard.ends,
+        }
+    }
+
+    /// The end of its last frame at the detector's threshold: faint frames after it (at
+    /// `release`) move `voiced_end`, not the words.
+    pub(super) fn words_end(&self) -> usize {
+        self.audio.len() - self.silence.min(self.audio.len())
+    }
+
+    /// Whether the pause wants the partials' model to judge it: no partial has read its
+    /// words to their end yet.
+    pub(super) fn unjudged(&self) -> bool {
+        self.judge.is_none_or(|(len, _)| len < self.words_end())
     }
 
     /// Whether a pause that has reached the endpoint ends the utterance: the judges hear the
