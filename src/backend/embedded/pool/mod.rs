@@ -696,14 +696,22 @@ mod tests {
     }
 
     /// The customer paused 0.1 s ago, the assistant 0.8 s ago: both channels want their
-    /// pause decoded by base, the assistant's since earlier. The customer's is due first
-    /// (0.2 s endpoint against the assistant's 1 s), so a decoder claims it first; the
-    /// other then claims the assistant's; nothing more is wanted while both run.
+    /// pause decoded by base, the assistant's since earlier. The customer's pause is due
+    /// first (0.2 s endpoint against the assistant's 1 s): a decoder claims its judge (the
+    /// partials' model reading the words to their end) first, then its speculative decode
+    /// beside it; the other then claims the assistant's; nothing more is wanted while they
+    /// run.
     #[test]
     fn a_claim_takes_the_pause_due_first_with_its_audio() {
         let pool = call([(1.0, 2.9), (0.2, 2.2)], 3.0);
         let mut inputs = Vec::new();
         let (roles, tier, read) = claimed(&pool, &mut inputs).expect("a decode is wanted");
+        assert_eq!((roles, tier), (vec![Role::Customer], Tier::Partials));
+        assert!(
+            read[0] >= 16_000 * 19 / 10,
+            "the utterance's audio: {read:?}"
+        );
+        let (roles, tier, read) = claimed(&pool, &mut inputs).expect("the customer's pause");
         assert_eq!((roles, tier), (vec![Role::Customer], Tier::Finals));
         assert!(
             read[0] >= 16_000 * 19 / 10,

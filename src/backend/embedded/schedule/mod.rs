@@ -178,13 +178,15 @@ pub(crate) struct Wanted {
 }
 
 impl Wanted {
-    /// Where it comes in the queue, most urgent first: finals and speculative decodes by
-    /// when they are due (a customer's before an assistant's whose voice ended earlier:
-    /// the platform waits on the customer's), then first partials, then partials, oldest
-    /// first; the channel's key breaks ties.
+    /// Where it comes in the queue, most urgent first: finals, speculative decodes and
+    /// the partials that judge a pause (due by its endpoint) by when they are due (a
+    /// customer's before an assistant's whose voice ended earlier: the platform waits on
+    /// the customer's), then first partials, then partials, oldest first; the channel's
+    /// key breaks ties.
     fn rank(&self) -> (u8, Instant, Instant, usize) {
         let class = match self.kind {
             DecodeKind::Final | DecodeKind::Speculative => 0,
+            DecodeKind::Partial if self.due.is_some() => 0,
             DecodeKind::FirstPartial => 1,
             DecodeKind::Partial => 2,
         };

@@ -153,10 +153,6 @@ pub const TURN_HOLD_MS: u64 = 1_000;
 /// the endpoint.
 const JUDGE_AT: usize = FRAME;
 
-/// Silence until which a pause's judge comes before its speculative decode, however early
-/// that is due (a slow machine's lead): three frames.
-const JUDGE_UNTIL: usize = 3 * FRAME;
-
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
         let ms = |v: u64| (v as usize) * RATE / 1000;
@@ -221,7 +217,8 @@ pub struct Want {
     /// Since when it has been wanted; older first within a kind.
     pub since: Instant,
     pub ticket: Ticket,
-    /// For a final or speculative decode: when the platform needs it.
+    /// For a final or speculative decode: when the platform needs it; for a partial
+    /// that judges a pause, the endpoint.
     pub due: Option<Due>,
 }
 
@@ -760,19 +757,23 @@ impl Segmenter {
                 _ => open.silence,
             };
             // First the partials' model reads the words to their end, where its
-            // sentence-end probability judges the pause: before the speculative decode is
-            // due, or in the pause's first frames (the speculative decode may start beside
-            // it: `InFlight`).
+            // sentence-end probability judges the pause: due by the endpoint, so it comes
+            // before the pause's speculative decode, which may start beside it
+            // (`InFlight`).
             let judges = self.config.unsure_end > 0.0 && self.config.hold_unfinished;
             if judges
                 && room.partials
-                && (JUDGE_AT..start_at.max(JUDGE_UNTIL)).contains(&open.silence)
+                && (JUDGE_AT..self.config.endpoint).contains(&open.silence)
                 && open.unjudged()
             {
                 return Some(Want {
                     kind: DecodeKind::Partial,
                     since: open.paused_at,
-                    due: None,
+                    due: Some(Due {
+                        at: open.paused_at + samples_as_time(self.config.endpoint),
+                        seconds: open.audio.len() as f64 / RATE as f64,
+                        quickens: false,
+                    }),
                     ticket: ticket(0, false, Pick::PARTIAL),
                 });
             }
@@ -2016,14 +2017,14 @@ mod tests {
         s.claim_turn(audio).unwrap()
     }
 
-    /// Feeds silence until the pause's speculative decode is wanted (leaving out a
-    /// partial that would judge the pause, as a ladder shedding partials does).
+    /// Feeds silence until the pause's speculative decode is wanted (asked as while a
+    /// partial runs, or the ladder sheds them: a partial that would judge the pause is not
+    /// wanted then).
     fn speculate(s: &mut Segmenter, at: &mut u64) -> Want {
         loop {
-            match s.want() {
-                Some(want) if want.kind == DecodeKind::Speculative => return want,
-                Some(want) => assert_eq!(want.kind, DecodeKind::Partial),
-                None => {}
+            if let Some(want) = s.want_without_partials() {
+                assert_eq!(want.kind, DecodeKind::Speculative);
+                return want;
             }
             feed(s, 1, false, at);
         }
