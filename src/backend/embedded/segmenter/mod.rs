@@ -2166,19 +2166,28 @@ mod tests {
         assert!(s.is_idle());
     }
 
+    /// [`holding`], where the recognizer's own doubt of a sentence's end holds a pause too.
+    fn doubting() -> Segmenter {
+        Segmenter::new(SegmenterConfig {
+            unsure_end: 0.5,
+            ..holding().config
+        })
+    }
+
+    /// A decode that heard `text`, a sentence's end after it this likely.
+    fn heard(text: &str, ends: f32) -> Transcribed {
+        Transcribed {
+            ends: Some(ends),
+            ..Transcribed::words(text)
+        }
+    }
+
     /// Words that read finished, but the recognizer itself found a sentence's end after
     /// them unlikely (`Transcribed::ends` under `unsure_end`): the pause is held and the
     /// words after it join one final; heard sure, the same words end the turn at once.
     #[test]
     fn a_pause_whose_words_the_model_is_unsure_end_is_held_and_joined() {
-        let mut s = Segmenter::new(SegmenterConfig {
-            unsure_end: 0.5,
-            ..holding().config
-        });
-        let heard = |text: &str, ends: f32| Transcribed {
-            ends: Some(ends),
-            ..Transcribed::words(text)
-        };
+        let mut s = doubting();
         let mut at = 0;
         let mut out = Vec::new();
         feed(&mut s, 40, true, &mut at);
@@ -2210,14 +2219,7 @@ mod tests {
     /// speculative decode doubts. Voice after a judged pause wants a new judge.
     #[test]
     fn a_pause_is_judged_by_the_partials_model_before_its_speculative_decode() {
-        let mut s = Segmenter::new(SegmenterConfig {
-            unsure_end: 0.5,
-            ..holding().config
-        });
-        let heard = |text: &str, ends: f32| Transcribed {
-            ends: Some(ends),
-            ..Transcribed::words(text)
-        };
+        let mut s = doubting();
         let mut at = 0;
         let mut out = Vec::new();
         feed(&mut s, 40, true, &mut at);
