@@ -71,9 +71,10 @@ impl Open {
     }
 
     /// How likely a sentence ends after the pause's words: the partials' model's
-    /// probability where a partial read every voiced frame (on the paused and turn sets it
-    /// parts pauses from turns' ends better than the finals' model's: BENCHMARKS.md, "The
-    /// recognizer's own sentence ending"), else what the pause's decode (`heard`) says.
+    /// probability where a partial read every voiced frame (on read speech it parts pauses
+    /// from turns' ends better than the finals' model's, and doubts fewer finished
+    /// sentences: BENCHMARKS.md, "The partials' model as the judge"), else what the pause's
+    /// decode (`heard`) says.
     fn sentence_end(&self, heard: &Transcribed) -> Option<f32> {
         match self.judge {
             Some((len, Some(p))) if len >= self.words_end() => Some(p),
