@@ -188,7 +188,7 @@ impl Tier {
     pub fn of(kind: DecodeKind) -> Self {
         match kind {
             DecodeKind::Final | DecodeKind::Speculative => Self::Finals,
-            DecodeKind::FirstPartial | DecodeKind::Partial => Self::Partials,
+            DecodeKind::FirstPartial | DecodeKind::Partial | DecodeKind::Judge => Self::Partials,
         }
     }
 }

@@ -113,7 +113,9 @@ impl Knobs {
     pub fn left_out(&self, kind: DecodeKind) -> Option<LeftOut> {
         match kind {
             DecodeKind::Speculative => self.shed.speculative.map(LeftOut::Speculative),
-            DecodeKind::FirstPartial | DecodeKind::Partial if self.shed.partials => {
+            DecodeKind::FirstPartial | DecodeKind::Partial | DecodeKind::Judge
+                if self.shed.partials =>
+            {
                 Some(LeftOut::Partial)
             }
             _ => None,
@@ -179,14 +181,13 @@ pub(crate) struct Wanted {
 
 impl Wanted {
     /// Where it comes in the queue, most urgent first: finals, speculative decodes and
-    /// the partials that judge a pause (due by its endpoint) by when they are due (a
+    /// the judges of pauses (due by their endpoint) by when they are due (a
     /// customer's before an assistant's whose voice ended earlier: the platform waits on
     /// the customer's), then first partials, then partials, oldest first; the channel's
     /// key breaks ties.
     fn rank(&self) -> (u8, Instant, Instant, usize) {
         let class = match self.kind {
-            DecodeKind::Final | DecodeKind::Speculative => 0,
-            DecodeKind::Partial if self.due.is_some() => 0,
+            DecodeKind::Final | DecodeKind::Speculative | DecodeKind::Judge => 0,
             DecodeKind::FirstPartial => 1,
             DecodeKind::Partial => 2,
         };

@@ -191,6 +191,9 @@ pub enum DecodeKind {
     Speculative,
     FirstPartial,
     Partial,
+    /// A partial that judges a pause: the partials' model reads the words to their end for
+    /// its probability of a sentence's end ([`Open::sentence_end`]), due by the endpoint.
+    Judge,
 }
 
 impl DecodeKind {
@@ -200,6 +203,7 @@ impl DecodeKind {
             Self::Speculative => "speculative",
             Self::FirstPartial => "first_partial",
             Self::Partial => "partial",
+            Self::Judge => "judge",
         }
     }
 
@@ -218,7 +222,7 @@ pub struct Want {
     pub since: Instant,
     pub ticket: Ticket,
     /// For a final or speculative decode: when the platform needs it; for a partial
-    /// that judges a pause, the endpoint.
+    /// judging a pause, the endpoint.
     pub due: Option<Due>,
 }
 
@@ -701,8 +705,8 @@ impl Segmenter {
     pub fn want_in(&self, room: &Room) -> Option<Want> {
         if let Some(ended) = self.ended.front() {
             let own = self.whole_len(ended.audio.len(), ended.voiced_end);
-            let (context_from, pick) = match ended.retry {
-                true => (0, self.pick(room, 0, ended.start, own)),
+            let (context_from, pick, reads) = match ended.retry {
+                true => (0, self.pick(room, own), own),
                 false => self.pick_context(room, ended.id, ended.start, own),
             };
             let voice_end = ended
@@ -712,7 +716,7 @@ impl Segmenter {
             return Some(Want {
                 kind: DecodeKind::Final,
                 since: ended.since,
-                due: Some(self.due(room, pick, voice_end, context_from, ended.start, own)),
+                due: Some(self.due(room, pick, voice_end, reads)),
                 ticket: Ticket {
                     utterance: ended.id,
                     len: ended.audio.len(),
@@ -743,7 +747,7 @@ impl Segmenter {
                 return None;
             }
             let own = self.whole_len(open.audio.len(), open.voiced_end);
-            let (context_from, pick) = self.pick_context(room, open.id, open.start, own);
+            let (context_from, pick, reads) = self.pick_context(room, open.id, open.start, own);
             let start_at = self
                 .config
                 .endpoint
@@ -767,7 +771,7 @@ impl Segmenter {
                 && open.unjudged()
             {
                 return Some(Want {
-                    kind: DecodeKind::Partial,
+                    kind: DecodeKind::Judge,
                     since: open.paused_at,
                     due: Some(Due {
                         at: open.paused_at + samples_as_time(self.config.endpoint),
@@ -780,7 +784,7 @@ impl Segmenter {
             return (paused >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
                 since: open.since,
-                due: Some(self.due(room, pick, open.paused_at, context_from, open.start, own)),
+                due: Some(self.due(room, pick, open.paused_at, reads)),
                 ticket: ticket(context_from, true, pick),
             });
         }
@@ -810,28 +814,30 @@ impl Segmenter {
 
     /// How a final's decode of utterance `id` runs ([`Segmenter::pick`]), with the turn's
     /// context `room` allows, and that context: none where only without it would the
-    /// finals' model have the final ready in time (context goes before the model).
-    fn pick_context(&self, room: &Room, id: u64, start: u64, own: usize) -> (u64, Pick) {
+    /// finals' model have the final ready in time (context goes before the model); and
+    /// the samples the decode reads.
+    fn pick_context(&self, room: &Room, id: u64, start: u64, own: usize) -> (u64, Pick, usize) {
         let context_from = self.context_for(id, room);
-        let pick = self.pick(room, context_from, start, own);
+        let reads = self.reads(context_from, start, own);
+        let pick = self.pick(room, reads);
         if pick.quick && context_from != 0 {
-            let alone = self.pick(room, 0, start, own);
+            let alone = self.pick(room, own);
             if !alone.quick {
-                return (0, alone);
+                return (0, alone, own);
             }
         }
-        (context_from, pick)
+        (context_from, pick, reads)
     }
 
-    /// How a final's decode runs ([`Lead::for_final`]), for its `own` samples (padding
-    /// included) after the context from `context_from`, at `room`'s lead.
-    fn pick(&self, room: &Room, context_from: u64, start: u64, own: usize) -> Pick {
+    /// How a final's decode of `reads` samples (context and padding included) runs
+    /// ([`Lead::for_final`]), at `room`'s lead.
+    fn pick(&self, room: &Room, reads: usize) -> Pick {
         let lead = Lead {
             beam: room.lead.beam.filter(|_| room.beam),
             quick: self.quickens(room),
             ..room.lead
         };
-        lead.for_final(self.reads(context_from, start, own), self.config.endpoint)
+        lead.for_final(reads, self.config.endpoint)
     }
 
     /// The partials' model's line where this channel's finals may fall back to it: the
@@ -854,20 +860,12 @@ impl Segmenter {
     }
 
     /// When a final whose voice ended at `voice_end` is needed ([`Due`]), decoded as
-    /// `pick` says.
-    fn due(
-        &self,
-        room: &Room,
-        pick: Pick,
-        voice_end: Instant,
-        context_from: u64,
-        start: u64,
-        own: usize,
-    ) -> Due {
+    /// `pick` says, reading `reads` samples.
+    fn due(&self, room: &Room, pick: Pick, voice_end: Instant, reads: usize) -> Due {
         let after = samples_as_time(self.config.endpoint) + samples_as_time(room.lead.budget);
         Due {
             at: voice_end + after,
-            seconds: self.reads(context_from, start, own) as f64 / RATE as f64,
+            seconds: reads as f64 / RATE as f64,
             quickens: !pick.quick && self.quickens(room).is_some(),
         }
     }
@@ -1971,19 +1969,19 @@ mod tests {
             ..Lead::default()
         });
         s.config.endpoint = own + 2 * FRAME;
-        let (kept, pick) = s.pick_context(&room, id, start, own);
-        assert_eq!((kept, pick.quick), (0, false));
+        let (kept, pick, reads) = s.pick_context(&room, id, start, own);
+        assert_eq!((kept, pick.quick, reads), (0, false, own));
         s.config.endpoint = own;
-        let (kept, pick) = s.pick_context(&room, id, start, own);
-        assert_eq!((kept, pick.quick), (from, true));
+        let (kept, pick, reads) = s.pick_context(&room, id, start, own);
+        assert_eq!((kept, pick.quick, reads), (from, true, own + context));
         s.config.endpoint = own + context + 2 * FRAME;
-        let (kept, pick) = s.pick_context(&room, id, start, own);
-        assert_eq!((kept, pick.quick), (from, false));
+        let (kept, pick, reads) = s.pick_context(&room, id, start, own);
+        assert_eq!((kept, pick.quick, reads), (from, false, own + context));
         // The assistant's channel keeps its context and model, late or not.
         s.config.deadline = false;
         s.config.endpoint = own;
-        let (kept, pick) = s.pick_context(&room, id, start, own);
-        assert_eq!((kept, pick.quick), (from, false));
+        let (kept, pick, reads) = s.pick_context(&room, id, start, own);
+        assert_eq!((kept, pick.quick, reads), (from, false, own + context));
     }
 
     #[test]
@@ -2226,7 +2224,7 @@ mod tests {
         assert_ne!(s.want().map(|w| w.kind), Some(DecodeKind::Speculative));
         feed(&mut s, 1, false, &mut at);
         let judge = s.want().expect("a judge");
-        assert_eq!(judge.kind, DecodeKind::Partial);
+        assert_eq!(judge.kind, DecodeKind::Judge);
         assert!(!judge.ticket.whole && judge.ticket.len >= 40 * FRAME);
         s.decoded(
             judge.ticket,
@@ -2245,7 +2243,7 @@ mod tests {
         feed(&mut s, 30, true, &mut at);
         feed(&mut s, 1, false, &mut at);
         let judge = s.want().expect("a judge");
-        assert_eq!(judge.kind, DecodeKind::Partial);
+        assert_eq!(judge.kind, DecodeKind::Judge);
         let whole = "Now left click the research facility.";
         s.decoded(judge.ticket, heard(whole, 0.9), Instant::now(), &mut out);
         let want = speculate(&mut s, &mut at);
