@@ -300,8 +300,10 @@ impl Scheduler {
     ///
     /// The ladder climbs on how late the wave's last final (the finals, and the
     /// speculative decodes that will be finals at their endpoint, shed ones included) will
-    /// be when it starts, priced by the cost model, so a wave sheds at once rather than
-    /// once its first finals are late: with the finals' model if that is on time, else
+    /// be when it starts, priced by the cost model at the wave's own mean length, so a
+    /// wave sheds at once rather than once its first finals are late (BENCHMARKS.md, "The
+    /// shapes simulated": priced at a typical 3 s instead, a wave of long sentences came
+    /// late by decoding): with the finals' model if that is on time, else
     /// with the partials' (the step that sheds the finals' model, and beyond it only if
     /// even those are late).
     pub fn plan(&mut self, knobs: &Knobs, wanted: &[Wanted], idle: usize, now: Instant) -> Plan {
@@ -315,9 +317,10 @@ impl Scheduler {
                 late = late.max(now.saturating_duration_since(w.since));
             }
         }
+        let seconds = mean_seconds(wanted.iter().filter(|w| w.kind.is_essential()));
         let (cost, decoders, max_batch) = (self.cost, self.decoders, self.max_batch);
         let queued = |tier| {
-            let wait = cost.queue_wait(tier, wave, decoders, TYPICAL_UTTERANCE, max_batch);
+            let wait = cost.queue_wait(tier, wave, decoders, seconds, max_batch);
             late + Duration::from_secs_f64(wait)
         };
         let finals_on_time = queued(Tier::Finals);
@@ -382,13 +385,10 @@ impl Scheduler {
             .filter(|w| tier_of(w) == tier && w.kind.is_essential() == essential)
             .map(|w| w.key)
             .collect();
-        let take = self.cost.batch_size(
-            tier,
-            alike.len(),
-            idle.max(1),
-            TYPICAL_UTTERANCE,
-            self.max_batch,
-        );
+        let seconds = mean_seconds(ranked.iter().copied().filter(|w| alike.contains(&w.key)));
+        let take = self
+            .cost
+            .batch_size(tier, alike.len(), idle.max(1), seconds, self.max_batch);
         Some(Batch {
             keys: alike.into_iter().take(take).collect(),
             tier,
@@ -522,6 +522,20 @@ impl Present {
 fn weight(opened: Instant, now: Instant) -> f64 {
     let age = now.saturating_duration_since(opened).as_secs_f64();
     1.0 - (-age / LOAD_WINDOW.as_secs_f64()).exp()
+}
+
+/// The mean length (seconds of audio read) of the `wanted` decodes that say theirs; a
+/// typical utterance's where none does. Prices a wave by what it is: a wave of long
+/// utterances (every caller finishing a long sentence at once) costs more than three
+/// seconds each.
+fn mean_seconds<'a>(wanted: impl Iterator<Item = &'a Wanted>) -> f64 {
+    let (sum, n) = wanted
+        .filter_map(|w| w.due.map(|d| d.seconds))
+        .fold((0.0, 0usize), |(sum, n), s| (sum + s, n + 1));
+    match n {
+        0 => TYPICAL_UTTERANCE,
+        n => sum / n as f64,
+    }
 }
 
 #[cfg(test)]
