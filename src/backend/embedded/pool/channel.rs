@@ -99,11 +99,7 @@ impl ChannelState {
     /// ([`InFlight::beside`]) and the channel is not over (as if
     /// the decoders had room for everything: whether, and since when).
     pub(super) fn want(&self) -> Option<Want> {
-        self.events.as_ref()?;
-        self.decoding.beside(|partials| match partials {
-            true => self.segmenter.want(),
-            false => self.segmenter.want_without_partials(),
-        })
+        self.want_in(&self.segmenter.room())
     }
 
     /// The same, with what the decoders have `room` for now (a claim's).

@@ -380,17 +380,16 @@ impl Scheduler {
         ranked.sort_by_key(|w| w.rank());
         let first = ranked.first()?;
         let (tier, essential) = (tier_of(first), first.kind.is_essential());
-        let alike: Vec<usize> = ranked
-            .iter()
+        let alike: Vec<&Wanted> = ranked
+            .into_iter()
             .filter(|w| tier_of(w) == tier && w.kind.is_essential() == essential)
-            .map(|w| w.key)
             .collect();
-        let seconds = mean_seconds(ranked.iter().copied().filter(|w| alike.contains(&w.key)));
+        let seconds = mean_seconds(alike.iter().copied());
         let take = self
             .cost
             .batch_size(tier, alike.len(), idle.max(1), seconds, self.max_batch);
         Some(Batch {
-            keys: alike.into_iter().take(take).collect(),
+            keys: alike.iter().take(take).map(|w| w.key).collect(),
             tier,
             beam: tier == Tier::Finals && knobs.shed.beam.is_none(),
             context: knobs.shed.context_for(finals),

@@ -689,15 +689,13 @@ impl Segmenter {
     /// for everything at the configured lead ([`Room::all`]): for callers that only ask
     /// whether, or since when, a decode is wanted.
     pub fn want(&self) -> Option<Want> {
-        self.want_in(&Room::all(self.config.lead))
+        self.want_in(&self.room())
     }
 
-    /// [`Segmenter::want`] while a partial runs on the channel.
-    pub fn want_without_partials(&self) -> Option<Want> {
-        self.want_in(&Room {
-            partials: false,
-            ..Room::all(self.config.lead)
-        })
+    /// Room for everything at the configured lead ([`Room::all`]): what
+    /// [`Segmenter::want`] asks with.
+    pub fn room(&self) -> Room {
+        Room::all(self.config.lead)
     }
 
     /// The one decode this channel wants most now, if any, with what the decoders have
@@ -746,26 +744,11 @@ impl Segmenter {
             {
                 return None;
             }
-            let own = self.whole_len(open.audio.len(), open.voiced_end);
-            let (context_from, pick, reads) = self.pick_context(room, open.id, open.start, own);
-            let start_at = self
-                .config
-                .endpoint
-                .saturating_sub(pick.lead)
-                .max(2 * FRAME);
-            // Once a decode of a held utterance could be its final, faint voice that moves
-            // its end (frames at `release` in a long held pause) is decoded again only after
-            // as much quiet as a fresh pause: not once per faint frame.
-            let paused = match open.whole {
-                Some(_) if self.config.holds() => open.silence.min(open.quiet),
-                _ => open.silence,
-            };
             // First the partials' model reads the words to their end, where its
             // sentence-end probability judges the pause: due by the endpoint, so it comes
             // before the pause's speculative decode, which may start beside it
             // (`InFlight`).
-            let judges = self.config.unsure_end > 0.0 && self.config.hold_unfinished;
-            if judges
+            if self.config.reads_sentence_end()
                 && room.partials
                 && (JUDGE_AT..self.config.endpoint).contains(&open.silence)
                 && open.unjudged()
@@ -781,6 +764,20 @@ impl Segmenter {
                     ticket: ticket(0, false, Pick::PARTIAL),
                 });
             }
+            let own = self.whole_len(open.audio.len(), open.voiced_end);
+            let (context_from, pick, reads) = self.pick_context(room, open.id, open.start, own);
+            let start_at = self
+                .config
+                .endpoint
+                .saturating_sub(pick.lead)
+                .max(2 * FRAME);
+            // Once a decode of a held utterance could be its final, faint voice that moves
+            // its end (frames at `release` in a long held pause) is decoded again only after
+            // as much quiet as a fresh pause: not once per faint frame.
+            let paused = match open.whole {
+                Some(_) if self.config.holds() => open.silence.min(open.quiet),
+                _ => open.silence,
+            };
             return (paused >= start_at).then(|| Want {
                 kind: DecodeKind::Speculative,
                 since: open.since,
@@ -2020,7 +2017,11 @@ mod tests {
     /// wanted then).
     fn speculate(s: &mut Segmenter, at: &mut u64) -> Want {
         loop {
-            if let Some(want) = s.want_without_partials() {
+            let room = Room {
+                partials: false,
+                ..s.room()
+            };
+            if let Some(want) = s.want_in(&room) {
                 assert_eq!(want.kind, DecodeKind::Speculative);
                 return want;
             }

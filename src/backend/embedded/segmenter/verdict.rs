@@ -32,6 +32,12 @@ impl SegmenterConfig {
     pub fn holds(&self) -> bool {
         self.judge_turns || self.hold_unfinished
     }
+
+    /// Whether the model's probability of a sentence's end judges pauses (`unsure_end`,
+    /// with the words' hold): the partials' model then reads each pause first.
+    pub fn reads_sentence_end(&self) -> bool {
+        self.hold_unfinished && self.unsure_end > 0.0
+    }
 }
 
 /// What the words of a pause say ([`Open::words`]).
