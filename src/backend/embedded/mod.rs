@@ -6,6 +6,7 @@
 //! so a new engine is one module beside `moonshine` and `whisper`.
 
 pub mod cost;
+mod decode;
 pub mod pool;
 mod schedule;
 pub mod segmenter;

@@ -18,6 +18,7 @@
 
 mod admission;
 mod ladder;
+pub(super) mod want;
 
 use std::time::{Duration, Instant};
 
@@ -26,7 +27,7 @@ use self::admission::{Demand, promise};
 use self::ladder::{Ladder, LoadSheds};
 pub(crate) use self::ladder::{Shedding, Why};
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
-use super::segmenter::{DecodeKind, Due, Lead, Room, Want};
+use super::decode::{DecodeKind, Due, Lead, Room, Want};
 use super::{Shed, Tier};
 use crate::backend::Refusal;
 

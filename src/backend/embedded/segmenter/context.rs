@@ -105,13 +105,13 @@ impl Segmenter {
     }
 
     /// The first sent final to decode before utterance `id` (0 for none): the latest ones
-    /// of the same turn that fit with it in `room`'s share of the context span, and only
+    /// of the same turn that fit with it in a `share` of the context span, and only
     /// once every earlier final is out, so that the words to take off are known.
-    pub(super) fn context_for(&self, id: u64, room: &Room) -> u64 {
+    pub(super) fn context_for(&self, id: u64, share: f64) -> u64 {
         let Some(u) = self.utterance(id) else {
             return 0;
         };
-        let span = (self.config.context_span as f64 * room.context.clamp(0.0, 1.0)) as usize;
+        let span = (self.config.context_span as f64 * share.clamp(0.0, 1.0)) as usize;
         let room = span.saturating_sub(self.whole_len(u.audio.len(), u.voiced_end));
         if id == self.plain || room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
             return 0;

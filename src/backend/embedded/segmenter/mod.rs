@@ -1,20 +1,27 @@
-//! Endpointing: cuts one channel's audio into utterances and says when each needs decoding.
+//! Endpointing: cuts one channel's audio into utterances and reports what each has for the
+//! decoders.
 //!
 //! A batch recognizer re-reads a whole utterance per decode, so when to decode decides both
 //! latency and cost. A neural voice-activity detector (earshot, ~0.5 ms per second of audio)
 //! marks every 16 ms frame as voice or not. An utterance opens on voice (with a pre-roll so
-//! no onset is clipped) and ends after `endpoint` of silence. Decoding is asked for:
+//! no onset is clipped) and ends after `endpoint` of silence, unless the pause is held (its
+//! words go on, or the model doubts a sentence's end: `verdict`). What the segmenter has
+//! for the decoders it reports as facts ([`Segmenter::need`]): an utterance ended and
+//! waiting for its final, the open one in a pause, or voiced with audio no decode read. The
+//! scheduler's rule (`schedule::want`) decides from them what is decoded and when:
 //!
-//! - as a **final** when an utterance has ended and no decode covers its last word yet;
-//! - **speculatively** when a pause has lasted so long that a decode started now would be
-//!   ready about when the endpoint fires: if the pause does become the endpoint, that decode
-//!   already is the final and goes out the moment the endpoint is reached; if speech resumes,
-//!   its text is a partial;
-//! - as a **partial** once the utterance has some voice, then every `partial_every` of audio.
+//! - a **final** when an utterance has ended and no decode covers its last word yet;
+//! - a **judge** at a pause's first silent frame, the partials' model reading the words for
+//!   the probability of a sentence's end;
+//! - a **speculative** decode when a pause has lasted so long that a decode started now would
+//!   be ready about when the endpoint fires: if the pause does become the endpoint, that
+//!   decode already is the final and goes out the moment the endpoint is reached; if speech
+//!   resumes, its text is a partial;
+//! - a **partial** once the utterance has some voice, then every `partial_every` of audio.
 //!
-//! The scheduler (the recognizer's worker) serves requests by [`DecodeKind`] order, so under
-//! load partials wait and finals do not. Everything here is plain computation; the decoding
-//! itself is the caller's.
+//! The segmenter takes each decode's text back ([`Segmenter::decoded`]) and emits partials
+//! and finals. Everything here is plain computation on audio time; the decoding is the
+//! caller's.
 
 mod context;
 mod verdict;
@@ -24,18 +31,16 @@ use std::time::{Duration, Instant};
 
 use context::Said;
 
-use super::cost::CostModel;
-use super::{FINAL_BUDGET, Tier, Transcribed};
+use super::Transcribed;
+pub use super::decode::{
+    DecodeKind, Due, FRAME, Lead, Need, Pick, Piece, RATE, Room, State, Ticket, Want,
+};
 pub use crate::turn::end_turn;
 use crate::turn::words::{goes_on, lone_word};
 pub use context::{drop_repeat, strip_context};
 use verdict::Verdict;
 pub use verdict::{TURN_WINDOW, TurnTicket};
 
-/// Samples per detector frame, at 16 kHz.
-pub const FRAME: usize = 256;
-/// The rate the detector works at.
-pub const RATE: usize = 16_000;
 /// Peak of the uniform dither added to what the detector hears (about -70 dBFS RMS); the
 /// audio decoded is untouched. Measured with `examples/segment_study.rs RATE=8000`.
 const DITHER: f32 = 0.001;
@@ -148,11 +153,6 @@ pub const TURN_GAP_MS: u64 = 1_500;
 /// 800 ms cut a third more pauses and lost a fifth more words on the turn set).
 pub const TURN_HOLD_MS: u64 = 1_000;
 
-/// Silence after which the partials' model reads a pause's words to judge it
-/// ([`Open::sentence_end`]): the first silent frame, so that its verdict is there before
-/// the endpoint.
-const JUDGE_AT: usize = FRAME;
-
 impl SegmenterConfig {
     pub fn from_ms(endpoint_ms: u64, partial_every_ms: u64) -> Self {
         let ms = |v: u64| (v as usize) * RATE / 1000;
@@ -182,94 +182,6 @@ impl SegmenterConfig {
             deadline: true,
         }
     }
-}
-
-/// Why a decode is wanted, most urgent first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DecodeKind {
-    Final,
-    Speculative,
-    FirstPartial,
-    Partial,
-    /// A partial that judges a pause: the partials' model reads the words to their end for
-    /// its probability of a sentence's end ([`Open::sentence_end`]), due by the endpoint.
-    Judge,
-}
-
-impl DecodeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Final => "final",
-            Self::Speculative => "speculative",
-            Self::FirstPartial => "first_partial",
-            Self::Partial => "partial",
-            Self::Judge => "judge",
-        }
-    }
-
-    /// Finals and the speculative decodes that may become them: what the calls cannot do
-    /// without, as against partials.
-    pub fn is_essential(self) -> bool {
-        matches!(self, Self::Final | Self::Speculative)
-    }
-}
-
-/// A decode a channel would like, for the scheduler to rank against other channels'.
-#[derive(Debug, Clone, Copy)]
-pub struct Want {
-    pub kind: DecodeKind,
-    /// Since when it has been wanted; older first within a kind.
-    pub since: Instant,
-    pub ticket: Ticket,
-    /// For a final or speculative decode: when the platform needs it; for a partial
-    /// judging a pause, the endpoint.
-    pub due: Option<Due>,
-}
-
-/// When a final is needed, and what its decode reads. The scheduler decodes the finals
-/// due first first, and, knowing how long one has waited for a decoder, gives it to the
-/// partials' model where the finals' would have it ready later than `at` and it may
-/// (`quickens`; `Lead::for_final` decided only for a decode started at once).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Due {
-    /// The voice's end, the channel's endpoint and the final's budget after it.
-    pub at: Instant,
-    /// Seconds of audio the decode reads (context, the utterance, its padding).
-    pub seconds: f64,
-    /// The finals' model takes it and it may give that model up for its deadline (a
-    /// customer's, while the ladder may shed the model).
-    pub quickens: bool,
-}
-
-impl Want {
-    /// The model this decode is for when the ladder sheds none.
-    pub fn tier(&self) -> Tier {
-        match self.ticket.quick {
-            true => Tier::Partials,
-            false => Tier::of(self.kind),
-        }
-    }
-}
-
-/// Which audio a decode reads: the first `len` samples of one utterance, after the sent
-/// finals from `context_from` on if that is not 0. The segmenter keeps taking audio while
-/// the decode runs elsewhere; the ticket says what it covered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ticket {
-    utterance: u64,
-    len: usize,
-    context_from: u64,
-    /// Padded (and with context where there is some): good enough to be a final.
-    whole: bool,
-    /// A second try at a final whose first decode heard no words: alone, after more
-    /// silence (see [`RETRY_LEAD`]).
-    retry: bool,
-    /// A final (or speculative) decode the engine's beam search may take: its decode, so
-    /// searched, is ready by the endpoint (see [`Lead::for_final`]).
-    pub beam: bool,
-    /// A final (or speculative) decode for the partials' model: the finals' would not have
-    /// it ready in time (see [`Lead::for_final`]).
-    pub quick: bool,
 }
 
 /// What the detector made of a frame: at `threshold` (or opening on a loud line), at
@@ -328,133 +240,6 @@ const RETRY_LEAD: usize = RATE * 3 / 10;
 /// Samples of audio time as a duration.
 fn samples_as_time(samples: usize) -> Duration {
     Duration::from_secs_f64(samples as f64 / RATE as f64)
-}
-
-/// How long before the endpoint a speculative decode must start to be ready when it
-/// passes: what a final's decode costs, `base + per second × length`, in samples of audio
-/// time, from the pool's cost model ([`CostModel`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Lead {
-    pub base: usize,
-    pub per_second: usize,
-    /// The same for a final searched with the engine's beam, if it has one.
-    pub beam: Option<(usize, usize)>,
-    /// The same for the partials' model, greedy, where a final may fall back to it (the
-    /// engine has a finals' model and the ladder may shed it).
-    pub quick: Option<(usize, usize)>,
-    /// How long after its endpoint a final may be ready (samples): one whose finals'-model
-    /// decode would be later takes the partials' model.
-    pub budget: usize,
-}
-
-impl Default for Lead {
-    /// Moonshine tiny-en's decodes on 2 cores (BENCHMARKS.md, "decode cost by length"):
-    /// before the engine is calibrated, and for the tests.
-    fn default() -> Self {
-        Self {
-            base: 50 * RATE / 1000,
-            per_second: 40 * RATE / 1000,
-            beam: None,
-            quick: None,
-            budget: (FINAL_BUDGET.as_secs_f64() * RATE as f64) as usize,
-        }
-    }
-}
-
-/// How one final (or speculative) decode runs: how early before the endpoint it starts,
-/// whether the beam searches it, and whether the partials' model takes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pick {
-    pub lead: usize,
-    pub beam: bool,
-    pub quick: bool,
-}
-
-impl Pick {
-    /// A partial's: no lead, greedy, the partials' model.
-    pub const PARTIAL: Self = Self {
-        lead: 0,
-        beam: false,
-        quick: false,
-    };
-}
-
-impl Lead {
-    /// A final's decode alone, by the finals' model, greedy and with its beam, with a 10 ms
-    /// margin; by the partials' model if `quick` (a final may fall back to it).
-    pub fn of(cost: &CostModel, quick: bool) -> Self {
-        let samples = |s: f64| (s * RATE as f64).round().max(0.0) as usize;
-        let line = |at: &dyn Fn(f64) -> f64| (samples(at(0.0) + 0.010), samples(at(1.0) - at(0.0)));
-        let (base, per_second) = line(&|s| cost.final_alone(Tier::Finals, s, false));
-        Self {
-            base,
-            per_second,
-            beam: (cost.beam() > 1).then(|| line(&|s| cost.final_alone(Tier::Finals, s, true))),
-            quick: quick.then(|| line(&|s| cost.final_alone(Tier::Partials, s, false))),
-            ..Self::default()
-        }
-    }
-
-    /// How a final's decode of `audio` samples runs before an `endpoint`, started at the
-    /// earliest a speculative decode may (two frames into the pause) if it must: with the
-    /// beam only where that decode is ready by the endpoint (the beam never delays a
-    /// final: at the customer's 200 ms it takes short utterances, at the assistant's
-    /// 1000 ms nearly all, BENCHMARKS.md "Beam search for finals"); by the finals' model
-    /// greedily where it is ready within `budget` of the endpoint; else by the partials'
-    /// model, where there is one, so a long utterance's final is not later than the
-    /// platform's time to final allows on a machine whose finals' model is slow for it
-    /// (BENCHMARKS.md, "A final's model by its deadline").
-    pub fn for_final(&self, audio: usize, endpoint: usize) -> Pick {
-        let line = |(base, per_second): (usize, usize)| base + per_second * audio / RATE;
-        let earliest = 2 * FRAME;
-        if let Some(beam) = self.beam.map(line)
-            && beam + earliest <= endpoint
-        {
-            return Pick {
-                lead: beam,
-                beam: true,
-                quick: false,
-            };
-        }
-        let greedy = line((self.base, self.per_second));
-        match self.quick.map(line) {
-            Some(quick) if greedy + earliest > endpoint + self.budget => Pick {
-                lead: quick,
-                beam: false,
-                quick: true,
-            },
-            _ => Pick {
-                lead: greedy,
-                beam: false,
-                quick: false,
-            },
-        }
-    }
-}
-
-/// What the decoders have room for now, as the scheduler sets it per claim
-/// (`schedule::Knobs`): the share of the context span finals may read, whether the
-/// engine's beam may take them, what a final's decode costs (the speculative decodes'
-/// lead), and whether a partial may start on the channel (the ladder keeps partials and
-/// none runs there). Passed with each question ([`Segmenter::want_in`]), never kept.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Room {
-    pub context: f64,
-    pub beam: bool,
-    pub lead: Lead,
-    pub partials: bool,
-}
-
-impl Room {
-    /// Everything, at `lead`: decoders with time to spare.
-    pub fn all(lead: Lead) -> Self {
-        Self {
-            context: 1.0,
-            beam: true,
-            lead,
-            partials: true,
-        }
-    }
 }
 
 /// The utterance being spoken.
@@ -699,43 +484,39 @@ impl Segmenter {
     }
 
     /// The one decode this channel wants most now, if any, with what the decoders have
-    /// `room` for: the scheduler's knobs, given with each question and never kept.
+    /// `room` for: the scheduler's knobs, given with each question and never kept. The
+    /// scheduler's rule decides (`schedule::want`); this only tells it the facts.
     pub fn want_in(&self, room: &Room) -> Option<Want> {
+        super::schedule::want::want(&self.need(room.context)?, room)
+    }
+
+    /// What this channel has for the decoders now ([`Need`]), its finals' context taken
+    /// from the turn's latest `context` share of the span; `None` where no decode could
+    /// tell more than the last one did.
+    pub fn need(&self, context: f64) -> Option<Need> {
+        let need = |state| {
+            Some(Need {
+                endpoint: self.config.endpoint,
+                deadline: self.config.deadline,
+                state,
+            })
+        };
         if let Some(ended) = self.ended.front() {
             let own = self.whole_len(ended.audio.len(), ended.voiced_end);
-            let (context_from, pick, reads) = match ended.retry {
-                true => (0, self.pick(room, own), own),
-                false => self.pick_context(room, ended.id, ended.start, own),
-            };
             let voice_end = ended
                 .since
                 .checked_sub(samples_as_time(ended.silence))
                 .unwrap_or(ended.since);
-            return Some(Want {
-                kind: DecodeKind::Final,
+            // A retry reads the utterance alone.
+            let context = if ended.retry { 0.0 } else { context };
+            return need(State::Ended {
+                piece: self.piece(ended.id, ended.start, ended.audio.len(), own, context),
+                retry: ended.retry,
                 since: ended.since,
-                due: Some(self.due(room, pick, voice_end, reads)),
-                ticket: Ticket {
-                    utterance: ended.id,
-                    len: ended.audio.len(),
-                    context_from,
-                    whole: true,
-                    retry: ended.retry,
-                    beam: pick.beam,
-                    quick: pick.quick,
-                },
+                voice_end,
             });
         }
         let open = self.open.as_ref()?;
-        let ticket = |context_from, whole, pick: Pick| Ticket {
-            utterance: open.id,
-            len: open.audio.len(),
-            context_from,
-            whole,
-            retry: false,
-            beam: pick.beam,
-            quick: pick.quick,
-        };
         if open.silence > 0 {
             if open
                 .whole
@@ -744,103 +525,53 @@ impl Segmenter {
             {
                 return None;
             }
-            // First the partials' model reads the words to their end, where its
-            // sentence-end probability judges the pause: due by the endpoint, so it comes
-            // before the pause's speculative decode, which may start beside it
-            // (`InFlight`).
-            if self.config.reads_sentence_end()
-                && room.partials
-                && (JUDGE_AT..self.config.endpoint).contains(&open.silence)
-                && open.unjudged()
-            {
-                return Some(Want {
-                    kind: DecodeKind::Judge,
-                    since: open.paused_at,
-                    due: Some(Due {
-                        at: open.paused_at + samples_as_time(self.config.endpoint),
-                        seconds: open.audio.len() as f64 / RATE as f64,
-                        quickens: false,
-                    }),
-                    ticket: ticket(0, false, Pick::PARTIAL),
-                });
-            }
             let own = self.whole_len(open.audio.len(), open.voiced_end);
-            let (context_from, pick, reads) = self.pick_context(room, open.id, open.start, own);
-            let start_at = self
-                .config
-                .endpoint
-                .saturating_sub(pick.lead)
-                .max(2 * FRAME);
             // Once a decode of a held utterance could be its final, faint voice that moves
             // its end (frames at `release` in a long held pause) is decoded again only after
             // as much quiet as a fresh pause: not once per faint frame.
-            let paused = match open.whole {
+            let quiet = match open.whole {
                 Some(_) if self.config.holds() => open.silence.min(open.quiet),
                 _ => open.silence,
             };
-            return (paused >= start_at).then(|| Want {
-                kind: DecodeKind::Speculative,
+            return need(State::Paused {
+                piece: self.piece(open.id, open.start, open.audio.len(), own, context),
+                silence: open.silence,
+                quiet,
+                judge: self.config.reads_sentence_end() && open.unjudged(),
                 since: open.since,
-                due: Some(self.due(room, pick, open.paused_at, reads)),
-                ticket: ticket(context_from, true, pick),
+                paused_at: open.paused_at,
             });
         }
         if open.decoded_len >= open.voiced_end {
             return None;
         }
-        let kind = if open
-            .decoded_text
-            .as_ref()
-            .is_none_or(|t| t.trim().is_empty())
-        {
-            let heard = open.audio.len() - open.preroll;
-            let retry = open.decoded_len == 0
-                || open.audio.len() - open.decoded_len >= self.config.first_partial / 2;
-            (heard >= self.config.first_partial && retry).then_some(DecodeKind::FirstPartial)
-        } else {
-            (open.audio.len() - open.decoded_len >= self.config.partial_every)
-                .then_some(DecodeKind::Partial)
-        };
-        kind.map(|kind| Want {
-            kind,
+        need(State::Voiced {
+            id: open.id,
+            len: open.audio.len(),
+            heard: open.audio.len() - open.preroll,
+            decoded: open.decoded_len,
+            words: open
+                .decoded_text
+                .as_ref()
+                .is_some_and(|t| !t.trim().is_empty()),
+            first: self.config.first_partial,
+            every: self.config.partial_every,
             since: open.since,
-            due: None,
-            ticket: ticket(0, false, Pick::PARTIAL),
         })
     }
 
-    /// How a final's decode of utterance `id` runs ([`Segmenter::pick`]), with the turn's
-    /// context `room` allows, and that context: none where only without it would the
-    /// finals' model have the final ready in time (context goes before the model); and
-    /// the samples the decode reads.
-    fn pick_context(&self, room: &Room, id: u64, start: u64, own: usize) -> (u64, Pick, usize) {
-        let context_from = self.context_for(id, room);
-        let reads = self.reads(context_from, start, own);
-        let pick = self.pick(room, reads);
-        if pick.quick && context_from != 0 {
-            let alone = self.pick(room, own);
-            if !alone.quick {
-                return (0, alone, own);
-            }
+    /// Utterance `id` (from `start`, `len` samples now, `own` with its padding) as a final's
+    /// decode may read it: with the turn's context that a `context` share of the span has
+    /// room for.
+    fn piece(&self, id: u64, start: u64, len: usize, own: usize, context: f64) -> Piece {
+        let context_from = self.context_for(id, context);
+        Piece {
+            id,
+            len,
+            own,
+            context_from,
+            with_context: self.reads(context_from, start, own),
         }
-        (context_from, pick, reads)
-    }
-
-    /// How a final's decode of `reads` samples (context and padding included) runs
-    /// ([`Lead::for_final`]), at `room`'s lead.
-    fn pick(&self, room: &Room, reads: usize) -> Pick {
-        let lead = Lead {
-            beam: room.lead.beam.filter(|_| room.beam),
-            quick: self.quickens(room),
-            ..room.lead
-        };
-        lead.for_final(reads, self.config.endpoint)
-    }
-
-    /// The partials' model's line where this channel's finals may fall back to it: the
-    /// ladder may shed the finals' model and the channel has a deadline.
-    fn quickens(&self, room: &Room) -> Option<(usize, usize)> {
-        room.lead.quick.filter(|_| self.config.deadline)
     }
 
     /// Samples a final's decode reads: the context from `context_from` (as audio) and its
@@ -854,17 +585,6 @@ impl Segmenter {
                 .sum(),
         };
         context + own
-    }
-
-    /// When a final whose voice ended at `voice_end` is needed ([`Due`]), decoded as
-    /// `pick` says, reading `reads` samples.
-    fn due(&self, room: &Room, pick: Pick, voice_end: Instant, reads: usize) -> Due {
-        let after = samples_as_time(self.config.endpoint) + samples_as_time(room.lead.budget);
-        Due {
-            at: voice_end + after,
-            seconds: reads as f64 / RATE as f64,
-            quickens: !pick.quick && self.quickens(room).is_some(),
-        }
     }
 
     /// The audio a ticket's decode is to read, without context (empty if that utterance is
@@ -1347,7 +1067,7 @@ mod tests {
         Ticket {
             utterance: open.id,
             len: open.audio.len(),
-            context_from: s.context_for(open.id, &Room::all(s.config.lead)),
+            context_from: s.context_for(open.id, 1.0),
             whole: true,
             retry: false,
             beam: false,
@@ -1943,42 +1663,21 @@ mod tests {
         assert_eq!(open_ticket(&s).context_from, third.ticket.utterance);
         // Under load the span shrinks, and context goes first.
         let id = s.open.as_ref().unwrap().id;
-        let none = Room {
-            context: 0.0,
-            ..Room::all(s.config.lead)
-        };
-        assert_eq!(s.context_for(id, &none), 0);
-        // Where the finals' model would have the final late with its context and on time
-        // without it, the context goes and the model stays; where late either way, the
-        // partials' model takes it with its context.
+        assert_eq!(s.context_for(id, 0.0), 0);
+        // A final's decode may read the turn's earlier audio before its own: the scheduler's
+        // rule weighs both (`schedule::want`).
         let open = s.open.as_ref().unwrap();
-        let (start, own) = (open.start, s.whole_len(open.audio.len(), open.voiced_end));
-        let from = s.context_for(id, &Room::all(s.config.lead));
+        let (start, len) = (open.start, open.audio.len());
+        let own = s.whole_len(len, open.voiced_end);
+        let from = s.context_for(id, 1.0);
         let context: usize = s.context(from, start).map(|(a, _)| a.len()).sum();
         assert!(from != 0 && context > 0);
-        // A decode takes as long as the audio it reads: late when longer than the endpoint
-        // (the budget 0) less the two frames it starts into the pause.
-        let room = Room::all(Lead {
-            base: 0,
-            per_second: RATE,
-            quick: Some((0, 0)),
-            budget: 0,
-            ..Lead::default()
-        });
-        s.config.endpoint = own + 2 * FRAME;
-        let (kept, pick, reads) = s.pick_context(&room, id, start, own);
-        assert_eq!((kept, pick.quick, reads), (0, false, own));
-        s.config.endpoint = own;
-        let (kept, pick, reads) = s.pick_context(&room, id, start, own);
-        assert_eq!((kept, pick.quick, reads), (from, true, own + context));
-        s.config.endpoint = own + context + 2 * FRAME;
-        let (kept, pick, reads) = s.pick_context(&room, id, start, own);
-        assert_eq!((kept, pick.quick, reads), (from, false, own + context));
-        // The assistant's channel keeps its context and model, late or not.
-        s.config.deadline = false;
-        s.config.endpoint = own;
-        let (kept, pick, reads) = s.pick_context(&room, id, start, own);
-        assert_eq!((kept, pick.quick, reads), (from, false, own + context));
+        let piece = s.piece(id, start, len, own, 1.0);
+        assert_eq!(
+            (piece.context_from, piece.own, piece.with_context),
+            (from, own, own + context)
+        );
+        assert_eq!(s.piece(id, start, len, own, 0.0).with_context, own);
     }
 
     #[test]

@@ -1,0 +1,284 @@
+//! The rule that turns a channel's facts ([`Need`]) into the decode it wants ([`Want`]):
+//! the one place that decides when a pause is judged, when a speculative decode starts,
+//! when partials come, and how a final's decode runs (model, beam, context) and by when it
+//! is due. Pure: the same facts and room give the same want.
+
+use std::time::{Duration, Instant};
+
+use super::super::decode::{
+    DecodeKind, Due, FRAME, Lead, Need, Pick, Piece, RATE, Room, State, Ticket, Want,
+};
+
+/// Silence after which the partials' model reads a pause's words to judge it: the first
+/// silent frame, so that its verdict is there before the endpoint.
+const JUDGE_AT: usize = FRAME;
+
+/// Samples of audio time as a duration.
+fn samples_as_time(samples: usize) -> Duration {
+    Duration::from_secs_f64(samples as f64 / RATE as f64)
+}
+
+/// The one decode a channel with `need` wants now, if any, with what the decoders have
+/// `room` for (the scheduler's knobs, [`super::Knobs::room`]).
+pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
+    let ticket = |piece: &Piece, context_from, whole, retry, pick: Pick| Ticket {
+        utterance: piece.id,
+        len: piece.len,
+        context_from,
+        whole,
+        retry,
+        beam: pick.beam,
+        quick: pick.quick,
+    };
+    match need.state {
+        State::Ended {
+            piece,
+            retry,
+            since,
+            voice_end,
+        } => {
+            let (context_from, pick, reads) = pick_context(need, room, &piece);
+            Some(Want {
+                kind: DecodeKind::Final,
+                since,
+                due: Some(due(need, room, pick, voice_end, reads)),
+                ticket: ticket(&piece, context_from, true, retry, pick),
+            })
+        }
+        State::Paused {
+            piece,
+            silence,
+            quiet,
+            judge,
+            since,
+            paused_at,
+        } => {
+            // First the partials' model reads the words to their end, where its
+            // sentence-end probability judges the pause: due by the endpoint, so it comes
+            // before the pause's speculative decode, which may start beside it
+            // (`InFlight`).
+            if judge && room.partials && (JUDGE_AT..need.endpoint).contains(&silence) {
+                return Some(Want {
+                    kind: DecodeKind::Judge,
+                    since: paused_at,
+                    due: Some(Due {
+                        at: paused_at + samples_as_time(need.endpoint),
+                        seconds: piece.len as f64 / RATE as f64,
+                        quickens: false,
+                    }),
+                    ticket: ticket(&piece, 0, false, false, Pick::PARTIAL),
+                });
+            }
+            // A speculative decode starts so that it is ready about when the endpoint
+            // passes, and never before two frames of the pause.
+            let (context_from, pick, reads) = pick_context(need, room, &piece);
+            let start_at = need.endpoint.saturating_sub(pick.lead).max(2 * FRAME);
+            (quiet >= start_at).then(|| Want {
+                kind: DecodeKind::Speculative,
+                since,
+                due: Some(due(need, room, pick, paused_at, reads)),
+                ticket: ticket(&piece, context_from, true, false, pick),
+            })
+        }
+        State::Voiced {
+            id,
+            len,
+            heard,
+            decoded,
+            words,
+            first,
+            every,
+            since,
+        } => {
+            // The first partial soon after the onset (and again while the decodes hear no
+            // words), then one per `every` of new audio.
+            let kind = match words {
+                false => (heard >= first && (decoded == 0 || len - decoded >= first / 2))
+                    .then_some(DecodeKind::FirstPartial),
+                true => (len - decoded >= every).then_some(DecodeKind::Partial),
+            };
+            let piece = Piece {
+                id,
+                len,
+                own: len,
+                context_from: 0,
+                with_context: len,
+            };
+            kind.map(|kind| Want {
+                kind,
+                since,
+                due: None,
+                ticket: ticket(&piece, 0, false, false, Pick::PARTIAL),
+            })
+        }
+    }
+}
+
+/// How a final's decode of `piece` runs ([`pick`]), with the turn's context or without
+/// it: without where only so would the finals' model have the final ready in time (context
+/// goes before the model); and the samples the decode reads.
+fn pick_context(need: &Need, room: &Room, piece: &Piece) -> (u64, Pick, usize) {
+    let pick = pick(need, room, piece.with_context);
+    if pick.quick && piece.context_from != 0 {
+        let alone = self::pick(need, room, piece.own);
+        if !alone.quick {
+            return (0, alone, piece.own);
+        }
+    }
+    (piece.context_from, pick, piece.with_context)
+}
+
+/// How a final's decode of `reads` samples (context and padding included) runs
+/// ([`Lead::for_final`]), at `room`'s lead.
+fn pick(need: &Need, room: &Room, reads: usize) -> Pick {
+    let lead = Lead {
+        beam: room.lead.beam.filter(|_| room.beam),
+        quick: quickens(need, room),
+        ..room.lead
+    };
+    lead.for_final(reads, need.endpoint)
+}
+
+/// The partials' model's line where this channel's finals may fall back to it: the
+/// ladder may shed the finals' model and the channel has a deadline.
+fn quickens(need: &Need, room: &Room) -> Option<(usize, usize)> {
+    room.lead.quick.filter(|_| need.deadline)
+}
+
+/// When a final whose voice ended at `voice_end` is needed ([`Due`]), decoded as `pick`
+/// says, reading `reads` samples.
+fn due(need: &Need, room: &Room, pick: Pick, voice_end: Instant, reads: usize) -> Due {
+    let after = samples_as_time(need.endpoint) + samples_as_time(room.lead.budget);
+    Due {
+        at: voice_end + after,
+        seconds: reads as f64 / RATE as f64,
+        quickens: !pick.quick && quickens(need, room).is_some(),
+    }
+}
+
+impl Lead {
+    /// How a final's decode of `audio` samples runs before an `endpoint`, started at the
+    /// earliest a speculative decode may (two frames into the pause) if it must: with the
+    /// beam only where that decode is ready by the endpoint (the beam never delays a
+    /// final: at the customer's 200 ms it takes short utterances, at the assistant's
+    /// 1000 ms nearly all, BENCHMARKS.md "Beam search for finals"); by the finals' model
+    /// greedily where it is ready within `budget` of the endpoint; else by the partials'
+    /// model, where there is one, so a long utterance's final is not later than the
+    /// platform's time to final allows on a machine whose finals' model is slow for it
+    /// (BENCHMARKS.md, "A final's model by its deadline").
+    pub fn for_final(&self, audio: usize, endpoint: usize) -> Pick {
+        let line = |(base, per_second): (usize, usize)| base + per_second * audio / RATE;
+        let earliest = 2 * FRAME;
+        if let Some(beam) = self.beam.map(line)
+            && beam + earliest <= endpoint
+        {
+            return Pick {
+                lead: beam,
+                beam: true,
+                quick: false,
+            };
+        }
+        let greedy = line((self.base, self.per_second));
+        match self.quick.map(line) {
+            Some(quick) if greedy + earliest > endpoint + self.budget => Pick {
+                lead: quick,
+                beam: false,
+                quick: true,
+            },
+            _ => Pick {
+                lead: greedy,
+                beam: false,
+                quick: false,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A paused utterance of `own` samples that may read `context` more before it.
+    fn paused(endpoint: usize, deadline: bool, own: usize, context: usize) -> (Need, Piece) {
+        let piece = Piece {
+            id: 2,
+            len: own,
+            own,
+            context_from: 1,
+            with_context: own + context,
+        };
+        let now = Instant::now();
+        let state = State::Paused {
+            piece,
+            silence: endpoint,
+            quiet: endpoint,
+            judge: false,
+            since: now,
+            paused_at: now,
+        };
+        let need = Need {
+            endpoint,
+            deadline,
+            state,
+        };
+        (need, piece)
+    }
+
+    #[test]
+    fn context_goes_before_the_finals_model_for_a_final_due_in_time() {
+        // A decode takes as long as the audio it reads: late when longer than the endpoint
+        // (the budget 0) less the two frames it starts into the pause.
+        let room = Room::all(Lead {
+            base: 0,
+            per_second: RATE,
+            quick: Some((0, 0)),
+            budget: 0,
+            ..Lead::default()
+        });
+        let (own, context) = (40 * FRAME, 30 * FRAME);
+        let pick = |endpoint, deadline| {
+            let (need, piece) = paused(endpoint, deadline, own, context);
+            let (from, pick, reads) = pick_context(&need, &room, &piece);
+            (from, pick.quick, reads)
+        };
+        // Late with its context, on time without it: the context goes, the model stays.
+        assert_eq!(pick(own + 2 * FRAME, true), (0, false, own));
+        // Late either way: the partials' model takes it with its context.
+        assert_eq!(pick(own, true), (1, true, own + context));
+        // On time with its context: both stay.
+        assert_eq!(
+            pick(own + context + 2 * FRAME, true),
+            (1, false, own + context)
+        );
+        // The assistant's channel keeps its context and model, late or not.
+        assert_eq!(pick(own, false), (1, false, own + context));
+    }
+
+    #[test]
+    fn a_pause_is_judged_before_its_speculative_decode_and_only_while_partials_run() {
+        let room = Room::all(Lead::default());
+        let (mut need, _) = paused(12 * FRAME, true, 40 * FRAME, 0);
+        let at = |need: &Need, silence: usize, room: &Room| {
+            let mut need = *need;
+            if let State::Paused {
+                silence: s, quiet, ..
+            } = &mut need.state
+            {
+                (*s, *quiet) = (silence, silence);
+            }
+            want(&need, room).map(|w| w.kind)
+        };
+        if let State::Paused { judge, .. } = &mut need.state {
+            *judge = true;
+        }
+        assert_eq!(at(&need, 0, &room), None);
+        assert_eq!(at(&need, FRAME, &room), Some(DecodeKind::Judge));
+        let shed = Room {
+            partials: false,
+            ..room
+        };
+        assert_ne!(at(&need, FRAME, &shed), Some(DecodeKind::Judge));
+        // At the endpoint the judge is late: the speculative decode is what is wanted.
+        assert_eq!(at(&need, 12 * FRAME, &room), Some(DecodeKind::Speculative));
+    }
+}
