@@ -928,6 +928,8 @@ mod tests {
             ("mod.rs", include_str!("mod.rs")),
             ("ladder.rs", include_str!("ladder.rs")),
             ("admission.rs", include_str!("admission.rs")),
+            ("want.rs", include_str!("want.rs")),
+            ("../decode.rs", include_str!("../decode.rs")),
         ] {
             let reads = super::super::clock_reads(text);
             assert!(reads.is_empty(), "{file} reads the clock: {reads:?}");
