@@ -472,14 +472,9 @@ impl Backend for Embedded {
         };
         let language = spec.options.language.clone().unwrap_or_default();
         (running.speaks)(&language).map_err(BackendError::new)?;
-        let lead = running.pool.lead();
-        let cuts = self.settings.cuts(
-            &spec,
-            running.judging,
-            running.context,
-            running.prompted,
-            lead,
-        );
+        let cuts = self
+            .settings
+            .cuts(&spec, running.judging, running.context, running.prompted);
         audio.wake_thread(running.listener.clone());
         running.pool.starting(spec.session_id);
         let session = spec.session_id;
@@ -516,7 +511,6 @@ impl Settings {
         judging: bool,
         context: ContextKind,
         prompted: bool,
-        lead: segmenter::Lead,
     ) -> SegmenterConfig {
         let o = &spec.options;
         let endpoint = if spec.channel == Channel::Assistant {
@@ -533,7 +527,6 @@ impl Settings {
             o.partial_interval_ms.unwrap_or(self.partial_interval_ms),
         );
         cuts.context_span = (self.context_span_ms as usize).min(60_000) * 16;
-        cuts.lead = lead;
         cuts.context_as_text = context == ContextKind::Text;
         cuts.prompted = prompted;
         // Measured on customers' speech; on text-to-speech prompts it is unreliable.
@@ -673,7 +666,6 @@ fn clock_reads(source: &str) -> Vec<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::segmenter::Lead;
     use super::*;
 
     fn spec(sample_rate: u32, options: &[(&str, u64)]) -> ChannelSpec {
@@ -713,7 +705,7 @@ mod tests {
         let cut = |spec: &ChannelSpec, judging| {
             backend
                 .settings
-                .cuts(spec, judging, ContextKind::Audio, false, Lead::default())
+                .cuts(spec, judging, ContextKind::Audio, false)
         };
         assert_eq!(cut(&spec(16_000, &[]), false).endpoint, ms(200));
         assert_eq!(cut(&spec(48_000, &[]), false).endpoint, ms(200));
@@ -777,22 +769,12 @@ mod tests {
         assert!(
             backend
                 .settings
-                .cuts(
-                    &spec(16_000, &[]),
-                    false,
-                    ContextKind::Text,
-                    true,
-                    Lead::default()
-                )
+                .cuts(&spec(16_000, &[]), false, ContextKind::Text, true)
                 .context_as_text
         );
-        let whisper = backend.settings.cuts(
-            &spec(16_000, &[]),
-            false,
-            ContextKind::Audio,
-            true,
-            Lead::default(),
-        );
+        let whisper = backend
+            .settings
+            .cuts(&spec(16_000, &[]), false, ContextKind::Audio, true);
         assert!(whisper.prompted && !whisper.context_as_text);
     }
 

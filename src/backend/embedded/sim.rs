@@ -416,7 +416,6 @@ impl Sim<'_> {
             return;
         }
         self.outcome.admitted.push(index);
-        let lead = self.scheduler.lead();
         for (role, voice) in [Role::Customer, Role::Assistant]
             .into_iter()
             .zip(&call.voice)
@@ -427,7 +426,7 @@ impl Sim<'_> {
                 sample_rate: 16_000,
                 options: Arc::new(Options::default()),
             };
-            let cuts = settings.cuts(&spec, false, ContextKind::Audio, true, lead);
+            let cuts = settings.cuts(&spec, false, ContextKind::Audio, true);
             self.channels.push(Chan {
                 call: index,
                 role,

@@ -8,7 +8,7 @@ use tracing::warn;
 
 use super::super::MODEL_RATE;
 use super::super::schedule::{InFlight, Why};
-use super::super::segmenter::{Emit, Recovery, Room, Segmenter, Want};
+use super::super::segmenter::{DecodeKind, Emit, Lead, Recovery, Room, Segmenter, Want};
 use super::{Job, MAX_STEP_SAMPLES, lock};
 use crate::audio::AudioSource;
 use crate::backend::EventSink;
@@ -95,14 +95,20 @@ impl Channel {
 }
 
 impl ChannelState {
-    /// The decode this channel wants, if it may start beside what runs
-    /// ([`InFlight::beside`]) and the channel is not over (as if
-    /// the decoders had room for everything: whether, and since when).
-    pub(super) fn want(&self) -> Option<Want> {
-        self.want_in(&self.segmenter.room())
+    /// Since when this channel's oldest final has waited for a decoder, if one does (a
+    /// final running is not waiting). Whether a final is wanted, and since when, does not
+    /// depend on the room, so any will do.
+    pub(super) fn final_since(&self) -> Option<Instant> {
+        self.want_in(&Room::all(Lead::default()))
+            .filter(|w| w.kind == DecodeKind::Final)
+            .map(|w| w.since)
     }
 
-    /// The same, with what the decoders have `room` for now (a claim's).
+    /// The decode this channel wants, if it may start beside what runs
+    /// ([`InFlight::beside`]) and the channel is not over, with what the decoders have
+    /// `room` for now (the scheduler's knobs, [`super::super::schedule::Knobs::room`]: its
+    /// lead is the cost model's as decodes correct it, not the one the channel started
+    /// with).
     pub(super) fn want_in(&self, room: &Room) -> Option<Want> {
         self.events.as_ref()?;
         self.decoding.beside(|partials| {
@@ -115,8 +121,8 @@ impl ChannelState {
 
     /// Takes all audio waiting in the ring through the segmenter. `None` once the channel
     /// is over: its session left, it failed, or its audio ended and every final went out;
-    /// else whether it wants a decode.
-    pub(super) fn ingest(&mut self) -> Option<bool> {
+    /// else whether it wants a decode with what the decoders have `room` for.
+    pub(super) fn ingest(&mut self, room: &Room) -> Option<bool> {
         if !self.events.as_ref().is_some_and(EventSink::is_open) {
             return None;
         }
@@ -144,7 +150,7 @@ impl ChannelState {
             }
             return None;
         }
-        Some(self.want().is_some() || self.segmenter.wants_turn())
+        Some(self.want_in(room).is_some() || self.segmenter.wants_turn())
     }
 
     /// Converts `n` popped samples to the model's rate and format, into `samples`.
@@ -203,8 +209,8 @@ impl ChannelState {
     }
 
     /// Its wanted speculative decode is left out (`why`): counted once per pause.
-    pub(super) fn shed_speculative(&mut self, why: Why) {
-        if self.want().is_some() && self.segmenter.speculative_shed() {
+    pub(super) fn shed_speculative(&mut self, why: Why, room: &Room) {
+        if self.want_in(room).is_some() && self.segmenter.speculative_shed() {
             metrics::counter!(m::SHED_DECODES, "what" => "speculative", "why" => why.as_str())
                 .increment(1);
         }

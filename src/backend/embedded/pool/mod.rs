@@ -38,7 +38,7 @@ use self::channel::{Channel, ChannelState};
 use super::Shed;
 use super::cost::CostModel;
 use super::schedule::{LeftOut, Live, Plan, Present, Scheduler, Wanted, Why, held_bookings};
-use super::segmenter::{DecodeKind, Lead, Room, SegmenterConfig, Want};
+use super::segmenter::{Room, SegmenterConfig, Want};
 use super::{Engine, StartError, Tier, Utterance};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink, Refusal};
@@ -118,11 +118,6 @@ impl Pool {
         lock(&self.scheduler).set_engine(cost, max_batch);
     }
 
-    /// A final's lead now ([`Scheduler::lead`]).
-    pub fn lead(&self) -> Lead {
-        lock(&self.scheduler).lead()
-    }
-
     /// Whether a call of `channels` more channels can be taken without putting the
     /// calls already here at risk (see [`Scheduler::admits`]).
     pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
@@ -160,11 +155,7 @@ impl Pool {
             .map(|c| Live {
                 session: c.session,
                 opened: c.opened,
-                final_since: c
-                    .lock()
-                    .want()
-                    .filter(|w| w.kind == DecodeKind::Final)
-                    .map(|w| w.since),
+                final_since: c.lock().final_since(),
             })
             .collect();
         let starting = lock(&self.starting).clone();
@@ -328,8 +319,13 @@ fn listen(pool: &Pool, jobs: &Receiver<Job>) {
         }
         let before = channels.len();
         let mut wants = false;
+        // Whether a channel wants a decode is asked as a claim would ask it: with the
+        // scheduler's knobs now (the live lead), so a pause whose speculative decode is due
+        // wakes the decoders when the claim would take it.
+        let room = lock(&pool.scheduler).knobs(Instant::now()).room();
         channels.retain(|channel| {
-            let ingested = std::panic::catch_unwind(AssertUnwindSafe(|| channel.lock().ingest()));
+            let ingested =
+                std::panic::catch_unwind(AssertUnwindSafe(|| channel.lock().ingest(&room)));
             match ingested {
                 Ok(Some(want)) => {
                     wants |= want;
@@ -532,7 +528,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 continue;
             };
             if let Some(LeftOut::Speculative(why)) = knobs.left_out(w.kind) {
-                state.shed_speculative(why);
+                state.shed_speculative(why, &room);
             }
             wanted.push(Wanted::of(key, &w));
         }
@@ -620,7 +616,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use crate::backend::embedded::ContextKind;
-    use crate::backend::embedded::segmenter::FRAME;
+    use crate::backend::embedded::segmenter::{DecodeKind, FRAME, Lead};
     use crate::backend::whisper::{WhisperConfig, settings};
     use crate::backend::{ChannelSpec, Options};
     use crate::protocol::Channel as Role;
@@ -651,7 +647,7 @@ mod tests {
                 audio: crate::audio::channel_pipe(16_000, 1_024).1,
                 events: EventSink::new(tx, role, 0),
                 sample_rate: 16_000,
-                cuts: settings.cuts(&spec, false, ContextKind::Audio, true, pool.lead()),
+                cuts: settings.cuts(&spec, false, ContextKind::Audio, true),
                 keyterms: String::new(),
                 language: String::new(),
                 session: 1,
@@ -738,6 +734,28 @@ mod tests {
         assert!(!pool.is_healthy(limit));
         pool.set_busy(1, false);
         assert!(pool.is_healthy(limit));
+    }
+
+    /// The assistant spoke 2 s and paused 0.5 s ago. On machine F's figures base needs
+    /// most of its 1 s endpoint for that final, so the scheduler's lead wants the pause's
+    /// speculative decode now; the lead a channel is configured with (Moonshine's figures,
+    /// for callers without a scheduler) would want it only 0.85 s into the pause. The
+    /// listener asks with the scheduler's knobs, as a claim does, so the decoders are woken
+    /// when the claim would take it.
+    #[test]
+    fn a_channel_is_asked_with_the_schedulers_live_lead_not_the_one_it_started_with() {
+        let pool = call([(0.0, 0.0), (0.0, 2.0)], 2.5);
+        let room = lock(&pool.scheduler).knobs(Instant::now()).room();
+        let channels = lock(&pool.channels).clone();
+        let assistant = channels[1].lock();
+        let live = assistant.want_in(&room).map(|w| w.kind);
+        assert_eq!(live, Some(DecodeKind::Speculative));
+        // `Settings::cuts` leaves a channel's configured lead at its default.
+        let configured = Room {
+            lead: Lead::default(),
+            ..room
+        };
+        assert!(assistant.want_in(&configured).is_none());
     }
 
     #[test]

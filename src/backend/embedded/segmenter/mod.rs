@@ -120,7 +120,9 @@ pub struct SegmenterConfig {
     pub context_as_text: bool,
     /// The engine reads a text prompt: the keyterms go to it whatever `context_as_text`.
     pub prompted: bool,
-    /// How early a speculative decode starts (the pool's cost model).
+    /// How early a speculative decode starts, for callers that ask without the scheduler's
+    /// knobs ([`Segmenter::want`]: the offline study, tests). The pool never reads it: it
+    /// asks with the scheduler's live lead ([`Segmenter::want_in`]).
     pub lead: Lead,
     /// A final whose decode would be late gives up its context, then the finals' model,
     /// for its budget ([`Lead::for_final`]): the customer's, whose finals the platform
