@@ -24,7 +24,8 @@ pub enum DecodeKind {
     FirstPartial,
     Partial,
     /// A partial that judges a pause: the partials' model reads the words to their end for
-    /// its probability of a sentence's end (`Open::sentence_end` in the segmenter), due by the endpoint.
+    /// its probability of a sentence's end (the segmenter's `Open::sentence_end`), due by
+    /// the endpoint.
     Judge,
 }
 
@@ -174,7 +175,8 @@ impl Lead {
 /// (`schedule::Knobs`): the share of the context span finals may read, whether the
 /// engine's beam may take them, what a final's decode costs (the speculative decodes'
 /// lead), and whether a partial may start on the channel (the ladder keeps partials and
-/// none runs there). Passed with each question ([`super::segmenter::Segmenter::want_in`]), never kept.
+/// none runs there). Passed with each question (by a claim, and by the listener asking
+/// whether to wake the decoders), never kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Room {
     pub context: f64,

@@ -173,7 +173,7 @@ pub trait Engine: Send {
 /// How long after its endpoint a final may come: what is left of the platform's 800 ms
 /// time to final once the voice has been heard to stop (200 ms). Admission prices a wave
 /// of finals against it; a final whose finals'-model decode would take longer falls back to
-/// the partials' model ([`segmenter::Lead::for_final`]).
+/// the partials' model ([`decode::Lead::for_final`]).
 pub(crate) const FINAL_BUDGET: Duration = Duration::from_millis(600);
 
 /// Which of an engine's models decodes. The pool asks for the finals' one for finals and

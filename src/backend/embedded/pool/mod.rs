@@ -552,7 +552,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 metrics::counter!(m::SHED_DECODES, "what" => "context", "why" => why.as_str())
                     .increment(1);
             }
-            // The segmenter's pick (too long for the budget), or the scheduler's (due).
+            // The rule's pick (`schedule::want`: too long for the budget), or the plan's (due).
             let why = match want.ticket.quick {
                 true => Some(Why::Long),
                 false => (want.tier() == Tier::Finals).then_some(Why::Due),
@@ -737,13 +737,12 @@ mod tests {
     }
 
     /// The assistant spoke 2 s and paused 0.5 s ago. On machine F's figures base needs
-    /// most of its 1 s endpoint for that final, so the scheduler's lead wants the pause's
-    /// speculative decode now; the lead a channel is configured with (Moonshine's figures,
-    /// for callers without a scheduler) would want it only 0.85 s into the pause. The
-    /// listener asks with the scheduler's knobs, as a claim does, so the decoders are woken
-    /// when the claim would take it.
+    /// most of its 1 s endpoint for that final, so by the scheduler's lead the channel wants
+    /// the pause's speculative decode now; by the lead a channel is configured with
+    /// (Moonshine's figures, for callers without a scheduler) only 0.85 s into the pause.
+    /// A channel wants by the room it is asked with, never by its configuration.
     #[test]
-    fn a_channel_is_asked_with_the_schedulers_live_lead_not_the_one_it_started_with() {
+    fn a_channel_wants_by_the_rooms_live_lead_not_the_one_it_was_configured_with() {
         let pool = call([(0.0, 0.0), (0.0, 2.0)], 2.5);
         let room = lock(&pool.scheduler).knobs(Instant::now()).room();
         let channels = lock(&pool.channels).clone();

@@ -99,8 +99,9 @@ pub(crate) enum LeftOut {
 }
 
 impl Knobs {
-    /// What a channel is asked with ([`super::segmenter::Segmenter::want_in`]): the
-    /// context share, the beam and the lead these knobs give.
+    /// What a channel is asked with, by a claim and by the listener (the rule,
+    /// [`want::want`], decides from it): the context share, the beam and the lead these
+    /// knobs give.
     pub fn room(&self) -> Room {
         Room {
             context: self.shed.context.0,
@@ -174,7 +175,7 @@ pub(crate) struct Wanted {
     pub key: usize,
     pub kind: DecodeKind,
     pub since: Instant,
-    /// The model it is for while the ladder sheds none ([`super::segmenter::Want::tier`]).
+    /// The model it is for while the ladder sheds none ([`super::decode::Want::tier`]).
     pub tier: Tier,
     /// When a final or speculative decode is needed.
     pub due: Option<Due>,

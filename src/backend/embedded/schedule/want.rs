@@ -21,14 +21,15 @@ fn samples_as_time(samples: usize) -> Duration {
 /// The one decode a channel with `need` wants now, if any, with what the decoders have
 /// `room` for (the scheduler's knobs, [`super::Knobs::room`]).
 pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
-    let ticket = |piece: &Piece, context_from, whole, retry, pick: Pick| Ticket {
-        utterance: piece.id,
-        len: piece.len,
-        context_from,
-        whole,
-        retry,
-        beam: pick.beam,
-        quick: pick.quick,
+    // A partial's (and a judge's): the utterance as it is, alone, greedy, the partials' model.
+    let partial = |utterance, len| Ticket {
+        utterance,
+        len,
+        context_from: 0,
+        whole: false,
+        retry: false,
+        beam: Pick::PARTIAL.beam,
+        quick: Pick::PARTIAL.quick,
     };
     match need.state {
         State::Ended {
@@ -36,15 +37,17 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
             retry,
             since,
             voice_end,
-        } => {
-            let (context_from, pick, reads) = pick_context(need, room, &piece);
-            Some(Want {
-                kind: DecodeKind::Final,
-                since,
-                due: Some(due(need, room, pick, voice_end, reads)),
-                ticket: ticket(&piece, context_from, true, retry, pick),
-            })
-        }
+        } => Some(
+            whole(
+                DecodeKind::Final,
+                need,
+                room,
+                &piece,
+                (since, voice_end),
+                retry,
+            )
+            .0,
+        ),
         State::Paused {
             piece,
             silence,
@@ -66,19 +69,15 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
                         seconds: piece.len as f64 / RATE as f64,
                         quickens: false,
                     }),
-                    ticket: ticket(&piece, 0, false, false, Pick::PARTIAL),
+                    ticket: partial(piece.id, piece.len),
                 });
             }
             // A speculative decode starts so that it is ready about when the endpoint
             // passes, and never before two frames of the pause.
-            let (context_from, pick, reads) = pick_context(need, room, &piece);
+            let times = (since, paused_at);
+            let (want, pick) = whole(DecodeKind::Speculative, need, room, &piece, times, false);
             let start_at = need.endpoint.saturating_sub(pick.lead).max(2 * FRAME);
-            (quiet >= start_at).then(|| Want {
-                kind: DecodeKind::Speculative,
-                since,
-                due: Some(due(need, room, pick, paused_at, reads)),
-                ticket: ticket(&piece, context_from, true, false, pick),
-            })
+            (quiet >= start_at).then_some(want)
         }
         State::Voiced {
             id,
@@ -97,21 +96,44 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
                     .then_some(DecodeKind::FirstPartial),
                 true => (len - decoded >= every).then_some(DecodeKind::Partial),
             };
-            let piece = Piece {
-                id,
-                len,
-                own: len,
-                context_from: 0,
-                with_context: len,
-            };
             kind.map(|kind| Want {
                 kind,
                 since,
                 due: None,
-                ticket: ticket(&piece, 0, false, false, Pick::PARTIAL),
+                ticket: partial(id, len),
             })
         }
     }
+}
+
+/// A decode of `piece` that may become its final (`kind`: the final, or a pause's
+/// speculative decode), wanted since `times.0`, its voice ended at `times.1`: its model, beam
+/// and context ([`pick_context`]) and when it is due; with its pick, whose lead says when a
+/// speculative decode starts.
+fn whole(
+    kind: DecodeKind,
+    need: &Need,
+    room: &Room,
+    piece: &Piece,
+    (since, voice_end): (Instant, Instant),
+    retry: bool,
+) -> (Want, Pick) {
+    let (context_from, pick, reads) = pick_context(need, room, piece);
+    let want = Want {
+        kind,
+        since,
+        due: Some(due(need, room, pick, voice_end, reads)),
+        ticket: Ticket {
+            utterance: piece.id,
+            len: piece.len,
+            context_from,
+            whole: true,
+            retry,
+            beam: pick.beam,
+            quick: pick.quick,
+        },
+    };
+    (want, pick)
 }
 
 /// How a final's decode of `piece` runs ([`pick`]), with the turn's context or without
@@ -273,11 +295,15 @@ mod tests {
         }
         assert_eq!(at(&need, 0, &room), None);
         assert_eq!(at(&need, FRAME, &room), Some(DecodeKind::Judge));
+        // Once the speculative decode is due too (the default lead starts it about 7
+        // frames into this pause), the judge still comes first.
+        assert_eq!(at(&need, 10 * FRAME, &room), Some(DecodeKind::Judge));
         let shed = Room {
             partials: false,
             ..room
         };
-        assert_ne!(at(&need, FRAME, &shed), Some(DecodeKind::Judge));
+        assert_eq!(at(&need, FRAME, &shed), None);
+        assert_eq!(at(&need, 10 * FRAME, &shed), Some(DecodeKind::Speculative));
         // At the endpoint the judge is late: the speculative decode is what is wanted.
         assert_eq!(at(&need, 12 * FRAME, &room), Some(DecodeKind::Speculative));
     }
