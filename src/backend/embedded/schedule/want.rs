@@ -37,17 +37,11 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
             retry,
             since,
             voice_end,
-        } => Some(
-            whole(
-                DecodeKind::Final,
-                need,
-                room,
-                &piece,
-                (since, voice_end),
-                retry,
-            )
-            .0,
-        ),
+        } => {
+            let times = (since, voice_end);
+            let (want, _) = whole(DecodeKind::Final, need, room, &piece, times, retry);
+            Some(want)
+        }
         State::Paused {
             piece,
             silence,
