@@ -6,7 +6,7 @@
 //! when, by which model, with what context and by when is decided in one place,
 //! `schedule::want`, from these facts and the room the load leaves.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::cost::CostModel;
 use super::{FINAL_BUDGET, Tier};
@@ -15,6 +15,11 @@ use super::{FINAL_BUDGET, Tier};
 pub const FRAME: usize = 256;
 /// The rate the detector and the decoders work at.
 pub const RATE: usize = 16_000;
+
+/// Samples of audio time as a duration.
+pub(crate) fn samples_as_time(samples: usize) -> Duration {
+    Duration::from_secs_f64(samples as f64 / RATE as f64)
+}
 
 /// Why a decode is wanted, most urgent first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -3,20 +3,16 @@
 //! when partials come, and how a final's decode runs (model, beam, context) and by when it
 //! is due. Pure: the same facts and room give the same want.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::super::decode::{
     DecodeKind, Due, FRAME, Lead, Need, Pick, Piece, RATE, Room, State, Ticket, Want,
+    samples_as_time,
 };
 
 /// Silence after which the partials' model reads a pause's words to judge it: the first
 /// silent frame, so that its verdict is there before the endpoint.
 const JUDGE_AT: usize = FRAME;
-
-/// Samples of audio time as a duration.
-fn samples_as_time(samples: usize) -> Duration {
-    Duration::from_secs_f64(samples as f64 / RATE as f64)
-}
 
 /// The one decode a channel with `need` wants now, if any, with what the decoders have
 /// `room` for (the scheduler's knobs, [`super::Knobs::room`]).

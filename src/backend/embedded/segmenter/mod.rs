@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use context::Said;
 
 use super::Transcribed;
+use super::decode::samples_as_time;
 pub use super::decode::{
     DecodeKind, Due, FRAME, Lead, Need, Pick, Piece, RATE, Room, State, Ticket, Want,
 };
@@ -238,11 +239,6 @@ impl Recovery {
 /// (decoding is deterministic) and the onset is not at the very start. No gain: on sound
 /// effects a louder retry turned noise into words (BENCHMARKS.md, "Hard speech").
 const RETRY_LEAD: usize = RATE * 3 / 10;
-
-/// Samples of audio time as a duration.
-fn samples_as_time(samples: usize) -> Duration {
-    Duration::from_secs_f64(samples as f64 / RATE as f64)
-}
 
 /// The utterance being spoken.
 struct Open {
