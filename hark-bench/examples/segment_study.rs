@@ -147,6 +147,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(whisper::END_CONFIDENCE as f32);
+    // A pause judged between `UNSURE` and `SURE=P` waits in proportion to the doubt, as the
+    // server's default (`SURE=0`: one threshold).
+    config.sure_end = std::env::var("SURE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(whisper::SURE_END as f32);
     if let Some(ms) = ms_var("HOLD") {
         config.turn_hold = ms * 16;
     }

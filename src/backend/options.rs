@@ -36,6 +36,10 @@ pub struct Options {
     /// the embedded Whisper: its own probability of a sentence's end after a pause's words
     /// below which the pause is held (overrides `whisper.end_of_turn_confidence_threshold`).
     pub end_of_turn_confidence_threshold: Option<f64>,
+    /// The embedded Whisper: the sentence-end probability from which a pause ends at the
+    /// endpoint; between `end_of_turn_confidence_threshold` and this, the silence that ends it
+    /// grows with the doubt up to the hold (overrides `whisper.end_of_turn_sure_threshold`).
+    pub end_of_turn_sure_threshold: Option<f64>,
     /// AssemblyAI: silence before a confident turn end (`min_turn_silence`).
     pub min_turn_silence_ms: Option<u64>,
     /// Silence that ends a turn whatever the end-of-turn model says: AssemblyAI's
@@ -81,6 +85,7 @@ pub const QUERY_OVERRIDES: &[&str] = &[
     "endpoint_ms",
     "max_turn_silence_ms",
     "end_of_turn_confidence_threshold",
+    "end_of_turn_sure_threshold",
 ];
 
 impl Options {
@@ -114,12 +119,17 @@ impl Options {
                     out.max_turn_silence_ms =
                         Some(query_ms(&key, &value, ENDPOINT_MS_MIN, ENDPOINT_MS_MAX)?)
                 }
-                "end_of_turn_confidence_threshold" => {
+                "end_of_turn_confidence_threshold" | "end_of_turn_sure_threshold" => {
                     let t = value
                         .parse::<f64>()
                         .map_err(|_| format!("{key} must be a number (got {})", quoted(&value)))?;
                     check_confidence(&key, t)?;
-                    out.end_of_turn_confidence_threshold = Some(t);
+                    match key.as_ref() {
+                        "end_of_turn_confidence_threshold" => {
+                            out.end_of_turn_confidence_threshold = Some(t)
+                        }
+                        _ => out.end_of_turn_sure_threshold = Some(t),
+                    }
                 }
                 other => {
                     return Err(format!(
@@ -158,10 +168,21 @@ impl Options {
         {
             out.push(e);
         }
-        if let Some(t) = self.end_of_turn_confidence_threshold
-            && let Err(e) = check_confidence("end_of_turn_confidence_threshold", t)
-        {
-            out.push(e);
+        for (key, t) in [
+            (
+                "end_of_turn_confidence_threshold",
+                self.end_of_turn_confidence_threshold,
+            ),
+            (
+                "end_of_turn_sure_threshold",
+                self.end_of_turn_sure_threshold,
+            ),
+        ] {
+            if let Some(t) = t
+                && let Err(e) = check_confidence(key, t)
+            {
+                out.push(e);
+            }
         }
         out
     }

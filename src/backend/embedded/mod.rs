@@ -541,6 +541,13 @@ impl Settings {
                 .clamp(0.0, 1.0) as f32,
             Channel::Assistant => 0.0,
         };
+        cuts.sure_end = match spec.channel {
+            Channel::Customer => o
+                .end_of_turn_sure_threshold
+                .unwrap_or(self.sure_end)
+                .clamp(0.0, 1.0) as f32,
+            Channel::Assistant => 0.0,
+        };
         cuts.deadline = spec.channel == Channel::Customer;
         cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
         let hold = o.max_turn_silence_ms.unwrap_or(self.max_turn_silence_ms);

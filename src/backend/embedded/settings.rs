@@ -26,6 +26,9 @@ pub struct Settings {
     /// With a pause held: the engine's sentence-end probability below which a customer's
     /// pause is held too (`SegmenterConfig::unsure_end`); 0: not read.
     pub end_confidence: f64,
+    /// With `end_confidence`: the probability from which a pause ends at the endpoint
+    /// (`SegmenterConfig::sure_end`).
+    pub sure_end: f64,
     pub context_span_ms: u64,
     /// The last step the shedding ladder may take.
     pub shed: Shed,
@@ -71,9 +74,14 @@ impl Settings {
                 out.push(e);
             }
         }
-        let key = format!("{section}.end_of_turn_confidence_threshold");
-        if let Err(e) = crate::backend::options::check_confidence(&key, self.end_confidence) {
-            out.push(e);
+        for (key, t) in [
+            ("end_of_turn_confidence_threshold", self.end_confidence),
+            ("end_of_turn_sure_threshold", self.sure_end),
+        ] {
+            let key = format!("{section}.{key}");
+            if let Err(e) = crate::backend::options::check_confidence(&key, t) {
+                out.push(e);
+            }
         }
         out
     }
@@ -94,6 +102,7 @@ impl Default for Settings {
             turn_model: false,
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
             end_confidence: 0.0,
+            sure_end: 0.0,
             context_span_ms: 0,
             shed: Shed::Speculative,
             calibrate: true,

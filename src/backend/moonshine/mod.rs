@@ -41,6 +41,7 @@ pub fn settings(config: &MoonshineConfig) -> Settings {
         max_turn_silence_ms: config.max_turn_silence_ms,
         // Moonshine's decodes carry no sentence-end probability.
         end_confidence: 0.0,
+        sure_end: 0.0,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
         calibrate: true,

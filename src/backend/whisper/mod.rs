@@ -121,6 +121,13 @@ pub struct WhisperConfig {
     /// speculative decode says. 0 leaves it out. AssemblyAI's key, with the same sense: the
     /// confidence above which a turn ends (BENCHMARKS.md, "End of turn").
     pub end_of_turn_confidence_threshold: f64,
+    /// With `end_of_turn_confidence_threshold`: the probability from which a pause ends at
+    /// the endpoint. Between the two the silence that ends a pause grows with the doubt, from
+    /// `endpoint_ms` to `max_turn_silence_ms`, so a pause heard as probably finished waits
+    /// a little longer rather than falling on one side of a single threshold by chance
+    /// (BENCHMARKS.md, "A wait graded by the doubt"). At or under
+    /// `end_of_turn_confidence_threshold`: one threshold, as AssemblyAI's.
+    pub end_of_turn_sure_threshold: f64,
 }
 
 impl Default for WhisperConfig {
@@ -147,12 +154,15 @@ impl Default for WhisperConfig {
             turn_model: false,
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
             end_of_turn_confidence_threshold: END_CONFIDENCE,
+            end_of_turn_sure_threshold: SURE_END,
         }
     }
 }
 
 /// The default `end_of_turn_confidence_threshold` (BENCHMARKS.md, "End of turn").
 pub const END_CONFIDENCE: f64 = 0.75;
+/// The default `end_of_turn_sure_threshold` (BENCHMARKS.md, "A wait graded by the doubt").
+pub const SURE_END: f64 = 0.8;
 
 impl WhisperConfig {
     /// What is wrong with the section, for `Config::problems`.
@@ -330,6 +340,7 @@ pub fn settings(config: &WhisperConfig) -> Settings {
         turn_model: config.turn_model,
         max_turn_silence_ms: config.max_turn_silence_ms,
         end_confidence: config.end_of_turn_confidence_threshold,
+        sure_end: config.end_of_turn_sure_threshold,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
         calibrate: true,

@@ -105,6 +105,11 @@ pub struct SegmenterConfig {
     /// end after the words less likely than this ([`Transcribed::ends`]: the model's own
     /// reading of whether they are finished). 0 leaves it out.
     pub unsure_end: f32,
+    /// With `unsure_end`: the probability from which a pause ends at `endpoint`. Under it
+    /// (and at or over `unsure_end`) the silence that ends the pause grows with the doubt,
+    /// from `endpoint` to `turn_hold` ([`Open::silence_needed`]). At or under `unsure_end`:
+    /// every pause the words let end ends at `endpoint`.
+    pub sure_end: f32,
     /// The call's language is (or may be) English: [`goes_on`] reads English words too.
     pub english: bool,
     /// An end-of-turn model judges each pause of the speaker's: one it hears as the turn's
@@ -176,6 +181,7 @@ impl SegmenterConfig {
             turn_gap: ms(TURN_GAP_MS),
             hold_unfinished: false,
             unsure_end: 0.0,
+            sure_end: 0.0,
             english: true,
             judge_turns: false,
             turn_hold: ms(TURN_HOLD_MS),
@@ -1907,6 +1913,61 @@ mod tests {
         s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), [whole], "one final, at the endpoint");
         assert!(s.is_idle());
+    }
+
+    /// With `sure_end`, a pause the judge doubts a little waits in proportion to the doubt:
+    /// sure, it ends at the endpoint; halfway between `unsure_end` and `sure_end`, at half
+    /// the way from the endpoint to the hold, its final ending in a period; under
+    /// `unsure_end`, held to the hold.
+    #[test]
+    fn a_pause_doubted_a_little_waits_in_proportion_to_the_doubt() {
+        let graded = || {
+            Segmenter::new(SegmenterConfig {
+                sure_end: 0.9,
+                ..doubting().config
+            })
+        };
+        // Frames of silence when the final went, for a judge at `p`.
+        let silence = |p: f32| {
+            let mut s = graded();
+            let (mut at, mut out) = (0, Vec::new());
+            feed(&mut s, 40, true, &mut at);
+            feed(&mut s, 1, false, &mut at);
+            let want = speculate(&mut s, &mut at);
+            s.decoded(
+                want.ticket,
+                heard("Go forward ten meters.", p),
+                Instant::now(),
+                &mut out,
+            );
+            for _ in 0..60 {
+                feed(&mut s, 1, false, &mut at);
+                s.drain_ready(Instant::now(), &mut out);
+                if !finals(&out).is_empty() {
+                    assert_eq!(finals(&out), ["Go forward ten meters."]);
+                    return Some(at as usize / FRAME - 40);
+                }
+            }
+            None
+        };
+        let config = graded().config;
+        let frames = |samples: usize| samples.div_ceil(FRAME);
+        assert_eq!(
+            silence(0.95),
+            Some(frames(config.endpoint)),
+            "sure: at the endpoint"
+        );
+        let half = config.endpoint + (config.turn_hold - config.endpoint) / 2;
+        let waited = silence(0.7).expect("ends before the hold");
+        assert!(
+            waited > frames(config.endpoint) + 5 && waited.abs_diff(frames(half)) <= 1,
+            "halfway doubted: about halfway to the hold, not {waited} frames"
+        );
+        assert_eq!(
+            silence(0.4),
+            Some(frames(config.turn_hold)),
+            "unsure: the hold"
+        );
     }
 
     /// The partials' model reads a pause's words first, and its sentence-end probability

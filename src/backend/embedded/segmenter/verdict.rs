@@ -107,7 +107,9 @@ impl Open {
         !config.holds()
             || self.silence >= config.turn_hold
             || match self.words(config) {
-                Words::GoOn(false) => self.verdict.lets_end(config),
+                Words::GoOn(false) => {
+                    self.verdict.lets_end(config) && self.silence >= self.silence_needed(config)
+                }
                 Words::Shed => true,
                 Words::GoOn(true) | Words::Pending => false,
             }
@@ -129,8 +131,33 @@ impl Open {
             Verdict::Said(true) => true,
             _ => false,
         };
-        (self.silence >= config.endpoint && model && self.words(config) == Words::GoOn(false))
-            .then_some(true)
+        (self.silence >= self.silence_needed(config)
+            && model
+            && self.words(config) == Words::GoOn(false))
+        .then_some(true)
+    }
+
+    /// The silence after which a pause the words let end does end: `endpoint` where the
+    /// judge is sure of a sentence's end (`sure_end` or over), growing to `turn_hold` as its
+    /// probability falls to `unsure_end`. A doubtful pause then waits in proportion to the
+    /// doubt rather than on which side of one threshold it fell (BENCHMARKS.md, "A wait
+    /// graded by the doubt").
+    pub(super) fn silence_needed(&self, config: &SegmenterConfig) -> usize {
+        let graded = config.hold_unfinished && config.sure_end > config.unsure_end;
+        let p = self
+            .whole
+            .as_ref()
+            .filter(|(len, _)| graded && *len >= self.voiced_end)
+            .and_then(|(_, heard)| self.sentence_end(heard));
+        match p {
+            Some(p) if p < config.sure_end => {
+                let doubt = (config.sure_end - p) / (config.sure_end - config.unsure_end);
+                let span = config.turn_hold.saturating_sub(config.endpoint) as f32;
+                let extra = (span * doubt.clamp(0.0, 1.0)) as usize / FRAME * FRAME;
+                config.endpoint + extra
+            }
+            _ => config.endpoint,
+        }
     }
 }
 
