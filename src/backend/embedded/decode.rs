@@ -74,6 +74,9 @@ pub struct Due {
     pub at: Instant,
     /// Seconds of audio the decode reads (context, the utterance, its padding).
     pub seconds: f64,
+    /// Seconds of the utterance alone, with its padding: what a call's first final, which
+    /// has no context yet, would read for an utterance this long (admission's wave).
+    pub alone: f64,
     /// The finals' model takes it and it may give that model up for its deadline (a
     /// customer's, while the ladder may shed the model).
     pub quickens: bool,

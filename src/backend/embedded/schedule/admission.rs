@@ -67,6 +67,9 @@ pub(super) struct Demand {
     pub behind: bool,
     /// The ladder stands on its last step: nothing is left to shed.
     pub exhausted: bool,
+    /// How long the utterances decoded lately were, alone with their padding (seconds):
+    /// what a new call's finals are priced at. `None` (none yet): a typical utterance's.
+    pub utterance: Option<f64>,
 }
 
 impl Demand {
@@ -98,9 +101,11 @@ impl Demand {
     pub fn admits(&self, channels: usize, limit: f64) -> Result<(), Refusal> {
         /// How many fully observed channels the prior weighs as.
         const K: f64 = 4.0;
+        // The calls here speak in utterances this long: a new call's will be alike.
+        let utterance = self.utterance.unwrap_or(TYPICAL_UTTERANCE);
         // A channel's share of the decoders before it has history: its finals by the
         // finals' model, on the decoders there are.
-        let prior = ESSENTIAL_PER_SECOND * self.cost.batch(Tier::Finals, 1, TYPICAL_UTTERANCE)
+        let prior = ESSENTIAL_PER_SECOND * self.cost.batch(Tier::Finals, 1, utterance)
             / self.decoders.max(1) as f64;
         // An idle pool takes a call whatever the estimate says: refusing it protects no one
         // and waiting cannot make the decodes cheaper, and only real decodes correct an
@@ -125,7 +130,7 @@ impl Demand {
         let tier = self.wave_tier();
         let wave = self
             .cost
-            .wave(tier, finals, TYPICAL_UTTERANCE, free, self.max_batch);
+            .wave(tier, finals, utterance, free, self.max_batch);
         if wave > WAVE_BUDGET {
             return Err(Refusal::Wave {
                 finals,

@@ -47,7 +47,14 @@ pub(crate) struct Scheduler {
     cost: CostModel,
     ladder: Ladder,
     load: Load,
+    /// The recent finals' and speculative decodes' own length (seconds, padding
+    /// included), a running mean over about the last `UTTERANCES_MEANT` of them: what a
+    /// new call's first final is priced at. `None` before any.
+    utterance: Option<f64>,
 }
+
+/// How many of the latest utterances the running mean of their length mostly reflects.
+const UTTERANCES_MEANT: f64 = 16.0;
 
 /// Decode seconds spent on finals and speculative decodes, and the age weights of the
 /// channels that brought some of them and have left, both decaying over `LOAD_WINDOW`,
@@ -248,6 +255,7 @@ impl Scheduler {
                 gone: 0.0,
                 at: now,
             },
+            utterance: None,
         }
     }
 
@@ -333,8 +341,16 @@ impl Scheduler {
         };
         let step = self.ladder.update(projected, now);
         let step_seconds = self.ladder.take_whole_seconds();
+        let batch = self.batch(knobs, wanted, finals, step, idle, now);
+        for w in wanted.iter().filter(|w| w.kind.is_essential()) {
+            if let (Some(due), Some(b)) = (w.due, &batch)
+                && b.keys.contains(&w.key)
+            {
+                self.heard_utterance(due.alone);
+            }
+        }
         Plan {
-            batch: self.batch(knobs, wanted, finals, step, idle, now),
+            batch,
             step,
             projected,
             step_seconds,
@@ -398,6 +414,17 @@ impl Scheduler {
         })
     }
 
+    /// A final or speculative decode of an utterance `alone` seconds long (padding
+    /// included) goes to a decoder: the running mean admission prices a wave by moves
+    /// towards it.
+    fn heard_utterance(&mut self, alone: f64) {
+        let alone = alone.clamp(0.5, 30.0);
+        self.utterance = Some(match self.utterance {
+            None => alone,
+            Some(mean) => mean + (alone - mean) / UTTERANCES_MEANT,
+        });
+    }
+
     /// A batch of `tier` decoded `lengths` (seconds of audio) in `spent`, `beamed` of them
     /// with the beam: the cost model learns from it and, if it held finals or speculative
     /// decodes (`essential`), it counts into the load. Returns the share now.
@@ -458,6 +485,7 @@ impl Scheduler {
             finals_model: self.ladder.finals_model,
             behind: present.behind,
             exhausted: last > Shed::Nothing && self.ladder.step >= last,
+            utterance: self.utterance,
         };
         demand.admits(channels, limit)
     }
@@ -573,6 +601,7 @@ mod tests {
             due: Some(Due {
                 at,
                 seconds,
+                alone: seconds,
                 quickens,
             }),
             ..w
@@ -921,6 +950,48 @@ mod tests {
             ..young
         };
         assert!(Present::count(&[waiting], &[], (0, 0), now).behind);
+    }
+
+    /// Admission prices a wave of new calls' finals at the length the calls here have
+    /// been speaking in (their utterances alone, not the context their finals read), a
+    /// typical utterance's before any: after long utterances it takes fewer calls at once,
+    /// after short ones more.
+    #[test]
+    fn a_wave_is_priced_at_the_recent_utterances_own_length() {
+        let t0 = Instant::now();
+        let now = t0 + ms(100);
+        // Calls an idle pool (one call here, settled) takes at once as far as the wave goes.
+        let burst = |s: &Scheduler| {
+            (0..200)
+                .take_while(|&n| {
+                    let present = Present {
+                        channels: 2 + 2 * n,
+                        weight: 2.0,
+                        promised: n as f64,
+                        behind: false,
+                    };
+                    s.admits(&present, 2, 100.0, now).is_ok()
+                })
+                .count()
+        };
+        let spoken = |alone: f64| {
+            let mut s = whisper(Shed::Speculative, t0);
+            for key in 0..40 {
+                let mut w = due(want(key, DecodeKind::Final, now), now, 9.0, false);
+                if let Some(d) = w.due.as_mut() {
+                    d.alone = alone;
+                }
+                s.plan(&s.knobs(now), &[w], 2, now);
+            }
+            s
+        };
+        let typical = burst(&whisper(Shed::Speculative, t0));
+        let (long, short) = (burst(&spoken(8.0)), burst(&spoken(1.5)));
+        // Short utterances read 9 s with their context: priced by the 1.5 s alone.
+        assert!(
+            long < typical && typical < short,
+            "{long} < {typical} < {short}"
+        );
     }
 
     #[test]

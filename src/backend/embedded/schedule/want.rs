@@ -57,6 +57,7 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
                     due: Some(Due {
                         at: paused_at + samples_as_time(need.endpoint),
                         seconds: piece.len as f64 / RATE as f64,
+                        alone: piece.len as f64 / RATE as f64,
                         quickens: false,
                     }),
                     ticket: partial(piece.id, piece.len),
@@ -112,7 +113,7 @@ fn whole(
     let want = Want {
         kind,
         since,
-        due: Some(due(need, room, pick, voice_end, reads)),
+        due: Some(due(need, room, pick, voice_end, (reads, piece.own))),
         ticket: Ticket {
             utterance: piece.id,
             len: piece.len,
@@ -158,12 +159,19 @@ fn quickens(need: &Need, room: &Room) -> Option<(usize, usize)> {
 }
 
 /// When a final whose voice ended at `voice_end` is needed ([`Due`]), decoded as `pick`
-/// says, reading `reads` samples.
-fn due(need: &Need, room: &Room, pick: Pick, voice_end: Instant, reads: usize) -> Due {
+/// says, reading `reads` samples, `alone` of them its own.
+fn due(
+    need: &Need,
+    room: &Room,
+    pick: Pick,
+    voice_end: Instant,
+    (reads, alone): (usize, usize),
+) -> Due {
     let after = samples_as_time(need.endpoint) + samples_as_time(room.lead.budget);
     Due {
         at: voice_end + after,
         seconds: reads as f64 / RATE as f64,
+        alone: alone as f64 / RATE as f64,
         quickens: !pick.quick && quickens(need, room).is_some(),
     }
 }
