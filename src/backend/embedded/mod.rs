@@ -534,20 +534,13 @@ impl Settings {
             judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(self.turn_model);
         cuts.hold_unfinished =
             spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(self.hold_unfinished);
-        cuts.unsure_end = match spec.channel {
-            Channel::Customer => o
-                .end_of_turn_confidence_threshold
-                .unwrap_or(self.end_confidence)
-                .clamp(0.0, 1.0) as f32,
+        // The sentence-end thresholds judge customers' pauses only.
+        let customers = |call: Option<f64>, engine: f64| match spec.channel {
+            Channel::Customer => call.unwrap_or(engine).clamp(0.0, 1.0) as f32,
             Channel::Assistant => 0.0,
         };
-        cuts.sure_end = match spec.channel {
-            Channel::Customer => o
-                .end_of_turn_sure_threshold
-                .unwrap_or(self.sure_end)
-                .clamp(0.0, 1.0) as f32,
-            Channel::Assistant => 0.0,
-        };
+        cuts.unsure_end = customers(o.end_of_turn_confidence_threshold, self.end_confidence);
+        cuts.sure_end = customers(o.end_of_turn_sure_threshold, self.sure_end);
         cuts.deadline = spec.channel == Channel::Customer;
         cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
         let hold = o.max_turn_silence_ms.unwrap_or(self.max_turn_silence_ms);
