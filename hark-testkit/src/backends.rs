@@ -50,6 +50,7 @@ pub fn registry() -> Registry {
 pub fn no_headroom_refusal() -> Refusal {
     Refusal::Wave {
         finals: 17,
+        seconds: 3.0,
         wave_ms: 710.0,
         free: 2.0,
         model: "finals'",

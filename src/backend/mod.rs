@@ -86,12 +86,15 @@ pub enum Refusal {
     Exhausted { step: &'static str },
     /// A wave of first finals, one per newly admitted call, would not be decoded in time.
     #[error(
-        "a wave of {finals} finals at once would take {wave_ms:.0} ms to decode on {free:.1} \
-         free decoders ({model} model, batches of up to {max_batch}); the budget is \
-         {budget_ms:.0} ms"
+        "a wave of {finals} finals at once, of {seconds:.1} s each, would take {wave_ms:.0} ms \
+         to decode on {free:.1} free decoders ({model} model, batches of up to {max_batch}); \
+         the budget is {budget_ms:.0} ms"
     )]
     Wave {
         finals: usize,
+        /// Seconds of audio each final is priced at: the recent utterances' own length (3 s
+        /// before any).
+        seconds: f64,
         wave_ms: f64,
         free: f64,
         model: &'static str,

@@ -134,6 +134,7 @@ impl Demand {
         if wave > WAVE_BUDGET {
             return Err(Refusal::Wave {
                 finals,
+                seconds: utterance,
                 wave_ms: wave * 1e3,
                 free,
                 model: match tier {
@@ -322,6 +323,12 @@ pub(super) mod tests {
         assert!(matches!(refused, Refusal::Wave { .. }), "{refused}");
         assert_eq!(refused.reason(), "headroom-wave");
         assert!(refused.to_string().starts_with("a wave of"), "{refused}");
+        assert!(
+            refused
+                .to_string()
+                .contains("at once, of 3.0 s each, would take"),
+            "{refused}"
+        );
         let settled = Demand {
             promised: young.promised * promise(PROMISE_DECAY * 10),
             weight: young.channels as f64,
