@@ -119,17 +119,11 @@ impl Options {
                     out.max_turn_silence_ms =
                         Some(query_ms(&key, &value, ENDPOINT_MS_MIN, ENDPOINT_MS_MAX)?)
                 }
-                "end_of_turn_confidence_threshold" | "end_of_turn_sure_threshold" => {
-                    let t = value
-                        .parse::<f64>()
-                        .map_err(|_| format!("{key} must be a number (got {})", quoted(&value)))?;
-                    check_confidence(&key, t)?;
-                    match key.as_ref() {
-                        "end_of_turn_confidence_threshold" => {
-                            out.end_of_turn_confidence_threshold = Some(t)
-                        }
-                        _ => out.end_of_turn_sure_threshold = Some(t),
-                    }
+                "end_of_turn_confidence_threshold" => {
+                    out.end_of_turn_confidence_threshold = Some(query_confidence(&key, &value)?)
+                }
+                "end_of_turn_sure_threshold" => {
+                    out.end_of_turn_sure_threshold = Some(query_confidence(&key, &value)?)
                 }
                 other => {
                     return Err(format!(
@@ -248,6 +242,15 @@ fn check_keyterms(terms: &[String]) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+/// A query's probability ([`check_confidence`]); the error is the 400's body.
+fn query_confidence(key: &str, value: &str) -> Result<f64, String> {
+    let t = value
+        .parse::<f64>()
+        .map_err(|_| format!("{key} must be a number (got {})", quoted(value)))?;
+    check_confidence(key, t)?;
+    Ok(t)
 }
 
 /// A query's milliseconds within `min..=max`; the error is the 400's body.

@@ -342,9 +342,11 @@ impl Scheduler {
         let step = self.ladder.update(projected, now);
         let step_seconds = self.ladder.take_whole_seconds();
         let batch = self.batch(knobs, wanted, finals, step, idle, now);
-        for w in wanted.iter().filter(|w| w.kind.is_essential()) {
-            if let (Some(due), Some(b)) = (w.due, &batch)
-                && b.keys.contains(&w.key)
+        if let Some(b) = &batch {
+            let handed = wanted.iter().filter(|w| b.keys.contains(&w.key));
+            for due in handed
+                .filter(|w| w.kind.is_essential())
+                .filter_map(|w| w.due)
             {
                 self.heard_utterance(due.alone);
             }

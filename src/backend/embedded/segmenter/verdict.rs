@@ -59,12 +59,8 @@ impl Open {
         if !config.hold_unfinished {
             return Words::GoOn(false);
         }
-        match self
-            .whole
-            .as_ref()
-            .filter(|(len, _)| *len >= self.voiced_end)
-        {
-            Some((_, heard)) => Words::GoOn(
+        match self.heard() {
+            Some(heard) => Words::GoOn(
                 goes_on(&heard.text, config.english)
                     || (self.opens_turn && lone_word(&heard.text, config.english))
                     || self
@@ -74,6 +70,14 @@ impl Open {
             None if self.words_shed => Words::Shed,
             None => Words::Pending,
         }
+    }
+
+    /// The decode covering the whole utterance to its last voiced frame, if one came back.
+    fn heard(&self) -> Option<&Transcribed> {
+        self.whole
+            .as_ref()
+            .filter(|(len, _)| *len >= self.voiced_end)
+            .map(|(_, heard)| heard)
     }
 
     /// How likely a sentence ends after the pause's words: the partials' model's
@@ -144,12 +148,11 @@ impl Open {
     /// graded by the doubt").
     pub(super) fn silence_needed(&self, config: &SegmenterConfig) -> usize {
         let graded = config.hold_unfinished && config.sure_end > config.unsure_end;
-        let p = self
-            .whole
-            .as_ref()
-            .filter(|(len, _)| graded && *len >= self.voiced_end)
-            .and_then(|(_, heard)| self.sentence_end(heard));
-        match p {
+        match self
+            .heard()
+            .filter(|_| graded)
+            .and_then(|h| self.sentence_end(h))
+        {
             Some(p) if p < config.sure_end => {
                 let doubt = (config.sure_end - p) / (config.sure_end - config.unsure_end);
                 let span = config.turn_hold.saturating_sub(config.endpoint) as f32;
