@@ -47,6 +47,11 @@ pub struct UtteranceResult {
     /// reports: 0.)
     #[serde(default)]
     pub inner_pauses: usize,
+    /// Those pauses, (start, end) in seconds from the call's start: where the words stop
+    /// inside the utterance, so a replay of the run (the server's simulator) can give its
+    /// channels the same stretches of voice. (Absent from older reports: empty.)
+    #[serde(default)]
+    pub pauses_s: Vec<(f64, f64)>,
     /// Inner pauses in which the platform would have let the assistant answer: a final
     /// other than the turn's last came in or before the pause, and the platform's wait for
     /// it ([`platform_wait_ms`]) was up before the speaker resumed ([`premature_ends`]).
@@ -401,6 +406,7 @@ pub fn analyze(call: usize, conv: &Conversation, log: &Received, t0: Instant) ->
                 ends_terminal: None,
                 ends_answerable: None,
                 inner_pauses: pauses.len(),
+                pauses_s: pauses,
                 premature_ends: premature,
                 terminal_before_last: 0,
                 repeated_words: repeats(&text).saturating_sub(repeats(&u.reference)),
