@@ -38,6 +38,9 @@ pub const SHED_SECONDS: &str = "hark_shed_seconds_total";
 pub const SHED_DECODES: &str = "hark_shed_decodes_total";
 pub const TURN_SECONDS: &str = "hark_turn_model_seconds";
 pub const TURN_VERDICTS: &str = "hark_turn_verdicts_total";
+pub const TURN_ENDS: &str = "hark_turn_ends_total";
+pub const TURN_HOLDS: &str = "hark_turn_holds_total";
+pub const TURN_ENDS_RESUMED: &str = "hark_turn_ends_resumed_total";
 pub const FINAL_RECOVERIES: &str = "hark_final_recoveries_total";
 pub const READY: &str = "hark_ready";
 pub const BACKEND_READY: &str = "hark_backend_ready";
@@ -283,6 +286,24 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         Kind::Counter,
         &["verdict"],
         "End-of-turn verdicts on customers' finals: complete, incomplete, or failed (the final went as the recognizer wrote it).",
+    ),
+    (
+        TURN_ENDS,
+        Kind::Counter,
+        &["channel", "after"],
+        "Embedded recognizer's utterances closed as the end of the speaker's turn (the final ends in . ? !), by what closed them: endpoint (the endpoint, or a wait graded by the judge's doubt, with no hold) or hold (a pause held as unfinished ran out).",
+    ),
+    (
+        TURN_HOLDS,
+        Kind::Counter,
+        &["channel", "outcome"],
+        "Embedded recognizer's pauses held open past the endpoint because the words or the judge said the turn goes on, by outcome: joined (the speaker went on; one final for both sides) or ended (the utterance closed).",
+    ),
+    (
+        TURN_ENDS_RESUMED,
+        Kind::Counter,
+        &["channel"],
+        "Embedded recognizer's turn ends after which the same speaker spoke again within the turn gap (1.5 s): the platform may have answered a caller who was only pausing. An upper estimate of premature turn ends; divide by hark_turn_ends_total.",
     ),
 ];
 

@@ -156,13 +156,21 @@ async fn a_breath_the_model_hears_inside_the_sentence_is_held_and_joined() {
     let server =
         TestServer::start(config_with_default_backend("whisper"), whisper_registry()).await;
 
+    let joined_before = counted(&server, "hark_turn_holds_total", "joined").await;
     let finals = pause_between(&server, "?max_turn_silence_ms=3000", first, 0.7, Some(rest)).await;
     let joined = finals
         .iter()
         .find(|(_, f)| words(f).contains("not what your country"));
     let (_, joined) = joined.unwrap_or_else(|| panic!("no final spans the breath: {finals:?}"));
     assert!(joined.ends_with(['.', '?', '!']), "{joined:?}");
+    // The metrics say so: a customer's pause held and joined.
+    let joined_after = counted(&server, "hark_turn_holds_total", "joined").await;
+    assert!(
+        joined_after > joined_before,
+        "{joined_before} → {joined_after}"
+    );
 
+    let resumed_before = counted(&server, "hark_turn_ends_resumed_total", "").await;
     let finals = pause_between(
         &server,
         "?max_turn_silence_ms=3000&end_of_turn_confidence_threshold=0",
@@ -174,6 +182,13 @@ async fn a_breath_the_model_hears_inside_the_sentence_is_held_and_joined() {
     assert!(
         finals.iter().any(|(_, f)| words(f).ends_with("not")),
         "without the model's ending the breath ends a final: {finals:?}"
+    );
+    // The metrics count the speaker going on 0.7 s after that turn's end: what the
+    // platform may have answered over.
+    let resumed_after = counted(&server, "hark_turn_ends_resumed_total", "").await;
+    assert!(
+        resumed_after > resumed_before,
+        "{resumed_before} → {resumed_after}"
     );
 
     // The wait graded by the doubt (`end_of_turn_sure_threshold`): from a threshold of
@@ -189,4 +204,17 @@ async fn a_breath_the_model_hears_inside_the_sentence_is_held_and_joined() {
         joined.unwrap_or_else(|| panic!("graded: no final spans the breath: {finals:?}"));
     assert!(joined.ends_with(['.', '?', '!']), "{joined:?}");
     server.shutdown().await.unwrap();
+}
+
+/// The sum of `name`'s customer series on the server's `/metrics` whose labels include
+/// `label` (empty: every one). The recorder is the process's, shared with the other tests
+/// here, so callers compare a value before and after, never an exact count.
+async fn counted(server: &TestServer, name: &str, label: &str) -> f64 {
+    let (status, text) = hark_testkit::http_get(server.addr, "/metrics", &[]).await;
+    assert_eq!(status, 200, "{text}");
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .filter(|l| l.contains(r#"channel="customer""#) && l.contains(label))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
 }

@@ -419,6 +419,8 @@ async fn calls_leave_labelled_series_and_deploy_files_name_only_exported_metrics
             "hark_shed",
             "hark_provider_errors",
             "hark_backend_reconnects",
+            // Only the embedded recognizer counts turn decisions.
+            "hark_turn",
             // Only once a riva backend has cooled.
             "hark_backend_cooldowns",
         ];

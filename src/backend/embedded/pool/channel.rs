@@ -4,11 +4,11 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::super::MODEL_RATE;
 use super::super::schedule::{InFlight, Why};
-use super::super::segmenter::{DecodeKind, Emit, Lead, Recovery, Room, Segmenter, Want};
+use super::super::segmenter::{DecodeKind, Emit, Event, Lead, Recovery, Room, Segmenter, Want};
 use super::{Job, MAX_STEP_SAMPLES, lock};
 use crate::audio::AudioSource;
 use crate::backend::EventSink;
@@ -180,8 +180,13 @@ impl ChannelState {
         self.audio.owe_from(self.segmenter.pending_since());
         let Some(events) = &self.events else {
             self.emits.clear();
+            self.segmenter.take_events().for_each(drop);
             return;
         };
+        let channel = events.channel().as_str();
+        for event in self.segmenter.take_events() {
+            count_turns(event, channel);
+        }
         for emit in self.emits.drain(..) {
             match emit {
                 Emit::Partial(text) => events.partial(&text),
@@ -222,5 +227,49 @@ impl ChannelState {
             warn!(error = %error, "recognition failed");
             events.fail(error);
         }
+    }
+}
+
+/// Counts what the endpointer decided about `channel`'s turns ([`Event`]), and logs each
+/// hold and turn end at debug level, for tuning the thresholds against live calls.
+fn count_turns(event: Event, channel: &'static str) {
+    match event {
+        Event::Resumed {
+            held: true,
+            silence,
+        } => {
+            metrics::counter!(m::TURN_HOLDS, "channel" => channel, "outcome" => "joined")
+                .increment(1);
+            debug!(
+                channel,
+                ?silence,
+                "a held pause resumed: its words join one final"
+            );
+        }
+        Event::Endpoint {
+            silence,
+            ends_turn,
+            held,
+            after_turn_end,
+        } => {
+            if held {
+                metrics::counter!(m::TURN_HOLDS, "channel" => channel, "outcome" => "ended")
+                    .increment(1);
+            }
+            if ends_turn {
+                let after = match held {
+                    true => "hold",
+                    false => "endpoint",
+                };
+                metrics::counter!(m::TURN_ENDS, "channel" => channel, "after" => after)
+                    .increment(1);
+            }
+            if let Some(gap) = after_turn_end {
+                metrics::counter!(m::TURN_ENDS_RESUMED, "channel" => channel).increment(1);
+                debug!(channel, ?gap, "the speaker went on after a turn's end");
+            }
+            debug!(channel, ?silence, ends_turn, held, "endpoint");
+        }
+        Event::Opened | Event::Paused | Event::Held | Event::Resumed { .. } | Event::Dropped => {}
     }
 }

@@ -24,6 +24,7 @@
 //! caller's.
 
 mod context;
+mod event;
 mod verdict;
 
 use std::collections::VecDeque;
@@ -39,6 +40,7 @@ pub use super::decode::{
 pub use crate::turn::end_turn;
 use crate::turn::words::{goes_on, lone_word};
 pub use context::{drop_repeat, strip_context};
+pub use event::Event;
 use verdict::Verdict;
 pub use verdict::{TURN_WINDOW, TurnTicket};
 
@@ -286,6 +288,11 @@ struct Open {
     /// It opens the speaker's turn: no voice of theirs ended within `turn_gap` before it
     /// ([`lone_word`] holds only here).
     opens_turn: bool,
+    /// The speaker's voice before it ended this long before, in an utterance closed as the
+    /// turn's end ([`Event::Endpoint`]).
+    after_turn_end: Option<Duration>,
+    /// The current pause outlasted the endpoint and was held ([`Event::Held`]).
+    held: bool,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
     /// When the current pause began (its first silent frame).
@@ -388,6 +395,11 @@ pub struct Segmenter {
     /// prompt; empty for none.
     keyterms: String,
     next_id: u64,
+    /// Where the voice of the latest utterance stopped if it closed as the turn's end
+    /// (channel samples; `None` if it did not).
+    turn_ended: Option<u64>,
+    /// What happened since the shell last took them ([`Segmenter::take_events`]).
+    events: Vec<Event>,
 }
 
 impl Segmenter {
@@ -416,7 +428,15 @@ impl Segmenter {
             at_input: 0,
             keyterms: String::new(),
             next_id: 0,
+            turn_ended: None,
+            events: Vec::new(),
         }
+    }
+
+    /// What happened to the channel's speech since the last call, oldest first
+    /// ([`Event`]): for the shell's metrics and logs.
+    pub fn take_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.events.drain(..)
     }
 
     /// Takes 16 kHz samples in [-1, 1]; `at_input` is the caller's input position after
@@ -881,6 +901,12 @@ impl Segmenter {
                 let opens_turn = self.last_voice_end().is_none_or(|end| {
                     (start + preroll as u64).saturating_sub(end) > self.config.turn_gap as u64
                 });
+                let after_turn_end = self
+                    .turn_ended
+                    .map(|end| (start + preroll as u64).saturating_sub(end))
+                    .filter(|gap| *gap <= self.config.turn_gap as u64)
+                    .map(|gap| samples_as_time(gap as usize));
+                self.events.push(Event::Opened);
                 self.open = Some(Open {
                     id: self.next_id,
                     start,
@@ -900,6 +926,8 @@ impl Segmenter {
                     verdict: Verdict::Unasked,
                     words_shed: false,
                     opens_turn,
+                    after_turn_end,
+                    held: false,
                     since: now,
                     paused_at: now,
                 });
@@ -919,6 +947,13 @@ impl Segmenter {
                     open.voiced_end = open.audio.len();
                 }
                 if heard == Heard::Voice {
+                    if open.silence > 0 {
+                        self.events.push(Event::Resumed {
+                            silence: samples_as_time(open.silence),
+                            held: open.held,
+                        });
+                        open.held = false;
+                    }
                     open.silence = 0;
                     open.verdict = Verdict::Unasked;
                     open.words_shed = false;
@@ -928,6 +963,7 @@ impl Segmenter {
                     if open.silence == 0 {
                         open.since = now;
                         open.paused_at = now;
+                        self.events.push(Event::Paused);
                     }
                     open.silence += FRAME;
                 }
@@ -939,6 +975,9 @@ impl Segmenter {
                     || open.audio.len() >= 2 * config.max_utterance
                 {
                     self.close(at_input, now);
+                } else if open.silence >= config.endpoint && !open.held {
+                    open.held = true;
+                    self.events.push(Event::Held);
                 }
             }
         }
@@ -954,9 +993,18 @@ impl Segmenter {
         let mut audio = open.audio;
         self.recent.extend(&audio[audio.len() - tail..]);
         if open.voice < self.config.min_voice {
+            self.events.push(Event::Dropped);
             return;
         }
         let voiced_end = open.voiced_end;
+        let ends_turn = turn == Some(true);
+        self.turn_ended = ends_turn.then_some(open.start + voiced_end as u64);
+        self.events.push(Event::Endpoint {
+            silence: samples_as_time(open.silence),
+            ends_turn,
+            held: open.held,
+            after_turn_end: open.after_turn_end,
+        });
         let mut ended = Ended {
             id: open.id,
             start: open.start,
@@ -1224,6 +1272,7 @@ mod tests {
             ("mod.rs", include_str!("mod.rs")),
             ("verdict.rs", include_str!("verdict.rs")),
             ("context.rs", include_str!("context.rs")),
+            ("event.rs", include_str!("event.rs")),
         ] {
             let reads = super::super::clock_reads(text);
             assert!(
@@ -1801,6 +1850,77 @@ mod tests {
         assert_eq!(s.audio(want.ticket).len(), s.ended[0].audio.len());
         s.decoded(want.ticket, "Front left.".into(), Instant::now(), &mut out);
         assert_eq!(finals(&out), ["Front left."]);
+    }
+
+    /// The events say what the endpointer decided about each pause, for the shell's
+    /// metrics: a pause held and joined, one ended as the turn's end at the endpoint, and
+    /// the speaker going on within the turn gap after it (what the platform may have
+    /// answered over), then a noise too short to be speech.
+    #[test]
+    fn the_endpointer_tells_what_it_decided_about_each_pause() {
+        let mut s = judging();
+        let mut at = 0;
+        let mut audio = Vec::new();
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        let ticket = ask(&mut s, &mut audio, &mut at);
+        s.judged(ticket, Some(false), Instant::now(), &mut out);
+        speculated(&mut s, "Front", &mut at, &mut out);
+        feed(&mut s, 30, false, &mut at);
+        feed(&mut s, 30, true, &mut at);
+        let ticket = ask(&mut s, &mut audio, &mut at);
+        s.judged(ticket, Some(true), Instant::now(), &mut out);
+        feed(&mut s, 12, false, &mut at);
+        let want = s.want().unwrap();
+        s.decoded(want.ticket, "Front left".into(), Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["Front left."]);
+        let events: Vec<Event> = s.take_events().collect();
+        let held = |e: &Event| matches!(e, Event::Resumed { held: true, .. });
+        let [
+            Event::Opened,
+            Event::Paused,
+            Event::Held,
+            resumed,
+            Event::Paused,
+            Event::Endpoint {
+                ends_turn: true,
+                held: false,
+                after_turn_end: None,
+                ..
+            },
+        ] = events[..]
+        else {
+            panic!("{events:?}");
+        };
+        assert!(held(&resumed), "{resumed:?}");
+        assert_eq!(s.take_events().count(), 0, "taken once");
+
+        // The speaker goes on 400 ms after the turn's end: counted against that end.
+        feed(&mut s, 13, false, &mut at);
+        feed(&mut s, 20, true, &mut at);
+        s.finish(at, Instant::now(), &mut out);
+        let events: Vec<Event> = s.take_events().collect();
+        let Some(Event::Endpoint {
+            after_turn_end: Some(gap),
+            ..
+        }) = events.last()
+        else {
+            panic!("{events:?}");
+        };
+        assert!(
+            (Duration::from_millis(380)..Duration::from_millis(520)).contains(gap),
+            "{gap:?}"
+        );
+
+        // A click is no utterance: held while no judge has heard it, then dropped.
+        feed(&mut s, 200, false, &mut at);
+        feed(&mut s, 1, true, &mut at);
+        feed(&mut s, 40, false, &mut at);
+        let events: Vec<Event> = s.take_events().collect();
+        assert_eq!(
+            events,
+            [Event::Opened, Event::Paused, Event::Held, Event::Dropped]
+        );
     }
 
     #[test]
