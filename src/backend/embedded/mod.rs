@@ -176,8 +176,9 @@ pub trait Engine: Send {
 /// the partials' model ([`decode::Lead::for_final`]).
 pub(crate) const FINAL_BUDGET: Duration = Duration::from_millis(600);
 
-/// Which of an engine's models decodes. The pool asks for the finals' one for finals and
-/// the speculative decodes that may become them, unless its ladder sheds it under load.
+/// Which of an engine's models decodes. The scheduler asks for the finals' one for finals
+/// and the speculative decodes that may become them, unless its ladder sheds it under load
+/// or a final's deadline needs the partials' model (`schedule::Scheduler::plan`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tier {
     Partials,

@@ -11,7 +11,10 @@
 //! first partials, then partials), copy that audio, decode it without holding any lock, hand the text
 //! back. A channel has at most one decode running. Under load partials thin out and
 //! finals stay on time. The threads are the scheduler's shell: they read the clock, take
-//! the locks and write the metrics; every decision is the scheduler's.
+//! the locks and write the metrics; every decision is the scheduler's. A claim plans
+//! from each channel's want, then takes each planned channel's want again under its lock,
+//! decoding it only if it still fits the plan (`schedule::Wanted::still`): the listener
+//! may have moved the channel's audio on in between.
 //!
 //! The **judge** (when the end-of-turn model is on) owns that model and, at each pause of
 //! a customer's channel that is nearly an endpoint, decides whether the turn is over, so
@@ -540,10 +543,15 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         let mut items = Vec::with_capacity(batch.keys.len());
         let (context, why) = batch.context;
         let room = Room { context, ..room };
-        for channel in batch.keys.iter().filter_map(|&key| channels.get(key)) {
+        for &key in &batch.keys {
+            let (Some(channel), Some(planned)) =
+                (channels.get(key), wanted.iter().find(|w| w.key == key))
+            else {
+                continue;
+            };
             let mut state = channel.lock();
-            // Another decoder may have claimed it since.
-            let Some(want) = state.want_in(&room) else {
+            // Another decoder may have claimed it since, or its audio moved on.
+            let Some(want) = state.want_in(&room).filter(|w| planned.still(w)) else {
                 continue;
             };
             if let Some(why) = why

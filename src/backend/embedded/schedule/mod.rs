@@ -214,6 +214,15 @@ impl Wanted {
             due: want.due,
         }
     }
+
+    /// Whether what the channel wants when its batch is taken (`now`: its audio may have
+    /// moved on since the plan, which the claim made without holding every channel's lock)
+    /// still belongs in the batch planned for this want: as essential, for the same model.
+    /// A partial that became a pause's speculative decode is not decoded by the partials'
+    /// model in a batch of partials; the next claim plans it as what it is.
+    pub fn still(&self, now: &Want) -> bool {
+        now.kind.is_essential() == self.kind.is_essential() && now.tier() == self.tier
+    }
 }
 
 /// What one claim decodes, and the ladder it leaves.
@@ -571,6 +580,7 @@ fn mean_seconds<'a>(wanted: impl Iterator<Item = &'a Wanted>) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::decode::Ticket;
     use super::admission::tests::cost;
     use super::*;
 
@@ -608,6 +618,41 @@ mod tests {
             }),
             ..w
         }
+    }
+
+    /// A claim takes each planned channel's want again under its lock; the audio may have
+    /// moved on since the plan. What still fits the batch (as essential, for the same
+    /// model) is decoded; what became another class of decode waits for the next plan.
+    #[test]
+    fn a_want_that_moved_on_since_the_plan_waits_for_the_next() {
+        let t0 = Instant::now();
+        let now = |kind, quick| Want {
+            kind,
+            since: t0,
+            due: None,
+            ticket: Ticket {
+                utterance: 1,
+                len: 16_000,
+                context_from: 0,
+                whole: kind.is_essential(),
+                retry: false,
+                beam: false,
+                quick,
+            },
+        };
+        let partial = want(0, DecodeKind::Partial, t0);
+        assert!(partial.still(&now(DecodeKind::Partial, false)));
+        // The partial's pause began: its judge is a partial of the same model.
+        assert!(partial.still(&now(DecodeKind::Judge, false)));
+        // Its speculative decode is wanted instead: not in a batch of partials.
+        assert!(!partial.still(&now(DecodeKind::Speculative, false)));
+        let speculative = want(0, DecodeKind::Speculative, t0);
+        // The endpoint passed: the final is decoded where the speculative decode would be.
+        assert!(speculative.still(&now(DecodeKind::Final, false)));
+        // The voice came back: a partial is not decoded by the finals' model.
+        assert!(!speculative.still(&now(DecodeKind::Partial, false)));
+        // The final now needs the partials' model (too long for the finals' in time).
+        assert!(!speculative.still(&now(DecodeKind::Final, true)));
     }
 
     #[test]

@@ -975,7 +975,8 @@ impl Segmenter {
                     || open.audio.len() >= 2 * config.max_utterance
                 {
                     self.close(at_input, now);
-                } else if open.silence >= config.endpoint && !open.held {
+                } else if open.silence >= config.endpoint && !open.held && !open.ends_turn(&config)
+                {
                     open.held = true;
                     self.events.push(Event::Held);
                 }
