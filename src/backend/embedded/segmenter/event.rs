@@ -12,8 +12,10 @@ pub enum Event {
     Opened,
     /// The open utterance's voice stopped: its first silent frame.
     Paused,
-    /// The pause outlasted the endpoint and the utterance stays open: the words or the
-    /// judge say the turn goes on (or the judge has not said yet).
+    /// The pause outlasted the endpoint and the utterance stays open because a judge says
+    /// the turn goes on: its words, the model's sentence ending, the end-of-turn model, or
+    /// the wait graded by the doubt. (A pause whose words are not decoded yet waits too,
+    /// usually a frame or two, and is not held.)
     Held,
     /// Voice came back after `silence`; `held`: the pause had been held, so the words on
     /// both sides of it join one final.

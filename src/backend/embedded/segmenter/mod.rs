@@ -291,7 +291,7 @@ struct Open {
     /// The speaker's voice before it ended this long before, in an utterance closed as the
     /// turn's end ([`Event::Endpoint`]).
     after_turn_end: Option<Duration>,
-    /// The current pause outlasted the endpoint and was held ([`Event::Held`]).
+    /// The current pause outlasted the endpoint and a judge held it ([`Event::Held`]).
     held: bool,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
@@ -975,8 +975,7 @@ impl Segmenter {
                     || open.audio.len() >= 2 * config.max_utterance
                 {
                     self.close(at_input, now);
-                } else if open.silence >= config.endpoint && !open.held && !open.ends_turn(&config)
-                {
+                } else if !open.held && open.held_open(&config) {
                     open.held = true;
                     self.events.push(Event::Held);
                 }
@@ -1913,15 +1912,13 @@ mod tests {
             "{gap:?}"
         );
 
-        // A click is no utterance: held while no judge has heard it, then dropped.
+        // A click is no utterance: dropped. Its pause waited for words that never came,
+        // which is no hold: nothing judged it unfinished.
         feed(&mut s, 200, false, &mut at);
         feed(&mut s, 1, true, &mut at);
         feed(&mut s, 40, false, &mut at);
         let events: Vec<Event> = s.take_events().collect();
-        assert_eq!(
-            events,
-            [Event::Opened, Event::Paused, Event::Held, Event::Dropped]
-        );
+        assert_eq!(events, [Event::Opened, Event::Paused, Event::Dropped]);
     }
 
     #[test]

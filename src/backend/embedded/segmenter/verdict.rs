@@ -119,6 +119,23 @@ impl Open {
             }
     }
 
+    /// Whether a pause past the endpoint is held because a judge says the turn goes on (its
+    /// words, the model's sentence ending, the end-of-turn model, or the wait graded by the
+    /// doubt), not merely because its words or verdict have not come back yet
+    /// ([`Event::Held`]).
+    pub(super) fn held_open(&self, config: &SegmenterConfig) -> bool {
+        if !config.holds() || self.silence < config.endpoint || self.silence >= config.turn_hold {
+            return false;
+        }
+        match self.words(config) {
+            Words::GoOn(true) => true,
+            Words::GoOn(false) => {
+                self.verdict == Verdict::Said(false) || self.silence < self.silence_needed(config)
+            }
+            Words::Shed | Words::Pending => false,
+        }
+    }
+
     /// How the final of an utterance closed now ends ([`Ended::turn`]): a pause the judges
     /// heard as the turn's end, or one that outlasted the hold, ends the turn (. ? !); a
     /// model that could not say, words that were never decoded, or a close for another
