@@ -47,6 +47,12 @@ pub use verdict::{TURN_WINDOW, TurnTicket};
 /// Peak of the uniform dither added to what the detector hears (about -70 dBFS RMS); the
 /// audio decoded is untouched. Measured with `examples/segment_study.rs RATE=8000`.
 const DITHER: f32 = 0.001;
+/// A frame no louder than this is the dither alone (its RMS, `DITHER / √12`, is -70.8
+/// dBFS), give or take 3 dB: digital silence, whatever the detector scores. After a quiet
+/// speaker (-41 dBFS, so the fade's line 30 dB under fell at -71) the detector scored the
+/// dithered zeros after the words at 0.38, over `release`, so the pause never counted as
+/// quiet and the final waited 8.8 s for a decode it already had.
+const SILENT_DB: f32 = -67.8;
 
 /// How the audio is cut, in samples at 16 kHz.
 #[derive(Debug, Clone, Copy)]
@@ -855,10 +861,12 @@ impl Segmenter {
         } else {
             0
         };
+        // The fade's line, never under the dither's own power (fading off: none).
+        let fade = self.config.fade_db;
         let faded = self
             .open
             .as_ref()
-            .is_some_and(|o| db < o.level_db - self.config.fade_db);
+            .is_some_and(|o| fade.is_finite() && db < (o.level_db - fade).max(SILENT_DB));
         if faded {
             Heard::Silence
         } else if score >= self.config.threshold
@@ -2433,6 +2441,34 @@ mod tests {
             assert_eq!(s.open.is_none(), fade_db.is_finite());
             assert_eq!(s.ended.len(), usize::from(fade_db.is_finite()));
         }
+    }
+
+    /// A quiet speaker (-50 dBFS, so the fade's line would fall at -80) followed by digital
+    /// silence, which the detector hears with its dither (-70.8 dBFS) and may still score
+    /// over `release`: the dither alone is silence, and the pause ends at the endpoint.
+    #[test]
+    fn after_a_quiet_speaker_the_dither_alone_is_silence() {
+        let mut s = Segmenter::new(config());
+        let mut at = 0;
+        for _ in 0..40 {
+            let frame = [0.003_f32; FRAME];
+            let heard = s.hear(0.9, db(&frame), 40.0);
+            at += FRAME as u64;
+            s.frame(&frame, heard, db(&frame), at, Instant::now());
+        }
+        let dither_db = 20.0 * (DITHER / 12f32.sqrt()).log10();
+        let frames = s.config.endpoint.div_ceil(FRAME);
+        for _ in 0..frames {
+            // What the detector scored the dithered zeros after a quiet recording.
+            let heard = s.hear(0.38, dither_db + 0.3, 0.3);
+            assert_eq!(heard, Heard::Silence);
+            at += FRAME as u64;
+            s.frame(&[0.0; FRAME], heard, dither_db, at, Instant::now());
+        }
+        assert!(
+            s.open.is_none() && s.ended.len() == 1,
+            "ended at the endpoint"
+        );
     }
 
     #[test]
