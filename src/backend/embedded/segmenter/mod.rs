@@ -1858,30 +1858,8 @@ mod tests {
         assert_eq!(s.audio(want.ticket).len(), s.ended[0].audio.len());
         s.decoded(want.ticket, "Front left.".into(), Instant::now(), &mut out);
         assert_eq!(finals(&out), ["Front left."]);
-    }
-
-    /// The events say what the endpointer decided about each pause, for the shell's
-    /// metrics: a pause held and joined, one ended as the turn's end at the endpoint, and
-    /// the speaker going on within the turn gap after it (what the platform may have
-    /// answered over), then a noise too short to be speech.
-    #[test]
-    fn the_endpointer_tells_what_it_decided_about_each_pause() {
-        let mut s = judging();
-        let mut at = 0;
-        let mut audio = Vec::new();
-        let mut out = Vec::new();
-        feed(&mut s, 40, true, &mut at);
-        let ticket = ask(&mut s, &mut audio, &mut at);
-        s.judged(ticket, Some(false), Instant::now(), &mut out);
-        speculated(&mut s, "Front", &mut at, &mut out);
-        feed(&mut s, 30, false, &mut at);
-        feed(&mut s, 30, true, &mut at);
-        let ticket = ask(&mut s, &mut audio, &mut at);
-        s.judged(ticket, Some(true), Instant::now(), &mut out);
-        feed(&mut s, 12, false, &mut at);
-        let want = s.want().unwrap();
-        s.decoded(want.ticket, "Front left".into(), Instant::now(), &mut out);
-        assert_eq!(finals(&out), ["Front left."]);
+        // The events tell the shell's metrics so: held, resumed and joined, then the
+        // turn's end at the next pause's endpoint.
         let events: Vec<Event> = s.take_events().collect();
         let held = |e: &Event| matches!(e, Event::Resumed { held: true, .. });
         let [
@@ -1902,6 +1880,39 @@ mod tests {
         };
         assert!(held(&resumed), "{resumed:?}");
         assert_eq!(s.take_events().count(), 0, "taken once");
+    }
+
+    /// The events say what the endpointer decided about each pause, for the shell's
+    /// metrics: a pause ended as the turn's end at the endpoint, the speaker going on
+    /// within the turn gap after it (what the platform may have answered over), then a
+    /// noise too short to be speech.
+    #[test]
+    fn the_endpointer_tells_what_it_decided_about_each_pause() {
+        let mut s = judging();
+        let mut at = 0;
+        let mut audio = Vec::new();
+        let mut out = Vec::new();
+        feed(&mut s, 40, true, &mut at);
+        let ticket = ask(&mut s, &mut audio, &mut at);
+        s.judged(ticket, Some(true), Instant::now(), &mut out);
+        speculated(&mut s, "That's all.", &mut at, &mut out);
+        feed(&mut s, 12, false, &mut at);
+        s.drain_ready(Instant::now(), &mut out);
+        assert_eq!(finals(&out), ["That's all."]);
+        let events: Vec<Event> = s.take_events().collect();
+        let [
+            Event::Opened,
+            Event::Paused,
+            Event::Endpoint {
+                ends_turn: true,
+                held: false,
+                after_turn_end: None,
+                ..
+            },
+        ] = events[..]
+        else {
+            panic!("{events:?}");
+        };
 
         // The speaker goes on 400 ms after the turn's end: counted against that end.
         feed(&mut s, 13, false, &mut at);
