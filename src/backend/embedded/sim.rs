@@ -14,6 +14,7 @@
 //! channel), and CPU taken by anything but the decoders (the listener, the runtime,
 //! another process, `SCHED_IDLE`).
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -107,10 +108,7 @@ pub fn in_phase(n: usize, duration: f64, seed: u64) -> Vec<Call> {
 /// the run. Returns the calls and, per shape, the range of their indices. One scheduler
 /// sees them all, so what it learned from one shape (the cost model's corrections, the
 /// utterances' length a wave is priced at) carries into the next, as it does on the server.
-pub fn in_sequence(
-    shapes: &[Vec<Call>],
-    starts: &[f64],
-) -> (Vec<Call>, Vec<std::ops::Range<usize>>) {
+pub fn in_sequence(shapes: &[Vec<Call>], starts: &[f64]) -> (Vec<Call>, Vec<Range<usize>>) {
     let mut all = Vec::new();
     let mut ranges = Vec::with_capacity(shapes.len());
     for (calls, start) in shapes.iter().zip(starts) {
@@ -334,10 +332,25 @@ impl Outcome {
 
     /// Times to final of `role`'s finals, sorted.
     pub fn waits(&self, role: Role) -> Vec<Duration> {
+        self.waits_where(|f| f.role == role)
+    }
+
+    /// Times to final of the customers' finals in `calls` (one shape of [`in_sequence`]),
+    /// sorted.
+    pub fn customer_waits_in(&self, calls: &Range<usize>) -> Vec<Duration> {
+        self.waits_where(|f| f.role == Role::Customer && calls.contains(&f.call))
+    }
+
+    /// How many of `calls` were admitted.
+    pub fn admitted_in(&self, calls: &Range<usize>) -> usize {
+        self.admitted.iter().filter(|i| calls.contains(i)).count()
+    }
+
+    fn waits_where(&self, keep: impl Fn(&Final) -> bool) -> Vec<Duration> {
         let mut w: Vec<Duration> = self
             .finals
             .iter()
-            .filter(|f| f.role == role)
+            .filter(|f| keep(f))
             .map(|f| f.waited)
             .collect();
         w.sort();
@@ -880,9 +893,7 @@ mod tests {
         let (calls, ranges) = in_sequence(&shapes, &one_after_another(&shapes, 20.0));
         let out = run(&calls, &engine, &machine);
         assert_eq!(out.unfinished, 0);
-        let admitted =
-            |r: &std::ops::Range<usize>| out.admitted.iter().filter(|i| r.contains(i)).count();
-        let counts: Vec<usize> = ranges.iter().map(admitted).collect();
+        let counts: Vec<usize> = ranges.iter().map(|r| out.admitted_in(r)).collect();
         let fresh = run(&burst, &engine, &machine).admitted.len();
         eprintln!("in sequence: admitted {counts:?} of [28, 26, 40]; the burst alone: {fresh}");
         assert_eq!(counts[0], 28);
@@ -920,17 +931,8 @@ mod tests {
         let out = run(&calls, &engine, &machine);
         for ((path, report), range) in paths.split(',').zip(&reports).zip(&ranges) {
             let server = recorded(report).len();
-            let sim = out.admitted.iter().filter(|i| range.contains(i)).count();
-            let waits: Vec<Duration> = {
-                let mut w: Vec<Duration> = out
-                    .finals
-                    .iter()
-                    .filter(|f| range.contains(&f.call) && f.role == Role::Customer)
-                    .map(|f| f.waited)
-                    .collect();
-                w.sort();
-                w
-            };
+            let sim = out.admitted_in(range);
+            let waits = out.customer_waits_in(range);
             eprintln!(
                 "machine {name}: {path}: offered {}, the server admitted {server}, the \
                  simulation {sim}; its customers' time to final p50 / p95 {} / {} ms",

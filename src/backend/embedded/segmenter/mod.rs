@@ -1820,15 +1820,23 @@ mod tests {
         assert!(s.is_idle());
 
         // A verdict that comes before the endpoint: the final goes at the endpoint.
-        out.clear();
-        feed(&mut s, 40, true, &mut at);
-        let ticket = ask(&mut s, &mut audio, &mut at);
-        s.judged(ticket, Some(true), Instant::now(), &mut out);
-        speculated(&mut s, "Bye.", &mut at, &mut out);
-        assert!(finals(&out).is_empty());
-        feed(&mut s, 12, false, &mut at);
-        s.drain_ready(Instant::now(), &mut out);
+        let out = said_and_judged_finished(&mut s, "Bye.", &mut at);
         assert_eq!(finals(&out), ["Bye."]);
+    }
+
+    /// 640 ms of voice the judge hears as finished before the endpoint, decoded as `text`,
+    /// then silence to the endpoint: what the segmenter emitted, which is empty before the
+    /// endpoint and the final after it.
+    fn said_and_judged_finished(s: &mut Segmenter, text: &str, at: &mut u64) -> Vec<Emit> {
+        let (mut audio, mut out) = (Vec::new(), Vec::new());
+        feed(s, 40, true, at);
+        let ticket = ask(s, &mut audio, at);
+        s.judged(ticket, Some(true), Instant::now(), &mut out);
+        speculated(s, text, at, &mut out);
+        assert!(finals(&out).is_empty(), "not before the endpoint");
+        feed(s, 12, false, at);
+        s.drain_ready(Instant::now(), &mut out);
+        out
     }
 
     #[test]
@@ -1861,25 +1869,33 @@ mod tests {
         // The events tell the shell's metrics so: held, resumed and joined, then the
         // turn's end at the next pause's endpoint.
         let events: Vec<Event> = s.take_events().collect();
-        let held = |e: &Event| matches!(e, Event::Resumed { held: true, .. });
         let [
             Event::Opened,
             Event::Paused,
             Event::Held,
-            resumed,
+            Event::Resumed { held: true, .. },
             Event::Paused,
+            end,
+        ] = events[..]
+        else {
+            panic!("{events:?}");
+        };
+        assert!(ends_turn_at_endpoint(&end), "{end:?}");
+        assert_eq!(s.take_events().count(), 0, "taken once");
+    }
+
+    /// An utterance closed as the turn's end at the endpoint, not held, not opened right
+    /// after another turn's end.
+    fn ends_turn_at_endpoint(event: &Event) -> bool {
+        matches!(
+            event,
             Event::Endpoint {
                 ends_turn: true,
                 held: false,
                 after_turn_end: None,
                 ..
-            },
-        ] = events[..]
-        else {
-            panic!("{events:?}");
-        };
-        assert!(held(&resumed), "{resumed:?}");
-        assert_eq!(s.take_events().count(), 0, "taken once");
+            }
+        )
     }
 
     /// The events say what the endpointer decided about each pause, for the shell's
@@ -1890,29 +1906,13 @@ mod tests {
     fn the_endpointer_tells_what_it_decided_about_each_pause() {
         let mut s = judging();
         let mut at = 0;
-        let mut audio = Vec::new();
-        let mut out = Vec::new();
-        feed(&mut s, 40, true, &mut at);
-        let ticket = ask(&mut s, &mut audio, &mut at);
-        s.judged(ticket, Some(true), Instant::now(), &mut out);
-        speculated(&mut s, "That's all.", &mut at, &mut out);
-        feed(&mut s, 12, false, &mut at);
-        s.drain_ready(Instant::now(), &mut out);
+        let mut out = said_and_judged_finished(&mut s, "That's all.", &mut at);
         assert_eq!(finals(&out), ["That's all."]);
         let events: Vec<Event> = s.take_events().collect();
-        let [
-            Event::Opened,
-            Event::Paused,
-            Event::Endpoint {
-                ends_turn: true,
-                held: false,
-                after_turn_end: None,
-                ..
-            },
-        ] = events[..]
-        else {
+        let [Event::Opened, Event::Paused, end] = events[..] else {
             panic!("{events:?}");
         };
+        assert!(ends_turn_at_endpoint(&end), "{end:?}");
 
         // The speaker goes on 400 ms after the turn's end: counted against that end.
         feed(&mut s, 13, false, &mut at);
