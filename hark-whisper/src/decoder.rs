@@ -175,20 +175,16 @@ impl Decoder {
         }
     }
 
-    /// The model `role` decodes `spoken` with: its own if it speaks it, else the
-    /// engine's other model if that one does (tiny.en's partials of a Spanish call come
-    /// from base, the finals' model).
+    /// The model `role` decodes `spoken` with, if it speaks it. The caller picks the role
+    /// whose model does (hark's scheduler gives a Spanish call's partials to base when
+    /// tiny.en is the partials' model): a decode is never moved to the other model here,
+    /// so what it cost is booked to the model that ran it.
     pub fn model_speaking(&self, role: Role, spoken: Spoken) -> Result<Arc<Model>, DecodeError> {
         let own = self.model_for(role);
-        if own.speaks(spoken) {
-            return Ok(own);
+        match own.speaks(spoken) {
+            true => Ok(own),
+            false => Err(DecodeError::EnglishOnly(own.name.clone())),
         }
-        [Some(&self.model), self.finals.as_ref()]
-            .into_iter()
-            .flatten()
-            .find(|m| m.speaks(spoken))
-            .cloned()
-            .ok_or_else(|| DecodeError::EnglishOnly(own.name.clone()))
     }
 
     /// Decodes `batch` with `m` as one batch: each utterance is encoded on its own (an

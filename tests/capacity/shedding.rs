@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use hark::audio::{AudioSink, channel_pipe};
 use hark::backend::embedded::{
-    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Transcribed,
-    Utterance,
+    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Speakers, Tier,
+    Transcribed, Utterance,
 };
 use hark::backend::{Backend, ChannelSpec, Event, EventKind, EventSink};
 use hark::protocol::Channel;
@@ -75,7 +75,7 @@ fn backend(name: &'static str, shed: Shed) -> Arc<Embedded> {
                 context: ContextKind::Audio,
                 prompted: false,
                 describe: "two models".into(),
-                speaks: Box::new(|_| Ok(())),
+                speaks: Box::new(|_| Ok(Speakers::Both)),
                 judge: None,
                 finals_model: true,
                 max_batch: 1,

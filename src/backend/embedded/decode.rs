@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use super::cost::CostModel;
-use super::{FINAL_BUDGET, Tier};
+use super::{FINAL_BUDGET, Speakers, Tier};
 
 /// Samples per detector frame, at 16 kHz.
 pub const FRAME: usize = 256;
@@ -62,6 +62,8 @@ pub struct Want {
     /// For a final or speculative decode: when the platform needs it; for a partial
     /// judging a pause, the endpoint.
     pub due: Option<Due>,
+    /// Which of the engine's models speak the channel's language.
+    pub speakers: Speakers,
 }
 
 /// When a final is needed, and what its decode reads. The scheduler decodes the finals
@@ -83,11 +85,13 @@ pub struct Due {
 }
 
 impl Want {
-    /// The model this decode is for when the ladder sheds none.
+    /// The model this decode is for when the ladder sheds none: the one model that
+    /// speaks the channel's language, if only one does.
     pub fn tier(&self) -> Tier {
-        match self.ticket.quick {
-            true => Tier::Partials,
-            false => Tier::of(self.kind),
+        match (self.speakers, self.ticket.quick) {
+            (Speakers::Only(tier), _) => tier,
+            (Speakers::Both, true) => Tier::Partials,
+            (Speakers::Both, false) => Tier::of(self.kind),
         }
     }
 }
@@ -228,6 +232,8 @@ pub struct Need {
     /// Its finals have a deadline (the customer's, which the platform answers): a final
     /// whose decode would be late may give up its context, then the finals' model.
     pub deadline: bool,
+    /// Which of the engine's models speak the channel's language.
+    pub speakers: Speakers,
     pub state: State,
 }
 

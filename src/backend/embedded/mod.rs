@@ -264,9 +264,21 @@ struct Running {
     speaks: Speaks,
 }
 
-/// [`Loaded::speaks`].
+/// [`Loaded::speaks`]: which of the engine's models transcribe a language.
 /// The error is the 400's body, for the caller.
-pub type Speaks = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+pub type Speaks = Box<dyn Fn(&str) -> Result<Speakers, String> + Send + Sync>;
+
+/// Which of an engine's models transcribe a call's language. The scheduler gives every
+/// decode of a call a model that speaks it; the engine never swaps one in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speakers {
+    /// Both (or the engine's one model): partials by the partials' model, finals by the
+    /// finals', and the ladder may shed the finals' model.
+    Both,
+    /// This tier's model alone (tiny.en's partials of a Spanish call come from base):
+    /// every decode of the call takes it, and nothing sheds it.
+    Only(Tier),
+}
 
 /// Whether a BCP 47 tag names English (or none: English is the default).
 pub fn is_english(tag: &str) -> bool {
@@ -277,7 +289,7 @@ pub fn is_english(tag: &str) -> bool {
 /// [`Loaded::speaks`] for an engine that transcribes English alone.
 pub fn english_only(engine: &'static str) -> Speaks {
     Box::new(move |tag| match is_english(tag) {
-        true => Ok(()),
+        true => Ok(Speakers::Both),
         false => Err(format!(
             "{engine} transcribes English only, not {}: use a backend that speaks it \
              (whisper with a multilingual model, or a network backend)",
@@ -453,7 +465,7 @@ impl Backend for Embedded {
 
     fn check_language(&self, language: &str) -> Result<(), String> {
         match self.pool.get() {
-            Some(running) => (running.speaks)(language),
+            Some(running) => (running.speaks)(language).map(drop),
             // Not loaded: the call is refused as not ready anyway.
             None => Ok(()),
         }
@@ -472,10 +484,11 @@ impl Backend for Embedded {
             }));
         };
         let language = spec.options.language.clone().unwrap_or_default();
-        (running.speaks)(&language).map_err(BackendError::new)?;
-        let cuts = self
-            .settings
-            .cuts(&spec, running.judging, running.context, running.prompted);
+        let speakers = (running.speaks)(&language).map_err(BackendError::new)?;
+        let mut cuts =
+            self.settings
+                .cuts(&spec, running.judging, running.context, running.prompted);
+        cuts.speakers = speakers;
         audio.wake_thread(running.listener.clone());
         running.pool.starting(spec.session_id);
         let session = spec.session_id;
@@ -806,7 +819,7 @@ mod tests {
                     context: ContextKind::Audio,
                     prompted: false,
                     describe: "echo".into(),
-                    speaks: Box::new(|_| Ok(())),
+                    speaks: Box::new(|_| Ok(Speakers::Both)),
                     judge: None,
                     finals_model: false,
                     max_batch: 1,

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 pub use self::error::LoadError;
 pub use self::fetch::{ensure_final_model, ensure_model};
 use crate::backend::embedded::{
-    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Tier, Transcribed,
-    Utterance,
+    ContextKind, Embedded, Engine, EngineError, Loaded, Settings, Shed, Speakers, Tier,
+    Transcribed, Utterance,
 };
 use crate::turn::TurnModel;
 pub use hark_whisper::{ModelPaths, RATE};
@@ -434,18 +434,22 @@ fn load_turn_model(config: &WhisperConfig) -> Result<TurnModel, LoadError> {
 }
 
 /// [`Loaded::speaks`]: a language either model transcribes, or `auto` with a multilingual
-/// one.
+/// one; which of them do.
 fn speaks(model: &Arc<Model>, finals: Option<&Arc<Model>>) -> crate::backend::embedded::Speaks {
     let models: Vec<Arc<Model>> = [Some(model), finals]
         .into_iter()
         .flatten()
         .cloned()
         .collect();
+    let (partials, finals) = (model.clone(), finals.cloned());
     Box::new(move |tag| {
         let spoken = Spoken::parse(tag).map_err(|e| e.to_string())?;
-        match models.iter().any(|m| m.speaks(spoken)) {
-            true => Ok(()),
-            false => Err(format!(
+        let by_finals = finals.as_ref().map(|f| f.speaks(spoken));
+        match (partials.speaks(spoken), by_finals) {
+            (true, None | Some(true)) => Ok(Speakers::Both),
+            (true, Some(false)) => Ok(Speakers::Only(Tier::Partials)),
+            (false, Some(true)) => Ok(Speakers::Only(Tier::Finals)),
+            (false, _) => Err(format!(
                 "language {} needs a multilingual Whisper model: {} {} English only (set \
                  whisper.final_model = \"base\", or a multilingual model directory)",
                 crate::untrusted::quoted(tag),
@@ -473,8 +477,9 @@ fn role(tier: Tier) -> Role {
 }
 
 impl Engine for Decoder {
-    /// Utterances in another language than English may need the other model: the batch is
-    /// decoded in one batch per model, each utterance's answer in its place.
+    /// The batch is decoded by `tier`'s model as one batch; an utterance in a language
+    /// that model does not speak is refused (the scheduler gives such a call's decodes to
+    /// the model that speaks it: [`crate::backend::embedded::Speakers`]).
     fn transcribe(
         &mut self,
         batch: &[Utterance<'_>],
@@ -482,19 +487,21 @@ impl Engine for Decoder {
     ) -> Vec<Result<Transcribed, EngineError>> {
         let mut out: Vec<Result<Transcribed, EngineError>> =
             batch.iter().map(|_| Ok(Transcribed::default())).collect();
-        let mut groups: Vec<(Arc<Model>, Vec<usize>, Vec<Request<'_>>)> = Vec::new();
+        let model = self.model_for(role(tier));
+        let (mut at, mut requests) = (Vec::new(), Vec::new());
         for (i, u) in batch.iter().enumerate() {
-            let chosen = Spoken::parse(u.language)
+            let spoken = Spoken::parse(u.language)
                 .map_err(DecodeError::from)
-                .and_then(|spoken| Ok((self.model_speaking(role(tier), spoken)?, spoken)));
-            let (model, spoken) = match chosen {
-                Ok(chosen) => chosen,
+                .and_then(|spoken| self.model_speaking(role(tier), spoken).map(|_| spoken));
+            let spoken = match spoken {
+                Ok(spoken) => spoken,
                 Err(e) => {
                     out[i] = Err(e.into());
                     continue;
                 }
             };
-            let request = Request {
+            at.push(i);
+            requests.push(Request {
                 audio: u.audio,
                 prompt: u.prompt,
                 draft: u.draft,
@@ -503,16 +510,9 @@ impl Engine for Decoder {
                     (Tier::Finals, true) => self.beam_width(),
                     _ => 1,
                 },
-            };
-            match groups.iter_mut().find(|(m, _, _)| Arc::ptr_eq(m, &model)) {
-                Some((_, at, requests)) => {
-                    at.push(i);
-                    requests.push(request);
-                }
-                None => groups.push((model, vec![i], vec![request])),
-            }
+            });
         }
-        for (model, at, requests) in groups {
+        if !requests.is_empty() {
             let decoded = self.decode_batch(&model, &requests, None);
             for (i, d) in at.into_iter().zip(decoded) {
                 out[i] = Ok(Transcribed {

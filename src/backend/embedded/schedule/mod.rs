@@ -28,7 +28,7 @@ use self::ladder::{Ladder, LoadSheds};
 pub(crate) use self::ladder::{Shedding, Why};
 use super::cost::{CostModel, TYPICAL_UTTERANCE};
 use super::decode::{DecodeKind, Due, Lead, Room, Want};
-use super::{Shed, Tier};
+use super::{Shed, Speakers, Tier};
 use crate::backend::Refusal;
 
 /// Over how long the recognizer's essential load is averaged (see [`Scheduler::share`]).
@@ -184,6 +184,9 @@ pub(crate) struct Wanted {
     pub since: Instant,
     /// The model it is for while the ladder sheds none ([`super::decode::Want::tier`]).
     pub tier: Tier,
+    /// The ladder may give it the partials' model: both models speak the channel's
+    /// language ([`Speakers::Both`]).
+    pub sheds_model: bool,
     /// When a final or speculative decode is needed.
     pub due: Option<Due>,
 }
@@ -211,6 +214,7 @@ impl Wanted {
             kind: want.kind,
             since: want.since,
             tier: want.tier(),
+            sheds_model: want.speakers == Speakers::Both,
             due: want.due,
         }
     }
@@ -398,7 +402,7 @@ impl Scheduler {
         idle: usize,
         now: Instant,
     ) -> Option<Batch> {
-        let tier_of = |w: &Wanted| match step >= Shed::FinalsModel {
+        let tier_of = |w: &Wanted| match step >= Shed::FinalsModel && w.sheds_model {
             true => Tier::Partials,
             false => self.tier_by_due(w, now),
         };
@@ -599,6 +603,7 @@ mod tests {
             kind,
             since,
             tier: Tier::of(kind),
+            sheds_model: true,
             due: None,
         }
     }
@@ -630,6 +635,7 @@ mod tests {
             kind,
             since: t0,
             due: None,
+            speakers: Speakers::Both,
             ticket: Ticket {
                 utterance: 1,
                 len: 16_000,
@@ -848,6 +854,28 @@ mod tests {
         let room = next.room();
         assert!(!room.beam && room.context == 0.0 && room.lead == next.lead);
         assert!(knobs.room().beam && knobs.room().context == 1.0);
+    }
+
+    /// The step that sheds the finals' model leaves a call whose language only that model
+    /// speaks on it: its final is not given to a model that cannot write it, nor batched
+    /// with the finals that step moves.
+    #[test]
+    fn a_call_only_the_finals_model_speaks_keeps_it_on_the_ladders_last_steps() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(100);
+        let knobs = s.knobs(now);
+        let spanish = Wanted {
+            sheds_model: false,
+            ..want(0, DecodeKind::Final, now - ms(460))
+        };
+        let late = [spanish, want(1, DecodeKind::Final, now - ms(450))];
+        let plan = s.plan(&knobs, &late, 1, now);
+        assert!(plan.step >= Shed::FinalsModel, "{plan:?}");
+        let batch = plan.batch.expect("a batch");
+        assert_eq!((batch.tier, batch.keys), (Tier::Finals, vec![0]));
+        let batch = s.plan(&knobs, &late[1..], 1, now).batch.expect("a batch");
+        assert_eq!((batch.tier, batch.keys), (Tier::Partials, vec![1]));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use super::super::Speakers;
 use super::super::decode::{
     DecodeKind, Due, FRAME, Lead, Need, Pick, Piece, RATE, Room, State, Ticket, Want,
     samples_as_time,
@@ -52,6 +53,7 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
             // (`InFlight`).
             if judge && room.partials && (JUDGE_AT..need.endpoint).contains(&silence) {
                 return Some(Want {
+                    speakers: need.speakers,
                     kind: DecodeKind::Judge,
                     since: paused_at,
                     due: Some(Due {
@@ -88,6 +90,7 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
                 true => (len - decoded >= every).then_some(DecodeKind::Partial),
             };
             kind.map(|kind| Want {
+                speakers: need.speakers,
                 kind,
                 since,
                 due: None,
@@ -111,6 +114,7 @@ fn whole(
 ) -> (Want, Pick) {
     let (context_from, pick, reads) = pick_context(need, room, piece);
     let want = Want {
+        speakers: need.speakers,
         kind,
         since,
         due: Some(due(need, room, pick, voice_end, (reads, piece.own))),
@@ -153,9 +157,12 @@ fn pick(need: &Need, room: &Room, reads: usize) -> Pick {
 }
 
 /// The partials' model's line where this channel's finals may fall back to it: the
-/// ladder may shed the finals' model and the channel has a deadline.
+/// ladder may shed the finals' model, the channel has a deadline and both models speak
+/// its language.
 fn quickens(need: &Need, room: &Room) -> Option<(usize, usize)> {
-    room.lead.quick.filter(|_| need.deadline)
+    room.lead
+        .quick
+        .filter(|_| need.deadline && need.speakers == Speakers::Both)
 }
 
 /// When a final whose voice ended at `voice_end` is needed ([`Due`]), decoded as `pick`
@@ -239,6 +246,7 @@ mod tests {
         let need = Need {
             endpoint,
             deadline,
+            speakers: Speakers::Both,
             state,
         };
         (need, piece)
@@ -272,6 +280,56 @@ mod tests {
         );
         // The assistant's channel keeps its context and model, late or not.
         assert_eq!(pick(own, false), (1, false, own + context));
+    }
+
+    /// A call in a language only the finals' model speaks (Spanish, with tiny.en for
+    /// partials): its partials, its pauses' judges and its finals all want that model, and
+    /// a final too long for its budget keeps it rather than fall back to a model that
+    /// cannot write the language.
+    #[test]
+    fn a_language_one_model_speaks_takes_that_model_for_every_decode() {
+        use super::super::super::Tier;
+        let room = Room::all(Lead {
+            base: 0,
+            per_second: RATE,
+            quick: Some((0, 0)),
+            budget: 0,
+            ..Lead::default()
+        });
+        let (mut need, _) = paused(10 * FRAME, true, 40 * FRAME, 0);
+        let tiers = |need: &Need| {
+            let speculative = want(need, &room).expect("a speculative decode");
+            assert_eq!(speculative.kind, DecodeKind::Speculative);
+            let mut judged = *need;
+            if let State::Paused { judge, silence, .. } = &mut judged.state {
+                (*judge, *silence) = (true, FRAME);
+            }
+            let judge = want(&judged, &room).expect("a judge");
+            assert_eq!(judge.kind, DecodeKind::Judge);
+            (speculative.ticket.quick, speculative.tier(), judge.tier())
+        };
+        // Both speak it: the final, too long for the finals' model, takes the partials'.
+        assert_eq!(tiers(&need), (true, Tier::Partials, Tier::Partials));
+        need.speakers = Speakers::Only(Tier::Finals);
+        assert_eq!(tiers(&need), (false, Tier::Finals, Tier::Finals));
+        let voiced = Need {
+            state: State::Voiced {
+                id: 3,
+                len: 20 * FRAME,
+                heard: 20 * FRAME,
+                decoded: 0,
+                words: false,
+                first: 10 * FRAME,
+                every: 10 * FRAME,
+                since: Instant::now(),
+            },
+            ..need
+        };
+        let partial = want(&voiced, &room).expect("a first partial");
+        assert_eq!(
+            (partial.kind, partial.tier()),
+            (DecodeKind::FirstPartial, Tier::Finals)
+        );
     }
 
     #[test]

@@ -32,11 +32,11 @@ use std::time::{Duration, Instant};
 
 use context::Said;
 
-use super::Transcribed;
 use super::decode::samples_as_time;
 pub use super::decode::{
     DecodeKind, Due, FRAME, Lead, Need, Pick, Piece, RATE, Room, State, Ticket, Want,
 };
+use super::{Speakers, Transcribed};
 pub use crate::turn::end_turn;
 use crate::turn::words::{goes_on, lone_word};
 pub use context::{drop_repeat, strip_context};
@@ -143,6 +143,9 @@ pub struct SegmenterConfig {
     /// answers. The assistant's keep both (no reply waits on them, and the context is
     /// what makes their text-to-speech prompts' finals whole).
     pub deadline: bool,
+    /// Which of the engine's models speak the call's language: where only one does,
+    /// every decode takes it.
+    pub speakers: Speakers,
 }
 
 /// See [`SegmenterConfig::release`]. Silero VAD's default hysteresis (0.15 under the
@@ -197,6 +200,7 @@ impl SegmenterConfig {
             prompted: false,
             lead: Lead::default(),
             deadline: true,
+            speakers: Speakers::Both,
         }
     }
 }
@@ -528,6 +532,7 @@ impl Segmenter {
             Some(Need {
                 endpoint: self.config.endpoint,
                 deadline: self.config.deadline,
+                speakers: self.config.speakers,
                 state,
             })
         };
@@ -1114,6 +1119,7 @@ mod tests {
             kind: DecodeKind::Partial,
             since: Instant::now(),
             due: None,
+            speakers: Speakers::Both,
             ticket: Ticket {
                 whole: false,
                 ..open_ticket(s)
