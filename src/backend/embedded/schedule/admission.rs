@@ -128,9 +128,7 @@ impl Demand {
         let free = self.decoders as f64 * (1.0 - self.load).max(0.0);
         let finals = (self.promised + 1.0).ceil() as usize;
         let tier = self.wave_tier();
-        let wave = self
-            .cost
-            .wave(tier, finals, utterance, free, self.max_batch);
+        let wave = super::queue::wave(&self.cost, tier, finals, utterance, free, self.max_batch);
         if wave > WAVE_BUDGET {
             return Err(Refusal::Wave {
                 finals,
@@ -275,8 +273,10 @@ pub(super) mod tests {
         // The admitted wave is one the cost model clears in time, and one more is not.
         let c = cost();
         let free = 2.0;
-        assert!(c.wave(Tier::Partials, batched, TYPICAL_UTTERANCE, free, 16) <= WAVE_BUDGET);
-        assert!(c.wave(Tier::Partials, batched + 1, TYPICAL_UTTERANCE, free, 16) > WAVE_BUDGET);
+        let wave =
+            |n| super::super::queue::wave(&c, Tier::Partials, n, TYPICAL_UTTERANCE, free, 16);
+        assert!(wave(batched) <= WAVE_BUDGET);
+        assert!(wave(batched + 1) > WAVE_BUDGET);
     }
 
     #[test]

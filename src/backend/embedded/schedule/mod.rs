@@ -18,6 +18,7 @@
 
 mod admission;
 mod ladder;
+mod queue;
 pub(super) mod want;
 
 use std::time::{Duration, Instant};
@@ -343,7 +344,7 @@ impl Scheduler {
         let seconds = mean_seconds(wanted.iter().filter(|w| w.kind.is_essential()));
         let (cost, decoders, max_batch) = (self.cost, self.decoders, self.max_batch);
         let queued = |tier| {
-            let wait = cost.queue_wait(tier, wave, decoders, seconds, max_batch);
+            let wait = queue::queue_wait(&cost, tier, wave, decoders, seconds, max_batch);
             late + Duration::from_secs_f64(wait)
         };
         let finals_on_time = queued(Tier::Finals);
@@ -418,9 +419,14 @@ impl Scheduler {
             .filter(|w| tier_of(w) == tier && w.kind.is_essential() == essential)
             .collect();
         let seconds = mean_seconds(alike.iter().copied());
-        let take = self
-            .cost
-            .batch_size(tier, alike.len(), idle.max(1), seconds, self.max_batch);
+        let take = queue::batch_size(
+            &self.cost,
+            tier,
+            alike.len(),
+            idle.max(1),
+            seconds,
+            self.max_batch,
+        );
         Some(Batch {
             keys: alike.iter().take(take).map(|w| w.key).collect(),
             tier,
@@ -938,7 +944,7 @@ mod tests {
             };
             let batch = plan.batch.expect("a batch");
             assert_eq!(batch.tier, tier);
-            let expected = cost().batch_size(tier, 6, idle, TYPICAL_UTTERANCE, 8);
+            let expected = queue::batch_size(&cost(), tier, 6, idle, TYPICAL_UTTERANCE, 8);
             assert_eq!(batch.keys, (0..expected).collect::<Vec<_>>(), "idle {idle}");
         }
     }

@@ -1,0 +1,147 @@
+//! How the decoders take a queue of alike decodes: in batches of the size that brings
+//! them out soonest, each idle decoder its share. The plan batches by it, the ladder
+//! climbs on the wait it gives the last of a wave ([`queue_wait`]), and admission prices a
+//! newcomer's wave by it ([`wave`]): one policy, priced by the [`CostModel`].
+
+use super::super::Tier;
+use super::super::cost::{CostModel, TYPICAL_UTTERANCE};
+
+/// How many of `queued` alike decodes (`seconds` each) one of `decoders` idle decoders
+/// should take as one batch: its share of them, in the batch size that brings its
+/// share's decodes out soonest on average (a batch's decodes all come out when it ends,
+/// so a batch pays only where it costs much less than its decodes one by one).
+pub(crate) fn batch_size(
+    cost: &CostModel,
+    tier: Tier,
+    queued: usize,
+    decoders: usize,
+    seconds: f64,
+    max_batch: usize,
+) -> usize {
+    let share = queued.div_ceil(decoders.max(1)).max(1);
+    let mean_out = |k: usize| {
+        let batches = share.div_ceil(k) as f64;
+        cost.batch(tier, k, seconds) * (batches + 1.0) / 2.0
+    };
+    (1..=share.min(max_batch.max(1)))
+        .min_by(|&a, &b| mean_out(a).total_cmp(&mean_out(b)))
+        .unwrap_or(1)
+}
+
+/// How long the last of `queued` finals (`seconds` each) waits to start, the decoders
+/// taking them in batches as [`batch_size`] says: what the shedding ladder
+/// climbs on, so a wave sheds at once rather than once its first finals are late.
+pub(crate) fn queue_wait(
+    cost: &CostModel,
+    tier: Tier,
+    queued: usize,
+    decoders: usize,
+    seconds: f64,
+    max_batch: usize,
+) -> f64 {
+    let share = queued.div_ceil(decoders.max(1));
+    if share <= 1 {
+        return 0.0;
+    }
+    let k = batch_size(cost, tier, queued, decoders, seconds, max_batch);
+    (share.div_ceil(k) - 1) as f64 * cost.batch(tier, k, seconds)
+}
+
+/// How long after `finals` finals of `seconds` each, all due at one instant, the last
+/// of them is decoded by `decoders` decoders (fractional: what the calls here leave of
+/// them) taking batches of at most `max_batch`, each decoder first finishing a decode
+/// of its own (a partial) that the wave found running. Decodes are whole: the wave
+/// is split into batches as the decoders would take them.
+pub(crate) fn wave(
+    cost: &CostModel,
+    tier: Tier,
+    finals: usize,
+    seconds: f64,
+    decoders: f64,
+    max_batch: usize,
+) -> f64 {
+    let running = cost.batch(Tier::Partials, 1, TYPICAL_UTTERANCE);
+    if finals == 0 {
+        return running;
+    }
+    let whole = decoders.floor().max(1.0);
+    // The decoders take the wave in turns; the last one to finish ends it. A share of
+    // a decoder (the calls here keep the rest busy) stretches its turns.
+    let per_decoder = finals.div_ceil(whole as usize);
+    let k = batch_size(cost, tier, finals, whole as usize, seconds, max_batch);
+    let rounds = per_decoder.div_ceil(k);
+    let mut left = per_decoder;
+    let mut time = running;
+    for r in 0..rounds {
+        let size = left.div_ceil(rounds - r);
+        time += cost.batch(tier, size, seconds);
+        left -= size;
+    }
+    time * whole / decoders.max(1e-3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::cost::Figures;
+    use super::*;
+
+    fn known() -> Figures {
+        Figures {
+            encode: 0.004,
+            encode_per_second: 0.006,
+            step: 0.003,
+            step_per_row: 0.0005,
+        }
+    }
+
+    /// A model whose decoder steps are bound by reading its weights: batches pay.
+    fn weight_bound() -> Figures {
+        Figures {
+            encode: 0.001,
+            encode_per_second: 0.001,
+            step: 0.01,
+            step_per_row: 0.0002,
+        }
+    }
+
+    #[test]
+    fn batches_are_taken_where_they_bring_decodes_out_sooner() {
+        // Steps bound by each row's own work: one at a time brings most out soonest.
+        let rows = CostModel::from_figures(
+            Figures {
+                step: 0.0003,
+                step_per_row: 0.001,
+                ..known()
+            },
+            known(),
+        );
+        assert_eq!(batch_size(&rows, Tier::Partials, 8, 1, 3.0, 16), 1);
+        // Steps bound by the weights: the whole share in one batch.
+        let weights = CostModel::from_figures(weight_bound(), weight_bound());
+        assert_eq!(batch_size(&weights, Tier::Finals, 8, 2, 3.0, 16), 4);
+        // A share over the batch's limit: in as few batches as the limit allows.
+        assert_eq!(batch_size(&weights, Tier::Finals, 40, 2, 3.0, 16), 10);
+        assert_eq!(batch_size(&weights, Tier::Finals, 8, 2, 3.0, 1), 1);
+    }
+
+    #[test]
+    fn a_wave_is_cleared_in_batches_by_every_decoder() {
+        let m = CostModel::from_figures(weight_bound(), weight_bound());
+        let one = |n| wave(&m, Tier::Finals, n, 3.0, 2.0, 1);
+        let batched = |n| wave(&m, Tier::Finals, n, 3.0, 2.0, 16);
+        // One at a time: a wave of 8 on 2 decoders takes 4 decodes after the running one.
+        let running = m.batch(Tier::Partials, 1, TYPICAL_UTTERANCE);
+        assert!((one(8) - (running + 4.0 * m.batch(Tier::Finals, 1, 3.0))).abs() < 1e-9);
+        // Batched: one batch of 4 each.
+        assert!((batched(8) - (running + m.batch(Tier::Finals, 4, 3.0))).abs() < 1e-9);
+        assert!(batched(8) < one(8));
+        // Half a decoder free: twice as long.
+        let half = wave(&m, Tier::Finals, 8, 3.0, 0.5, 16);
+        assert!((wave(&m, Tier::Finals, 8, 3.0, 1.0, 16) * 2.0 - half).abs() < 1e-9);
+        assert!(batched(0) > 0.0, "the running decode still counts");
+        // The last of a queue starts once the decodes before it are out.
+        assert_eq!(queue_wait(&m, Tier::Finals, 2, 2, 3.0, 1), 0.0);
+        let waits = queue_wait(&m, Tier::Finals, 6, 2, 3.0, 1);
+        assert!((waits - 2.0 * m.batch(Tier::Finals, 1, 3.0)).abs() < 1e-9);
+    }
+}
