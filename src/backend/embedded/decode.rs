@@ -8,8 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::cost::CostModel;
-use super::{FINAL_BUDGET, Speakers, Tier};
+use super::{FINAL_BUDGET, Speakers};
 
 /// Samples per detector frame, at 16 kHz.
 pub const FRAME: usize = 256;
@@ -84,18 +83,6 @@ pub struct Due {
     pub quickens: bool,
 }
 
-impl Want {
-    /// The model this decode is for when the ladder sheds none: the one model that
-    /// speaks the channel's language, if only one does.
-    pub fn tier(&self) -> Tier {
-        match (self.speakers, self.ticket.quick) {
-            (Speakers::Only(tier), _) => tier,
-            (Speakers::Both, true) => Tier::Partials,
-            (Speakers::Both, false) => Tier::of(self.kind),
-        }
-    }
-}
-
 /// Which audio a decode reads: the first `len` samples of one utterance, after the sent
 /// finals from `context_from` on if that is not 0. The segmenter keeps taking audio while
 /// the decode runs elsewhere; the ticket says what it covered.
@@ -119,7 +106,7 @@ pub struct Ticket {
 
 /// How long before the endpoint a speculative decode must start to be ready when it
 /// passes: what a final's decode costs, `base + per second × length`, in samples of audio
-/// time, from the pool's cost model ([`CostModel`]).
+/// time, from the pool's cost model (`cost::CostModel`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lead {
     pub base: usize,
@@ -164,23 +151,6 @@ impl Pick {
         beam: false,
         quick: false,
     };
-}
-
-impl Lead {
-    /// A final's decode alone, by the finals' model, greedy and with its beam, with a 10 ms
-    /// margin; by the partials' model if `quick` (a final may fall back to it).
-    pub fn of(cost: &CostModel, quick: bool) -> Self {
-        let samples = |s: f64| (s * RATE as f64).round().max(0.0) as usize;
-        let line = |at: &dyn Fn(f64) -> f64| (samples(at(0.0) + 0.010), samples(at(1.0) - at(0.0)));
-        let (base, per_second) = line(&|s| cost.final_alone(Tier::Finals, s, false));
-        Self {
-            base,
-            per_second,
-            beam: (cost.beam() > 1).then(|| line(&|s| cost.final_alone(Tier::Finals, s, true))),
-            quick: quick.then(|| line(&|s| cost.final_alone(Tier::Partials, s, false))),
-            ..Self::default()
-        }
-    }
 }
 
 /// What the decoders have room for now, as the scheduler sets it per claim

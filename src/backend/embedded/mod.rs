@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
 use self::pool::{Job, Pool};
-use self::segmenter::{DecodeKind, SegmenterConfig};
+use self::segmenter::SegmenterConfig;
 pub use self::settings::{Settings, Shed};
 use crate::audio::AudioSource;
 use crate::backend::{Backend, BackendError, Booking, ChannelSpec, EventSink, Refusal};
@@ -183,16 +183,6 @@ pub(crate) const FINAL_BUDGET: Duration = Duration::from_millis(600);
 pub enum Tier {
     Partials,
     Finals,
-}
-
-impl Tier {
-    /// The model a decode of `kind` is for when nothing is shed.
-    pub fn of(kind: DecodeKind) -> Self {
-        match kind {
-            DecodeKind::Final | DecodeKind::Speculative => Self::Finals,
-            DecodeKind::FirstPartial | DecodeKind::Partial | DecodeKind::Judge => Self::Partials,
-        }
-    }
 }
 
 /// How an engine reads the turn's earlier finals (left context).

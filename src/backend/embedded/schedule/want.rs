@@ -5,11 +5,12 @@
 
 use std::time::Instant;
 
-use super::super::Speakers;
+use super::super::cost::CostModel;
 use super::super::decode::{
     DecodeKind, Due, FRAME, Lead, Need, Pick, Piece, RATE, Room, State, Ticket, Want,
     samples_as_time,
 };
+use super::super::{Speakers, Tier};
 
 /// Silence after which the partials' model reads a pause's words to judge it: the first
 /// silent frame, so that its verdict is there before the endpoint.
@@ -184,6 +185,21 @@ fn due(
 }
 
 impl Lead {
+    /// A final's decode alone, by the finals' model, greedy and with its beam, with a 10 ms
+    /// margin; by the partials' model if `quick` (a final may fall back to it).
+    pub fn of(cost: &CostModel, quick: bool) -> Self {
+        let samples = |s: f64| (s * RATE as f64).round().max(0.0) as usize;
+        let line = |at: &dyn Fn(f64) -> f64| (samples(at(0.0) + 0.010), samples(at(1.0) - at(0.0)));
+        let (base, per_second) = line(&|s| cost.final_alone(Tier::Finals, s, false));
+        Self {
+            base,
+            per_second,
+            beam: (cost.beam() > 1).then(|| line(&|s| cost.final_alone(Tier::Finals, s, true))),
+            quick: quick.then(|| line(&|s| cost.final_alone(Tier::Partials, s, false))),
+            ..Self::default()
+        }
+    }
+
     /// How a final's decode of `audio` samples runs before an `endpoint`, started at the
     /// earliest a speculative decode may (two frames into the pause) if it must: with the
     /// beam only where that decode is ready by the endpoint (the beam never delays a
@@ -217,6 +233,28 @@ impl Lead {
                 beam: false,
                 quick: false,
             },
+        }
+    }
+}
+
+impl Tier {
+    /// The model a decode of `kind` is for when nothing is shed.
+    pub fn of(kind: DecodeKind) -> Self {
+        match kind {
+            DecodeKind::Final | DecodeKind::Speculative => Self::Finals,
+            DecodeKind::FirstPartial | DecodeKind::Partial | DecodeKind::Judge => Self::Partials,
+        }
+    }
+}
+
+impl Want {
+    /// The model this decode is for when the ladder sheds none: the one model that
+    /// speaks the channel's language, if only one does.
+    pub fn tier(&self) -> Tier {
+        match (self.speakers, self.ticket.quick) {
+            (Speakers::Only(tier), _) => tier,
+            (Speakers::Both, true) => Tier::Partials,
+            (Speakers::Both, false) => Tier::of(self.kind),
         }
     }
 }
