@@ -190,6 +190,9 @@ pub struct Piece {
     pub own: usize,
     pub context_from: u64,
     pub with_context: usize,
+    /// A decode of it after its context left none of its own words (or the alignment gave
+    /// them all to the context).
+    pub context_took_all: bool,
 }
 
 /// What one channel's segmenter has for the decoders now, as facts: the scheduler's rule

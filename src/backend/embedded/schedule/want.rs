@@ -113,7 +113,7 @@ fn whole(
     (since, voice_end): (Instant, Instant),
     retry: bool,
 ) -> (Want, Pick) {
-    let (context_from, pick, reads) = pick_context(need, room, piece);
+    let (context_from, pick, reads) = pick_context(need, room, piece, retry);
     let want = Want {
         speakers: need.speakers,
         kind,
@@ -133,9 +133,15 @@ fn whole(
 }
 
 /// How a final's decode of `piece` runs ([`pick`]), with the turn's context or without
-/// it: without where only so would the finals' model have the final ready in time (context
-/// goes before the model); and the samples the decode reads.
-fn pick_context(need: &Need, room: &Room, piece: &Piece) -> (u64, Pick, usize) {
+/// it: without for a `retry` (its first decode heard no words: a second try reads other
+/// input, alone after more silence) and where a decode with context left it no words of
+/// its own (rather than risk losing them), and where only so would the finals' model have
+/// the final ready in time (context goes before the model); and the samples the decode
+/// reads.
+fn pick_context(need: &Need, room: &Room, piece: &Piece, retry: bool) -> (u64, Pick, usize) {
+    if retry || piece.context_took_all {
+        return (0, pick(need, room, piece.own), piece.own);
+    }
     let pick = pick(need, room, piece.with_context);
     if pick.quick && piece.context_from != 0 {
         let alone = self::pick(need, room, piece.own);
@@ -271,6 +277,7 @@ mod tests {
             own,
             context_from: 1,
             with_context: own + context,
+            context_took_all: false,
         };
         let now = Instant::now();
         let state = State::Paused {
@@ -304,7 +311,7 @@ mod tests {
         let (own, context) = (40 * FRAME, 30 * FRAME);
         let pick = |endpoint, deadline| {
             let (need, piece) = paused(endpoint, deadline, own, context);
-            let (from, pick, reads) = pick_context(&need, &room, &piece);
+            let (from, pick, reads) = pick_context(&need, &room, &piece, false);
             (from, pick.quick, reads)
         };
         // Late with its context, on time without it: the context goes, the model stays.
@@ -318,6 +325,37 @@ mod tests {
         );
         // The assistant's channel keeps its context and model, late or not.
         assert_eq!(pick(own, false), (1, false, own + context));
+    }
+
+    /// A final's second try (its first decode heard no words), and one whose decode after
+    /// its context left it no words of its own, read the utterance alone, however much room
+    /// there is for the context.
+    #[test]
+    fn a_retry_and_a_decode_the_context_took_every_word_from_read_the_utterance_alone() {
+        let room = Room::all(Lead::default());
+        let (own, context) = (40 * FRAME, 30 * FRAME);
+        let (need, piece) = paused(200 * FRAME, true, own, context);
+        assert_eq!(pick_context(&need, &room, &piece, false).0, 1);
+        assert_eq!(pick_context(&need, &room, &piece, true).0, 0);
+        let took_all = Piece {
+            context_took_all: true,
+            ..piece
+        };
+        let (from, _, reads) = pick_context(&need, &room, &took_all, false);
+        assert_eq!((from, reads), (0, own));
+        let ended = Need {
+            state: State::Ended {
+                piece,
+                retry: true,
+                since: Instant::now(),
+                voice_end: Instant::now(),
+            },
+            ..need
+        };
+        let retry = want(&ended, &room).expect("the retry");
+        assert_eq!((retry.ticket.context_from, retry.ticket.retry), (0, true));
+        let due = retry.due.expect("due");
+        assert_eq!(due.seconds, own as f64 / RATE as f64);
     }
 
     /// A call in a language only the finals' model speaks (Spanish, with tiny.en for

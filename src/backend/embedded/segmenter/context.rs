@@ -113,7 +113,7 @@ impl Segmenter {
         };
         let span = (self.config.context_span as f64 * share.clamp(0.0, 1.0)) as usize;
         let room = span.saturating_sub(self.whole_len(u.audio.len(), u.voiced_end));
-        if id == self.plain || room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
+        if room == 0 || self.ended.front().is_some_and(|e| e.id < id) {
             return 0;
         }
         self.turn_context(u.start + u.preroll as u64, room)

@@ -378,8 +378,9 @@ pub struct Segmenter {
     position: u64,
     /// The latest finals, as much as `context_span` can use.
     said: VecDeque<Said>,
-    /// An utterance whose decode with context left none of its own words, to be decoded
-    /// alone (0: none). Only the oldest utterance without a final gets context, so one id.
+    /// An utterance whose decode with context left none of its own words (0: none), a
+    /// fact the scheduler's rule reads (`Piece::context_took_all`: it decodes it alone).
+    /// Only the oldest utterance without a final gets context, so one id.
     plain: u64,
     detector: earshot::Detector,
     /// What the detector hears: the frame plus dither (see `DITHER`).
@@ -542,8 +543,6 @@ impl Segmenter {
                 .since
                 .checked_sub(samples_as_time(ended.silence))
                 .unwrap_or(ended.since);
-            // A retry reads the utterance alone.
-            let context = if ended.retry { 0.0 } else { context };
             return need(State::Ended {
                 piece: self.piece(ended.id, ended.start, ended.audio.len(), own, context),
                 retry: ended.retry,
@@ -606,6 +605,7 @@ impl Segmenter {
             own,
             context_from,
             with_context: self.reads(context_from, start, own),
+            context_took_all: id == self.plain,
         }
     }
 
@@ -777,7 +777,7 @@ impl Segmenter {
             let own = strip_context(&context.join(" "), &text);
             if own.is_empty() {
                 // No words of its own (or the alignment gave them all to the context):
-                // rather than risk losing the utterance's, decode it again alone.
+                // told, the scheduler's rule decodes it again alone.
                 self.plain = ticket.utterance;
                 return;
             }
