@@ -40,7 +40,7 @@ mod channel;
 use self::channel::{Channel, ChannelState};
 use super::Shed;
 use super::cost::CostModel;
-use super::schedule::{LeftOut, Live, Plan, Present, Scheduler, Wanted, Why, held_bookings};
+use super::schedule::{LeftOut, Live, Plan, Present, Scheduler, Wanted, held_bookings, want};
 use super::segmenter::{Room, SegmenterConfig, Want};
 use super::{Engine, StartError, Tier, Utterance};
 use crate::audio::AudioSource;
@@ -362,12 +362,14 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
     let mut audio = Vec::new();
     while !pool.closed.load(Ordering::Acquire) {
         let seen = *lock(&pool.work);
-        // The longest pause first: its final is held for this verdict.
-        let longest = lock(&pool.channels)
-            .iter()
-            .filter_map(|c| Some((c.lock().segmenter.turn_pause()?, c.clone())))
-            .max_by_key(|(pause, _)| *pause)
-            .map(|(_, c)| c);
+        let longest = {
+            let channels = lock(&pool.channels);
+            let pauses = channels
+                .iter()
+                .enumerate()
+                .filter_map(|(key, c)| Some((key, c.lock().segmenter.turn_pause()?)));
+            want::next_turn(pauses).map(|key| channels[key].clone())
+        };
         let claimed = longest.and_then(|c| {
             let ticket = c.lock().segmenter.claim_turn(&mut audio)?;
             Some((c, ticket))
@@ -384,7 +386,7 @@ fn judge_loop(pool: &Pool, mut model: TurnModel) {
         let share = lock(&pool.scheduler).judged(spent, Instant::now());
         metrics::gauge!(m::DECODER_LOAD).set(share);
         let complete = match result {
-            Ok(Ok(p)) => Some(p >= 0.5),
+            Ok(Ok(p)) => Some(want::turn_complete(p)),
             Ok(Err(e)) => {
                 warn!(error = %e, "end-of-turn model failed; the final goes as decoded");
                 None
@@ -560,15 +562,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
                 metrics::counter!(m::SHED_DECODES, "what" => "context", "why" => why.as_str())
                     .increment(1);
             }
-            // The rule's pick (`schedule::want`: too long for the budget), or the plan's (due).
-            let why = match want.ticket.quick {
-                true => Some(Why::Long),
-                false => (want.tier() == Tier::Finals).then_some(Why::Due),
-            };
-            if let Some(why) = why
-                && batch.tier == Tier::Partials
-                && step < Shed::FinalsModel
-            {
+            if let Some(why) = batch.partials_for(&want, step) {
                 let why = why.as_str();
                 metrics::counter!(m::SHED_DECODES, "what" => "finals_model", "why" => why)
                     .increment(1);

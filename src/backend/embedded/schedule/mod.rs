@@ -256,6 +256,23 @@ pub(crate) struct Batch {
     pub context: (f64, Option<Why>),
 }
 
+impl Batch {
+    /// Why `want`, decoded in this batch on the ladder's `step`, goes to the partials' model
+    /// rather than the finals' (for the metrics): too long for its budget (`Long`, the
+    /// rule's pick, `want::pick_context`), or late for its due (`Due`, the plan's). `None`
+    /// for a decode the partials' model was always for, and from the step that sheds the
+    /// finals' model on (the ladder's reason, counted as such).
+    pub fn partials_for(&self, want: &Want, step: Shed) -> Option<Why> {
+        if self.tier != Tier::Partials || step >= Shed::FinalsModel {
+            return None;
+        }
+        match want.ticket.quick {
+            true => Some(Why::Long),
+            false => (want.tier() == Tier::Finals).then_some(Why::Due),
+        }
+    }
+}
+
 impl Scheduler {
     /// A scheduler for `decoders` decoders whose ladder sheds at most up to `last`.
     pub fn new(decoders: usize, last: Shed, now: Instant) -> Self {
@@ -665,6 +682,43 @@ mod tests {
         assert!(!speculative.still(&now(DecodeKind::Partial, false)));
         // The final now needs the partials' model (too long for the finals' in time).
         assert!(!speculative.still(&now(DecodeKind::Final, true)));
+    }
+
+    /// A final decoded by the partials' model says why, for the metrics: its length (the
+    /// rule's pick) or its due (the plan's); a partial, or any decode once the ladder sheds
+    /// the finals' model, gives no reason of its own.
+    #[test]
+    fn a_batch_says_why_a_final_went_to_the_partials_model() {
+        let want = |kind, quick| Want {
+            kind,
+            since: Instant::now(),
+            due: None,
+            speakers: Speakers::Both,
+            ticket: Ticket {
+                utterance: 1,
+                len: 16_000,
+                context_from: 0,
+                whole: kind.is_essential(),
+                retry: false,
+                beam: false,
+                quick,
+            },
+        };
+        let batch = |tier| Batch {
+            keys: vec![0],
+            tier,
+            beam: false,
+            context: (1.0, None),
+        };
+        let (partials, finals) = (batch(Tier::Partials), batch(Tier::Finals));
+        let long = want(DecodeKind::Final, true);
+        let due = want(DecodeKind::Final, false);
+        assert_eq!(partials.partials_for(&long, Shed::Nothing), Some(Why::Long));
+        assert_eq!(partials.partials_for(&due, Shed::Context), Some(Why::Due));
+        assert_eq!(partials.partials_for(&due, Shed::FinalsModel), None);
+        assert_eq!(finals.partials_for(&due, Shed::Nothing), None);
+        let partial = want(DecodeKind::Partial, false);
+        assert_eq!(partials.partials_for(&partial, Shed::Nothing), None);
     }
 
     #[test]

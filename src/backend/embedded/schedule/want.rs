@@ -101,6 +101,30 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
     }
 }
 
+/// How long before the endpoint the end-of-turn model is asked, so that its verdict (about
+/// 50 ms, BENCHMARKS.md "The audio model") is there when the final is.
+const TURN_LEAD: usize = 100 * RATE / 1000;
+
+/// Whether the end-of-turn model (when on) hears a pause of `silence` samples on a channel
+/// whose endpoint is `endpoint`: nearly the endpoint, never before two frames.
+pub(crate) fn judges_turn(silence: usize, endpoint: usize) -> bool {
+    silence >= endpoint.saturating_sub(TURN_LEAD).max(2 * FRAME)
+}
+
+/// Which of the `pauses` waiting for the end-of-turn model (a channel's key, its silence
+/// so far) it hears next: the longest, whose final is held longest for the verdict.
+pub(crate) fn next_turn(pauses: impl IntoIterator<Item = (usize, usize)>) -> Option<usize> {
+    pauses
+        .into_iter()
+        .max_by_key(|&(key, silence)| (silence, std::cmp::Reverse(key)))
+        .map(|(key, _)| key)
+}
+
+/// Whether the end-of-turn model's probability `p` of a finished turn ends it.
+pub(crate) fn turn_complete(p: f32) -> bool {
+    p >= 0.5
+}
+
 /// A decode of `piece` that may become its final (`kind`: the final, or a pause's
 /// speculative decode), wanted since `times.0`, its voice ended at `times.1`: its model, beam
 /// and context ([`pick_context`]) and when it is due; with its pick, whose lead says when a
@@ -325,6 +349,22 @@ mod tests {
         );
         // The assistant's channel keeps its context and model, late or not.
         assert_eq!(pick(own, false), (1, false, own + context));
+    }
+
+    /// The end-of-turn model hears a pause about 100 ms before its endpoint (never before
+    /// two frames), the longest pause first (the lower key between equals), and ends the
+    /// turn from a probability of one half.
+    #[test]
+    fn the_turn_model_hears_the_longest_pause_near_its_endpoint() {
+        let endpoint = 200 * RATE / 1000;
+        assert!(!judges_turn(endpoint - TURN_LEAD - 1, endpoint));
+        assert!(judges_turn(endpoint - TURN_LEAD, endpoint));
+        assert!(!judges_turn(FRAME, FRAME));
+        assert!(judges_turn(2 * FRAME, FRAME));
+        assert_eq!(next_turn([(0, 1_600), (1, 3_200), (2, 800)]), Some(1));
+        assert_eq!(next_turn([(3, 1_600), (1, 1_600)]), Some(1));
+        assert_eq!(next_turn([]), None);
+        assert!(turn_complete(0.5) && !turn_complete(0.49));
     }
 
     /// A final's second try (its first decode heard no words), and one whose decode after

@@ -4,6 +4,7 @@
 //! inside the turn, holds the utterance open until the speaker goes on (one final for both
 //! parts) or the silence reaches `turn_hold`.
 
+use super::super::schedule::want::judges_turn;
 use super::*;
 
 /// What the end-of-turn model made of the open utterance's current pause.
@@ -203,10 +204,6 @@ pub struct TurnTicket {
     pub(super) len: usize,
 }
 
-/// How long before the endpoint the end-of-turn model is asked, so that its verdict (about
-/// 50 ms, BENCHMARKS.md "turn model") is there when the final is.
-pub(super) const TURN_LEAD: usize = 100 * RATE / 1000;
-
 /// Audio the end-of-turn model hears after the last voiced frame (zeros where the pause is
 /// shorter so far): what it was measured with.
 pub(super) const TURN_TAIL: usize = 200 * RATE / 1000;
@@ -255,16 +252,11 @@ impl Segmenter {
 
     /// See [`Segmenter::claim_turn`].
     pub fn wants_turn(&self) -> bool {
-        let judge_at = self
-            .config
-            .endpoint
-            .saturating_sub(TURN_LEAD)
-            .max(2 * FRAME);
+        let endpoint = self.config.endpoint;
         self.config.judge_turns
-            && self
-                .open
-                .as_ref()
-                .is_some_and(|open| open.silence >= judge_at && open.verdict == Verdict::Unasked)
+            && self.open.as_ref().is_some_and(|open| {
+                open.verdict == Verdict::Unasked && judges_turn(open.silence, endpoint)
+            })
     }
 
     /// Takes the end-of-turn model's verdict on what a ticket covered (`None` if it could
