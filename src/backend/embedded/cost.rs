@@ -336,10 +336,11 @@ impl CostModel {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn known() -> Figures {
+    /// Figures of a small model, for tests.
+    pub(crate) fn known() -> Figures {
         Figures {
             encode: 0.004,
             encode_per_second: 0.006,

@@ -361,7 +361,14 @@ impl Scheduler {
         let seconds = mean_seconds(wanted.iter().filter(|w| w.kind.is_essential()));
         let (cost, decoders, max_batch) = (self.cost, self.decoders, self.max_batch);
         let queued = |tier| {
-            let wait = queue::queue_wait(&cost, tier, wave, decoders, seconds, max_batch);
+            let queue = queue::Queue {
+                tier,
+                queued: wave,
+                decoders,
+                seconds,
+                max_batch,
+            };
+            let wait = queue.wait(&cost);
             late + Duration::from_secs_f64(wait)
         };
         let finals_on_time = queued(Tier::Finals);
@@ -436,14 +443,14 @@ impl Scheduler {
             .filter(|w| tier_of(w) == tier && w.kind.is_essential() == essential)
             .collect();
         let seconds = mean_seconds(alike.iter().copied());
-        let take = queue::batch_size(
-            &self.cost,
+        let queue = queue::Queue {
             tier,
-            alike.len(),
-            idle.max(1),
+            queued: alike.len(),
+            decoders: idle.max(1),
             seconds,
-            self.max_batch,
-        );
+            max_batch: self.max_batch,
+        };
+        let take = queue.batch_size(&self.cost);
         Some(Batch {
             keys: alike.iter().take(take).map(|w| w.key).collect(),
             tier,
@@ -648,15 +655,11 @@ mod tests {
         }
     }
 
-    /// A claim takes each planned channel's want again under its lock; the audio may have
-    /// moved on since the plan. What still fits the batch (as essential, for the same
-    /// model) is decoded; what became another class of decode waits for the next plan.
-    #[test]
-    fn a_want_that_moved_on_since_the_plan_waits_for_the_next() {
-        let t0 = Instant::now();
-        let now = |kind, quick| Want {
+    /// A channel's want of `kind` (for the partials' model where `quick`), since `since`.
+    fn wanting(kind: DecodeKind, quick: bool, since: Instant) -> Want {
+        Want {
             kind,
-            since: t0,
+            since,
             due: None,
             speakers: Speakers::Both,
             ticket: Ticket {
@@ -668,7 +671,16 @@ mod tests {
                 beam: false,
                 quick,
             },
-        };
+        }
+    }
+
+    /// A claim takes each planned channel's want again under its lock; the audio may have
+    /// moved on since the plan. What still fits the batch (as essential, for the same
+    /// model) is decoded; what became another class of decode waits for the next plan.
+    #[test]
+    fn a_want_that_moved_on_since_the_plan_waits_for_the_next() {
+        let t0 = Instant::now();
+        let now = |kind, quick| wanting(kind, quick, t0);
         let partial = want(0, DecodeKind::Partial, t0);
         assert!(partial.still(&now(DecodeKind::Partial, false)));
         // The partial's pause began: its judge is a partial of the same model.
@@ -689,21 +701,7 @@ mod tests {
     /// the finals' model, gives no reason of its own.
     #[test]
     fn a_batch_says_why_a_final_went_to_the_partials_model() {
-        let want = |kind, quick| Want {
-            kind,
-            since: Instant::now(),
-            due: None,
-            speakers: Speakers::Both,
-            ticket: Ticket {
-                utterance: 1,
-                len: 16_000,
-                context_from: 0,
-                whole: kind.is_essential(),
-                retry: false,
-                beam: false,
-                quick,
-            },
-        };
+        let want = |kind, quick| wanting(kind, quick, Instant::now());
         let batch = |tier| Batch {
             keys: vec![0],
             tier,
@@ -998,7 +996,14 @@ mod tests {
             };
             let batch = plan.batch.expect("a batch");
             assert_eq!(batch.tier, tier);
-            let expected = queue::batch_size(&cost(), tier, 6, idle, TYPICAL_UTTERANCE, 8);
+            let queue = queue::Queue {
+                tier,
+                queued: 6,
+                decoders: idle,
+                seconds: TYPICAL_UTTERANCE,
+                max_batch: 8,
+            };
+            let expected = queue.batch_size(&cost());
             assert_eq!(batch.keys, (0..expected).collect::<Vec<_>>(), "idle {idle}");
         }
     }

@@ -1,50 +1,55 @@
 //! How the decoders take a queue of alike decodes: in batches of the size that brings
-//! them out soonest, each idle decoder its share. The plan batches by it, the ladder
-//! climbs on the wait it gives the last of a wave ([`queue_wait`]), and admission prices a
-//! newcomer's wave by it ([`wave`]): one policy, priced by the [`CostModel`].
+//! them out soonest, each idle decoder its share ([`Queue::batch_size`]). The plan batches
+//! by it, the ladder climbs on the wait it gives the last of a wave ([`Queue::wait`]), and
+//! admission prices a newcomer's wave by it ([`wave`]): one policy, priced by the
+//! [`CostModel`].
 
 use super::super::Tier;
 use super::super::cost::{CostModel, TYPICAL_UTTERANCE};
 
-/// How many of `queued` alike decodes (`seconds` each) one of `decoders` idle decoders
-/// should take as one batch: its share of them, in the batch size that brings its
-/// share's decodes out soonest on average (a batch's decodes all come out when it ends,
-/// so a batch pays only where it costs much less than its decodes one by one).
-pub(crate) fn batch_size(
-    cost: &CostModel,
-    tier: Tier,
-    queued: usize,
-    decoders: usize,
-    seconds: f64,
-    max_batch: usize,
-) -> usize {
-    let share = queued.div_ceil(decoders.max(1)).max(1);
-    let mean_out = |k: usize| {
-        let batches = share.div_ceil(k) as f64;
-        cost.batch(tier, k, seconds) * (batches + 1.0) / 2.0
-    };
-    (1..=share.min(max_batch.max(1)))
-        .min_by(|&a, &b| mean_out(a).total_cmp(&mean_out(b)))
-        .unwrap_or(1)
+/// A queue of alike decodes: `queued` of `seconds` each for `tier`'s model, on
+/// `decoders` idle decoders taking batches of at most `max_batch`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Queue {
+    pub tier: Tier,
+    pub queued: usize,
+    pub decoders: usize,
+    pub seconds: f64,
+    pub max_batch: usize,
 }
 
-/// How long the last of `queued` finals (`seconds` each) waits to start, the decoders
-/// taking them in batches as [`batch_size`] says: what the shedding ladder
-/// climbs on, so a wave sheds at once rather than once its first finals are late.
-pub(crate) fn queue_wait(
-    cost: &CostModel,
-    tier: Tier,
-    queued: usize,
-    decoders: usize,
-    seconds: f64,
-    max_batch: usize,
-) -> f64 {
-    let share = queued.div_ceil(decoders.max(1));
-    if share <= 1 {
-        return 0.0;
+impl Queue {
+    /// How many of the queue one idle decoder should take as one batch: its share of
+    /// them, in the batch size that brings its share's decodes out soonest on average (a
+    /// batch's decodes all come out when it ends, so a batch pays only where it costs much
+    /// less than its decodes one by one).
+    pub fn batch_size(&self, cost: &CostModel) -> usize {
+        let share = self.share().max(1);
+        let mean_out = |k: usize| {
+            let batches = share.div_ceil(k) as f64;
+            cost.batch(self.tier, k, self.seconds) * (batches + 1.0) / 2.0
+        };
+        (1..=share.min(self.max_batch.max(1)))
+            .min_by(|&a, &b| mean_out(a).total_cmp(&mean_out(b)))
+            .unwrap_or(1)
     }
-    let k = batch_size(cost, tier, queued, decoders, seconds, max_batch);
-    (share.div_ceil(k) - 1) as f64 * cost.batch(tier, k, seconds)
+
+    /// How long the last of the queue waits to start, the decoders taking it in batches
+    /// as [`Queue::batch_size`] says: what the shedding ladder climbs on, so a wave sheds
+    /// at once rather than once its first finals are late.
+    pub fn wait(&self, cost: &CostModel) -> f64 {
+        let share = self.share();
+        if share <= 1 {
+            return 0.0;
+        }
+        let k = self.batch_size(cost);
+        (share.div_ceil(k) - 1) as f64 * cost.batch(self.tier, k, self.seconds)
+    }
+
+    /// Each decoder's share of the queue.
+    fn share(&self) -> usize {
+        self.queued.div_ceil(self.decoders.max(1))
+    }
 }
 
 /// How long after `finals` finals of `seconds` each, all due at one instant, the last
@@ -68,7 +73,14 @@ pub(crate) fn wave(
     // The decoders take the wave in turns; the last one to finish ends it. A share of
     // a decoder (the calls here keep the rest busy) stretches its turns.
     let per_decoder = finals.div_ceil(whole as usize);
-    let k = batch_size(cost, tier, finals, whole as usize, seconds, max_batch);
+    let k = Queue {
+        tier,
+        queued: finals,
+        decoders: whole as usize,
+        seconds,
+        max_batch,
+    }
+    .batch_size(cost);
     let rounds = per_decoder.div_ceil(k);
     let mut left = per_decoder;
     let mut time = running;
@@ -83,15 +95,26 @@ pub(crate) fn wave(
 #[cfg(test)]
 mod tests {
     use super::super::super::cost::Figures;
+    use super::super::super::cost::tests::known;
     use super::*;
 
-    fn known() -> Figures {
-        Figures {
-            encode: 0.004,
-            encode_per_second: 0.006,
-            step: 0.003,
-            step_per_row: 0.0005,
-        }
+    /// `cost`'s batch size for `queued` decodes of 3 s on `decoders`, batches up to
+    /// `max_batch`.
+    fn batch_size(
+        cost: &CostModel,
+        tier: Tier,
+        queued: usize,
+        decoders: usize,
+        max_batch: usize,
+    ) -> usize {
+        let queue = Queue {
+            tier,
+            queued,
+            decoders,
+            seconds: 3.0,
+            max_batch,
+        };
+        queue.batch_size(cost)
     }
 
     /// A model whose decoder steps are bound by reading its weights: batches pay.
@@ -115,13 +138,13 @@ mod tests {
             },
             known(),
         );
-        assert_eq!(batch_size(&rows, Tier::Partials, 8, 1, 3.0, 16), 1);
+        assert_eq!(batch_size(&rows, Tier::Partials, 8, 1, 16), 1);
         // Steps bound by the weights: the whole share in one batch.
         let weights = CostModel::from_figures(weight_bound(), weight_bound());
-        assert_eq!(batch_size(&weights, Tier::Finals, 8, 2, 3.0, 16), 4);
+        assert_eq!(batch_size(&weights, Tier::Finals, 8, 2, 16), 4);
         // A share over the batch's limit: in as few batches as the limit allows.
-        assert_eq!(batch_size(&weights, Tier::Finals, 40, 2, 3.0, 16), 10);
-        assert_eq!(batch_size(&weights, Tier::Finals, 8, 2, 3.0, 1), 1);
+        assert_eq!(batch_size(&weights, Tier::Finals, 40, 2, 16), 10);
+        assert_eq!(batch_size(&weights, Tier::Finals, 8, 2, 1), 1);
     }
 
     #[test]
@@ -140,8 +163,15 @@ mod tests {
         assert!((wave(&m, Tier::Finals, 8, 3.0, 1.0, 16) * 2.0 - half).abs() < 1e-9);
         assert!(batched(0) > 0.0, "the running decode still counts");
         // The last of a queue starts once the decodes before it are out.
-        assert_eq!(queue_wait(&m, Tier::Finals, 2, 2, 3.0, 1), 0.0);
-        let waits = queue_wait(&m, Tier::Finals, 6, 2, 3.0, 1);
+        let queue = |queued| Queue {
+            tier: Tier::Finals,
+            queued,
+            decoders: 2,
+            seconds: 3.0,
+            max_batch: 1,
+        };
+        assert_eq!(queue(2).wait(&m), 0.0);
+        let waits = queue(6).wait(&m);
         assert!((waits - 2.0 * m.batch(Tier::Finals, 1, 3.0)).abs() < 1e-9);
     }
 }

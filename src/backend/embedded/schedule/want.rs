@@ -321,17 +321,22 @@ mod tests {
         (need, piece)
     }
 
-    #[test]
-    fn context_goes_before_the_finals_model_for_a_final_due_in_time() {
-        // A decode takes as long as the audio it reads: late when longer than the endpoint
-        // (the budget 0) less the two frames it starts into the pause.
-        let room = Room::all(Lead {
+    /// Room where a final's decode by the finals' model takes as long as the audio it
+    /// reads (late when longer than the endpoint, the budget 0, less the two frames it
+    /// starts into the pause) and the partials' model none.
+    fn slow_finals() -> Room {
+        Room::all(Lead {
             base: 0,
             per_second: RATE,
             quick: Some((0, 0)),
             budget: 0,
             ..Lead::default()
-        });
+        })
+    }
+
+    #[test]
+    fn context_goes_before_the_finals_model_for_a_final_due_in_time() {
+        let room = slow_finals();
         let (own, context) = (40 * FRAME, 30 * FRAME);
         let pick = |endpoint, deadline| {
             let (need, piece) = paused(endpoint, deadline, own, context);
@@ -405,13 +410,7 @@ mod tests {
     #[test]
     fn a_language_one_model_speaks_takes_that_model_for_every_decode() {
         use super::super::super::Tier;
-        let room = Room::all(Lead {
-            base: 0,
-            per_second: RATE,
-            quick: Some((0, 0)),
-            budget: 0,
-            ..Lead::default()
-        });
+        let room = slow_finals();
         let (mut need, _) = paused(10 * FRAME, true, 40 * FRAME, 0);
         let tiers = |need: &Need| {
             let speculative = want(need, &room).expect("a speculative decode");
