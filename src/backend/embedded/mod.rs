@@ -538,15 +538,19 @@ impl Settings {
             judging && spec.channel == Channel::Customer && o.turn_model.unwrap_or(self.turn_model);
         cuts.hold_unfinished =
             spec.channel == Channel::Customer && o.hold_unfinished.unwrap_or(self.hold_unfinished);
-        // The sentence-end thresholds judge customers' pauses only.
+        cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
+        // The sentence-end thresholds judge customers' pauses only. The engine's were
+        // measured on English: a call in another language reads a threshold only where it
+        // or its profile sets one (on Spanish calls the English one held finished turns
+        // to the hold and cut no fewer pauses: BENCHMARKS.md, "Languages").
+        let engine_default = |engine: f64| if cuts.english { engine } else { 0.0 };
         let customers = |call: Option<f64>, engine: f64| match spec.channel {
-            Channel::Customer => call.unwrap_or(engine).clamp(0.0, 1.0) as f32,
+            Channel::Customer => call.unwrap_or(engine_default(engine)).clamp(0.0, 1.0) as f32,
             Channel::Assistant => 0.0,
         };
         cuts.unsure_end = customers(o.end_of_turn_confidence_threshold, self.end_confidence);
         cuts.sure_end = customers(o.end_of_turn_sure_threshold, self.sure_end);
         cuts.deadline = spec.channel == Channel::Customer;
-        cuts.english = crate::turn::words::english(o.language.as_deref().unwrap_or_default());
         let hold = o.max_turn_silence_ms.unwrap_or(self.max_turn_silence_ms);
         cuts.turn_hold = ((hold as usize).min(60_000) * 16).max(cuts.endpoint);
         cuts
@@ -765,6 +769,18 @@ mod tests {
             ..spec(16_000, &[])
         };
         assert!((cut(&stricter, false).unsure_end - 0.7).abs() < 1e-6);
+        // Measured on English: a call in another language reads it only where it or its
+        // profile sets it.
+        assert_eq!(cut(&off, false).unsure_end, 0.0);
+        let spanish_set = ChannelSpec {
+            options: Arc::new(crate::backend::Options {
+                end_of_turn_confidence_threshold: Some(0.7),
+                language: Some("es".into()),
+                ..Default::default()
+            }),
+            ..spec(16_000, &[])
+        };
+        assert!((cut(&spanish_set, false).unsure_end - 0.7).abs() < 1e-6);
         let cadence = cut(&spec(8_000, &[("partial_interval_ms", 300)]), false);
         assert_eq!(
             cadence.partial_every,
