@@ -119,7 +119,8 @@ pub struct WhisperConfig {
     /// end the turn. The partials' model reads the pause's words for it first (a partial at
     /// the pause's first silent frame); where the ladder sheds that partial, the pause's
     /// speculative decode says. 0 leaves it out. AssemblyAI's key, with the same sense: the
-    /// confidence above which a turn ends (BENCHMARKS.md, "End of turn").
+    /// confidence above which a turn ends (BENCHMARKS.md, "End of turn"). Measured on
+    /// English: calls in another language read it only where they or their profile set it.
     pub end_of_turn_confidence_threshold: f64,
     /// With `end_of_turn_confidence_threshold`: the probability from which a pause ends at
     /// the endpoint. Between the two the silence that ends a pause grows with the doubt, from
