@@ -222,7 +222,7 @@ impl Backend for NoHeadroom {
         false
     }
 
-    fn reserve(&self, _channels: usize) -> Result<Booking, Refusal> {
+    fn reserve(&self, _channels: usize, _language: &str) -> Result<Booking, Refusal> {
         Err(self.0.clone())
     }
 

@@ -150,11 +150,13 @@ pub trait Backend: Send + Sync + 'static {
         true
     }
 
-    /// `has_headroom` for a call being admitted now: on yes the room is booked for it until
-    /// the booking is dropped (its channels started, or it ended before they could), so a
-    /// burst of upgrades cannot all pass on the same room and a call that never starts
-    /// holds none.
-    fn reserve(&self, channels: usize) -> Result<Booking, Refusal> {
+    /// `has_headroom` for a call being admitted now, in `language` (its options' BCP 47 tag,
+    /// empty for the default; already checked by `check_language`): on yes the room is
+    /// booked for it until the booking is dropped (its channels started, or it ended before
+    /// they could), so a burst of upgrades cannot all pass on the same room and a call that
+    /// never starts holds none. A call in a language only the dearer of two models speaks
+    /// costs more than one in the default.
+    fn reserve(&self, channels: usize, _language: &str) -> Result<Booking, Refusal> {
         match self.has_headroom(channels) {
             true => Ok(Booking::nothing()),
             false => Err(Refusal::NoHeadroom),

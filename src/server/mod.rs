@@ -532,7 +532,10 @@ fn upgrade(
     // yes books room for the call. A first backend still loading leaves the call to the
     // chain's next.
     let booking = match state.backends.get(&profile.backend) {
-        Some(backend) if backend.is_ready() => match backend.reserve(profile.channels.len()) {
+        Some(backend) if backend.is_ready() => match backend.reserve(
+            profile.channels.len(),
+            options.language.as_deref().unwrap_or_default(),
+        ) {
             Ok(booking) => Some(booking),
             Err(refusal) => {
                 // The calls held include this one's slot, given back as the refusal returns.

@@ -270,6 +270,14 @@ pub enum Speakers {
     Only(Tier),
 }
 
+impl Speakers {
+    /// Every decode of the call takes the finals' model, at every step of the ladder:
+    /// admission prices its finals at that model.
+    pub fn finals_model_only(self) -> bool {
+        self == Self::Only(Tier::Finals)
+    }
+}
+
 /// Whether a BCP 47 tag names English (or none: English is the default).
 pub fn is_english(tag: &str) -> bool {
     let primary = tag.trim().split(['-', '_']).next().unwrap_or_default();
@@ -446,11 +454,15 @@ impl Backend for Embedded {
             .is_some_and(|r| r.pool.has_headroom(channels, self.settings.max_load))
     }
 
-    fn reserve(&self, channels: usize) -> Result<Booking, Refusal> {
+    fn reserve(&self, channels: usize, language: &str) -> Result<Booking, Refusal> {
         let Some(running) = self.pool.get() else {
             return Err(Refusal::NotLoaded { backend: self.name });
         };
-        running.pool.book(channels, self.settings.max_load)
+        // A language the engine does not speak was refused (400) before this is asked.
+        let speakers = (running.speaks)(language).unwrap_or(Speakers::Both);
+        running
+            .pool
+            .book(channels, speakers, self.settings.max_load)
     }
 
     fn check_language(&self, language: &str) -> Result<(), String> {
@@ -480,7 +492,7 @@ impl Backend for Embedded {
                 .cuts(&spec, running.judging, running.context, running.prompted);
         cuts.speakers = speakers;
         audio.wake_thread(running.listener.clone());
-        running.pool.starting(spec.session_id);
+        running.pool.starting(spec.session_id, speakers);
         let session = spec.session_id;
         let sent = running.jobs.send(Job {
             audio,

@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::cost::{CostModel, Figures};
-use super::schedule::{InFlight, LeftOut, Live, Present, Scheduler, Wanted};
+use super::schedule::{Booked, InFlight, LeftOut, Live, Present, Scheduler, Wanted};
 use super::segmenter::{Emit, FRAME, Lead, RATE, Room, Segmenter, Want};
-use super::{ContextKind, Settings, Shed, Tier, Transcribed};
+use super::{ContextKind, Settings, Shed, Speakers, Tier, Transcribed};
 use crate::backend::{ChannelSpec, Options};
 use crate::protocol::Channel as Role;
 
@@ -465,11 +465,15 @@ impl Sim<'_> {
                     .want(&Room::all(Lead::default()))
                     .filter(|w| w.kind == super::segmenter::DecodeKind::Final)
                     .map(|w| w.since),
+                bound: false,
             })
             .collect();
-        let present = Present::count(&live, &[], (0, 0), now);
+        let present = Present::count(&live, &[], Booked::default(), now);
         let settings = &self.engine.settings;
-        if let Err(refusal) = self.scheduler.admits(&present, 2, settings.max_load, now) {
+        let admitted = self
+            .scheduler
+            .admits(&present, 2, Speakers::Both, settings.max_load, now);
+        if let Err(refusal) = admitted {
             self.outcome.refused.push((index, refusal.to_string()));
             return;
         }

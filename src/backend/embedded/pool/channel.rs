@@ -20,6 +20,8 @@ pub(super) struct Channel {
     state: Mutex<ChannelState>,
     pub(super) opened: Instant,
     pub(super) session: u64,
+    /// Its call's language is one only the finals' model speaks (admission prices it so).
+    pub(super) bound: bool,
 }
 
 pub(super) struct ChannelState {
@@ -57,6 +59,7 @@ impl Channel {
             language,
             session,
         } = job;
+        let bound = cuts.speakers.finals_model_only();
         let mut segmenter = Segmenter::new(cuts);
         segmenter.set_keyterms(keyterms);
         let resampler = if sample_rate == MODEL_RATE {
@@ -70,6 +73,7 @@ impl Channel {
         Ok(Self {
             opened: Instant::now(),
             session,
+            bound,
             state: Mutex::new(ChannelState {
                 backend,
                 audio,

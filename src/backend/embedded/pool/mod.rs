@@ -40,9 +40,11 @@ mod channel;
 use self::channel::{Channel, ChannelState};
 use super::Shed;
 use super::cost::CostModel;
-use super::schedule::{LeftOut, Live, Plan, Present, Scheduler, Wanted, held_bookings, want};
+use super::schedule::{
+    Booked, Hold, LeftOut, Live, Plan, Present, Scheduler, Wanted, held_bookings, want,
+};
 use super::segmenter::{Room, SegmenterConfig, Want};
-use super::{Engine, StartError, Tier, Utterance};
+use super::{Engine, Speakers, StartError, Tier, Utterance};
 use crate::audio::AudioSource;
 use crate::backend::{Booking, EventSink, Refusal};
 use crate::metrics as m;
@@ -83,14 +85,14 @@ pub struct Pool {
     busy: Vec<AtomicU64>,
     epoch: Instant,
     /// Channels of admitted calls whose start frame is still to come, booked by their
-    /// [`Booking`]s (id, channels, when): counted as present, so a burst of upgrades cannot
-    /// all pass, and given back the moment the call starts or ends, or after
-    /// `BOOKING_HOLD` without a start frame.
-    booked: Mutex<Vec<(u64, usize, Instant)>>,
+    /// [`Booking`]s: counted as present, so a burst of upgrades cannot all pass, and given
+    /// back the moment the call starts or ends, or after `BOOKING_HOLD` without a start
+    /// frame.
+    booked: Mutex<Vec<Hold>>,
     next_booking: AtomicU64,
-    /// Calls (session ids) of channels handed to the listener that it has not made live
-    /// yet, one entry per channel.
-    starting: Mutex<Vec<u64>>,
+    /// Calls (session id, and whether only the finals' model speaks its language) of
+    /// channels handed to the listener that it has not made live yet, one entry per channel.
+    starting: Mutex<Vec<(u64, bool)>>,
     /// Every decision: what to decode, what to shed, whether a call fits. Locked for
     /// microseconds, never while a channel is.
     scheduler: Mutex<Scheduler>,
@@ -121,44 +123,57 @@ impl Pool {
         lock(&self.scheduler).set_engine(cost, max_batch);
     }
 
-    /// Whether a call of `channels` more channels can be taken without putting the
-    /// calls already here at risk (see [`Scheduler::admits`]).
+    /// Whether a call of `channels` more channels, in the engine's default language, can be
+    /// taken without putting the calls already here at risk (see [`Scheduler::admits`]):
+    /// what readiness reports.
     pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
         let now = Instant::now();
         let mut booked = lock(&self.booked);
         let calls = held_bookings(&mut booked, now);
         let present = self.present(calls, now);
         lock(&self.scheduler)
-            .admits(&present, channels, limit, now)
+            .admits(&present, channels, Speakers::Both, limit, now)
             .is_ok()
     }
 
-    /// [`Pool::has_headroom`], and on yes the room held for the new channels until the
-    /// booking is dropped (the call started its channels, or ended before it could).
-    pub fn book(self: &Arc<Self>, channels: usize, limit: f64) -> Result<Booking, Refusal> {
+    /// [`Pool::has_headroom`] for a call in a language `speakers` transcribe, and on yes the
+    /// room held for the new channels until the booking is dropped (the call started its
+    /// channels, or ended before it could).
+    pub fn book(
+        self: &Arc<Self>,
+        channels: usize,
+        speakers: Speakers,
+        limit: f64,
+    ) -> Result<Booking, Refusal> {
         let now = Instant::now();
         let mut booked = lock(&self.booked);
         let calls = held_bookings(&mut booked, now);
         let present = self.present(calls, now);
-        lock(&self.scheduler).admits(&present, channels, limit, now)?;
+        lock(&self.scheduler).admits(&present, channels, speakers, limit, now)?;
         let id = self.next_booking.fetch_add(1, Ordering::Relaxed);
-        booked.push((id, channels, now));
+        booked.push(Hold {
+            id,
+            channels,
+            at: now,
+            bound: speakers.finals_model_only(),
+        });
         let pool = Arc::downgrade(self);
         Ok(Booking::new(move || {
             if let Some(pool) = pool.upgrade() {
-                lock(&pool.booked).retain(|(b, _, _)| *b != id);
+                lock(&pool.booked).retain(|h| h.id != id);
             }
         }))
     }
 
     /// The calls here, starting and `booked` (calls, channels), as admission counts them.
-    fn present(&self, booked: (usize, usize), now: Instant) -> Present {
+    fn present(&self, booked: Booked, now: Instant) -> Present {
         let live: Vec<Live> = lock(&self.channels)
             .iter()
             .map(|c| Live {
                 session: c.session,
                 opened: c.opened,
                 final_since: c.lock().final_since(),
+                bound: c.bound,
             })
             .collect();
         let starting = lock(&self.starting).clone();
@@ -184,14 +199,14 @@ impl Pool {
 
     /// A channel of call `session` was handed to the listener: it counts as present from
     /// now on.
-    pub fn starting(&self, session: u64) {
-        lock(&self.starting).push(session);
+    pub fn starting(&self, session: u64, speakers: Speakers) {
+        lock(&self.starting).push((session, speakers.finals_model_only()));
     }
 
     /// The listener took a channel of `session` in (or the hand-over failed).
     pub fn started(&self, session: u64) {
         let mut starting = lock(&self.starting);
-        if let Some(i) = starting.iter().position(|s| *s == session) {
+        if let Some(i) = starting.iter().position(|s| s.0 == session) {
             starting.swap_remove(i);
         }
     }
@@ -618,6 +633,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use crate::backend::embedded::ContextKind;
+    use crate::backend::embedded::cost::Figures;
     use crate::backend::embedded::segmenter::{DecodeKind, FRAME, Lead};
     use crate::backend::whisper::{WhisperConfig, settings};
     use crate::backend::{ChannelSpec, Options};
@@ -764,22 +780,22 @@ mod tests {
         let pool = Pool::new("test", 2, Shed::Speculative);
         pool.set_engine(CostModel::default(), 16);
         let mut held = Vec::new();
-        while let Ok(booking) = pool.book(2, 1.0) {
+        while let Ok(booking) = pool.book(2, Speakers::Both, 1.0) {
             held.push(booking);
             assert!(held.len() <= 200, "the burst was never cut");
         }
         assert!(held.len() >= 6, "a burst of {} calls", held.len());
-        let Err(refused) = pool.book(2, 1.0) else {
+        let Err(refused) = pool.book(2, Speakers::Both, 1.0) else {
             panic!("the burst was never cut");
         };
         assert!(matches!(refused, Refusal::Wave { .. }), "{refused}");
         // A call that ended (or started and settled) gives its room back.
         held.pop();
-        assert!(pool.book(2, 1.0).is_ok());
+        assert!(pool.book(2, Speakers::Both, 1.0).is_ok());
         // Without batches the same decoders take fewer.
         let alone = Pool::new("test", 2, Shed::Speculative);
         let mut single = Vec::new();
-        while let Ok(booking) = alone.book(2, 1.0) {
+        while let Ok(booking) = alone.book(2, Speakers::Both, 1.0) {
             single.push(booking);
         }
         assert!(
@@ -788,5 +804,32 @@ mod tests {
             single.len(),
             held.len()
         );
+        // Calls in a language only the finals' model speaks cannot shed it: fewer.
+        let burst = |speakers| {
+            let pool = Pool::new("test", 2, Shed::Speculative);
+            let tiny = Figures {
+                encode: 0.004,
+                encode_per_second: 0.004,
+                step: 0.0025,
+                step_per_row: 0.0006,
+            };
+            let base = Figures {
+                encode: 0.012,
+                encode_per_second: 0.012,
+                step: 0.0075,
+                step_per_row: 0.0018,
+            };
+            pool.set_engine(CostModel::from_figures(tiny, base), 16);
+            pool.set_finals_model(true);
+            let mut held = Vec::new();
+            while let Ok(booking) = pool.book(2, speakers, 1.0) {
+                held.push(booking);
+            }
+            held.len()
+        };
+        let english = burst(Speakers::Both);
+        let spanish = burst(Speakers::Only(Tier::Finals));
+        assert!(spanish < english, "{spanish} vs {english}");
+        assert!(spanish >= 1);
     }
 }

@@ -27,14 +27,33 @@ const ESSENTIAL_PER_SECOND: f64 = 0.25;
 /// not a call the room must wait for (it still starts, counted as present from then on).
 pub(super) const BOOKING_HOLD: Duration = Duration::from_secs(3);
 
-/// Calls booked and still held, and their channels: bookings older than `BOOKING_HOLD`
-/// are forgotten.
-pub(crate) fn held_bookings(
-    booked: &mut Vec<(u64, usize, Instant)>,
-    now: Instant,
-) -> (usize, usize) {
-    booked.retain(|(_, _, at)| now.saturating_duration_since(*at) < BOOKING_HOLD);
-    (booked.len(), booked.iter().map(|(_, n, _)| n).sum())
+/// Room booked at `at` for a call of `channels` channels (`bound`: in a language only the
+/// finals' model speaks) that has not started them yet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hold {
+    pub id: u64,
+    pub channels: usize,
+    pub at: Instant,
+    pub bound: bool,
+}
+
+/// Calls booked and still held: bookings older than `BOOKING_HOLD` are forgotten.
+pub(crate) fn held_bookings(booked: &mut Vec<Hold>, now: Instant) -> Booked {
+    booked.retain(|h| now.saturating_duration_since(h.at) < BOOKING_HOLD);
+    Booked {
+        calls: booked.len(),
+        channels: booked.iter().map(|h| h.channels).sum(),
+        bound: booked.iter().filter(|h| h.bound).count(),
+    }
+}
+
+/// What the bookings held add up to.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Booked {
+    pub calls: usize,
+    pub channels: usize,
+    /// Calls in a language only the finals' model speaks.
+    pub bound: usize,
 }
 
 /// What is left of a call's promise of a final (see `PROMISE_DECAY`) at `age`.
@@ -55,6 +74,9 @@ pub(super) struct Demand {
     pub gone: f64,
     /// Finals of newly admitted calls still to come (see `PROMISE_DECAY`), in calls.
     pub promised: f64,
+    /// Of those and the newcomer's, the finals only the finals' model may decode (calls in
+    /// a language the partials' model does not speak: nothing sheds them to it).
+    pub bound: f64,
     /// What decodes cost, per model.
     pub cost: CostModel,
     /// The most utterances a decoder decodes as one batch.
@@ -91,7 +113,8 @@ impl Demand {
     ///   at the same instant, the decoders, shedding as far as the ladder may (partials,
     ///   context, the finals' model) and taking the finals in batches, would clear the last
     ///   of them within `WAVE_BUDGET` of the endpoint. This is what a burst of calls opened
-    ///   together costs before any of it shows in the measured load;
+    ///   together costs before any of it shows in the measured load. A call in a language
+    ///   only the finals' model speaks keeps that model at every step (`bound`);
     /// - **the average**: the load the channels will bring once all have been here a while
     ///   stays under `limit`. The load is an average over the load window, so a channel of
     ///   age `a` has put only `w = 1 − e^(−a/window)` of its demand into it. One channel's
@@ -128,16 +151,23 @@ impl Demand {
         let free = self.decoders as f64 * (1.0 - self.load).max(0.0);
         let finals = (self.promised + 1.0).ceil() as usize;
         let tier = self.wave_tier();
-        let wave = super::queue::wave(&self.cost, tier, finals, utterance, free, self.max_batch);
+        let bound = match tier {
+            Tier::Finals => 0,
+            Tier::Partials => (self.bound.ceil() as usize).min(finals),
+        };
+        let parts = [(Tier::Finals, bound), (tier, finals - bound)];
+        let wave = super::queue::wave(&self.cost, &parts, utterance, free, self.max_batch);
         if wave > WAVE_BUDGET {
             return Err(Refusal::Wave {
                 finals,
                 seconds: utterance,
                 wave_ms: wave * 1e3,
                 free,
-                model: match tier {
-                    Tier::Finals => "finals'",
-                    Tier::Partials => "partials'",
+                model: match (tier, bound) {
+                    (Tier::Finals, _) => "finals'",
+                    (Tier::Partials, 0) => "partials'",
+                    (Tier::Partials, b) if b == finals => "finals'",
+                    (Tier::Partials, _) => "finals' and partials'",
                 },
                 max_batch: self.max_batch,
                 budget_ms: WAVE_BUDGET * 1e3,
@@ -211,13 +241,27 @@ pub(super) mod tests {
     fn a_booking_is_held_for_booking_hold_then_forgotten() {
         let t0 = Instant::now();
         let later = t0 + Duration::from_secs(2);
-        let mut booked = vec![(0, 2, t0), (1, 1, later)];
+        let hold = |id, channels, at, bound| Hold {
+            id,
+            channels,
+            at,
+            bound,
+        };
+        let mut booked = vec![hold(0, 2, t0, false), hold(1, 1, later, true)];
+        let held = |calls, channels, bound| Booked {
+            calls,
+            channels,
+            bound,
+        };
         assert_eq!(
             held_bookings(&mut booked, t0 + Duration::from_secs(1)),
-            (2, 3)
+            held(2, 3, 1)
         );
-        assert_eq!(held_bookings(&mut booked, t0 + BOOKING_HOLD), (1, 1));
-        assert_eq!(held_bookings(&mut booked, later + BOOKING_HOLD), (0, 0));
+        assert_eq!(held_bookings(&mut booked, t0 + BOOKING_HOLD), held(1, 1, 1));
+        assert_eq!(
+            held_bookings(&mut booked, later + BOOKING_HOLD),
+            held(0, 0, 0)
+        );
         let reads = super::super::super::clock_reads(include_str!("admission.rs"));
         assert!(reads.is_empty(), "admission reads the clock: {reads:?}");
     }
@@ -264,6 +308,52 @@ pub(super) mod tests {
         );
     }
 
+    /// Calls in a language only the finals' model speaks cannot fall to the partials'
+    /// model at the ladder's last step: their wave is priced at the finals' model.
+    #[test]
+    fn a_burst_of_calls_only_the_finals_model_speaks_is_priced_at_that_model() {
+        let english = burst(idle(Shed::Speculative, 16));
+        let bound = |n: usize| {
+            (0..200)
+                .take_while(|&k| {
+                    Demand {
+                        promised: k as f64,
+                        bound: (k.min(n) + 1) as f64,
+                        channels: 2 * k,
+                        ..idle(Shed::Speculative, 16)
+                    }
+                    .admits(2, 100.0)
+                    .is_ok()
+                })
+                .count()
+        };
+        let spanish = bound(usize::MAX);
+        let keep_finals = burst(idle(Shed::Context, 16));
+        assert_eq!(
+            spanish, keep_finals,
+            "as if the ladder kept the finals' model"
+        );
+        assert!(spanish < english, "{spanish} vs {english}");
+        // One such call among English ones costs its final alone at the finals' model.
+        let one = bound(0);
+        assert!(
+            spanish <= one && one <= english,
+            "{spanish} {one} {english}"
+        );
+        let refused = Demand {
+            promised: english as f64,
+            bound: 1.0,
+            channels: 2 * english,
+            ..idle(Shed::Speculative, 16)
+        }
+        .admits(2, 100.0)
+        .unwrap_err();
+        assert!(
+            refused.to_string().contains("finals' and partials' model"),
+            "{refused}"
+        );
+    }
+
     #[test]
     fn batching_takes_a_larger_burst() {
         let batched = burst(idle(Shed::Speculative, 16));
@@ -274,7 +364,7 @@ pub(super) mod tests {
         let c = cost();
         let free = 2.0;
         let wave =
-            |n| super::super::queue::wave(&c, Tier::Partials, n, TYPICAL_UTTERANCE, free, 16);
+            |n| super::super::queue::wave(&c, &[(Tier::Partials, n)], TYPICAL_UTTERANCE, free, 16);
         assert!(wave(batched) <= WAVE_BUDGET);
         assert!(wave(batched + 1) > WAVE_BUDGET);
     }

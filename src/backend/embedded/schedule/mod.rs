@@ -23,7 +23,7 @@ pub(super) mod want;
 
 use std::time::{Duration, Instant};
 
-pub(crate) use self::admission::held_bookings;
+pub(crate) use self::admission::{Booked, Hold, held_bookings};
 use self::admission::{Demand, promise};
 use self::ladder::{Ladder, LoadSheds};
 pub(crate) use self::ladder::{Shedding, Why};
@@ -507,12 +507,14 @@ impl Scheduler {
         self.load.add(0.0, weight(opened, now), now);
     }
 
-    /// Whether a call of `channels` more channels can be taken beside those `present`
-    /// without putting them at risk, or why not (see [`Demand::admits`]).
+    /// Whether a call of `channels` more channels, in a language `speakers` transcribe, can
+    /// be taken beside those `present` without putting them at risk, or why not (see
+    /// [`Demand::admits`]).
     pub fn admits(
         &self,
         present: &Present,
         channels: usize,
+        speakers: Speakers,
         limit: f64,
         now: Instant,
     ) -> Result<(), Refusal> {
@@ -524,6 +526,7 @@ impl Scheduler {
             weight: present.weight,
             gone: self.load.at(now).1,
             promised: present.promised,
+            bound: present.bound + f64::from(u8::from(speakers.finals_model_only())),
             cost: self.cost,
             max_batch: self.max_batch,
             last,
@@ -545,6 +548,8 @@ pub(crate) struct Present {
     pub weight: f64,
     /// Finals of newly admitted calls still to come (see [`promise`]), in calls.
     pub promised: f64,
+    /// Of those, the finals of calls only the finals' model speaks.
+    pub bound: f64,
     /// A final has waited over `FINAL_BACKLOG`.
     pub behind: bool,
 }
@@ -557,36 +562,41 @@ pub(crate) struct Live {
     pub opened: Instant,
     /// Since when its oldest final has waited for a decoder, if one does.
     pub final_since: Option<Instant>,
+    /// Its call's language is one only the finals' model speaks.
+    pub bound: bool,
 }
 
 impl Present {
     /// The calls of the `live` channels, the channels handed over but not live yet
-    /// (`starting`, one session id per channel) and those `booked` (calls, channels) at
-    /// `now`. A call's promise is its youngest channel's; a call starting or booked
-    /// promises a whole final.
-    pub fn count(live: &[Live], starting: &[u64], booked: (usize, usize), now: Instant) -> Self {
+    /// (`starting`, one (session id, bound) per channel) and those `booked` at `now`. A
+    /// call's promise is its youngest channel's; a call starting or booked promises a
+    /// whole final.
+    pub fn count(live: &[Live], starting: &[(u64, bool)], booked: Booked, now: Instant) -> Self {
         let mut present = Self {
-            channels: live.len() + starting.len() + booked.1,
+            channels: live.len() + starting.len() + booked.channels,
             ..Self::default()
         };
-        let mut calls: Vec<(u64, f64)> = Vec::with_capacity(live.len());
+        // (session, promise, bound) per call.
+        let mut calls: Vec<(u64, f64, bool)> = Vec::with_capacity(live.len());
         for c in live {
             present.behind |= c
                 .final_since
                 .is_some_and(|since| now.saturating_duration_since(since) > FINAL_BACKLOG);
             present.weight += weight(c.opened, now);
             let promise = promise(now.saturating_duration_since(c.opened));
-            match calls.iter_mut().find(|(s, _)| *s == c.session) {
-                Some((_, p)) => *p = p.max(promise),
-                None => calls.push((c.session, promise)),
+            match calls.iter_mut().find(|(s, _, _)| *s == c.session) {
+                Some((_, p, _)) => *p = p.max(promise),
+                None => calls.push((c.session, promise, c.bound)),
             }
         }
         let mut waiting = starting.to_vec();
         waiting.sort_unstable();
         waiting.dedup();
-        waiting.retain(|s| calls.iter().all(|(live, _)| live != s));
+        waiting.retain(|(s, _)| calls.iter().all(|(live, _, _)| live != s));
         present.promised =
-            calls.iter().map(|(_, p)| p).sum::<f64>() + (waiting.len() + booked.0) as f64;
+            calls.iter().map(|c| c.1).sum::<f64>() + (waiting.len() + booked.calls) as f64;
+        present.bound = calls.iter().filter(|c| c.2).map(|c| c.1).sum::<f64>()
+            + (waiting.iter().filter(|w| w.1).count() + booked.bound) as f64;
         present
     }
 }
@@ -1023,7 +1033,7 @@ mod tests {
             weight: 1.0,
             ..Present::default()
         };
-        let _ = s.admits(&present, 2, 1.0, later);
+        let _ = s.admits(&present, 2, Speakers::Both, 1.0, later);
         let _ = s.knobs(later);
         assert!((s.share(later) - 0.5 / std::f64::consts::E).abs() < 1e-9);
         // Partials do not count; finals count their greedy share.
@@ -1071,25 +1081,64 @@ mod tests {
             session: 1,
             opened: t0,
             final_since: None,
+            bound: false,
         };
-        // Call 2: one channel live a second ago, its other still starting.
+        // Call 2: one channel live a second ago, its other still starting; in a language
+        // only the finals' model speaks.
         let young = Live {
             session: 2,
             opened: now - Duration::from_secs(1),
             final_since: Some(now - ms(100)),
+            bound: true,
         };
-        let p = Present::count(&[old, old, young], &[2, 3, 3], (1, 2), now);
-        assert_eq!(p.channels, 3 + 3 + 2);
+        let booked = Booked {
+            calls: 2,
+            channels: 3,
+            bound: 1,
+        };
+        let starting = [(2, true), (3, false), (3, false)];
+        let p = Present::count(&[old, old, young], &starting, booked, now);
+        assert_eq!(p.channels, 3 + 3 + 3);
         // Call 1 has settled, call 2 promises what is left of its final; call 3 (both
-        // channels starting) and the booked call a whole final each.
-        let expected = promise(Duration::from_secs(30)) + promise(Duration::from_secs(1)) + 2.0;
+        // channels starting) and the booked calls a whole final each.
+        let expected = promise(Duration::from_secs(30)) + promise(Duration::from_secs(1)) + 3.0;
         assert!((p.promised - expected).abs() < 1e-9, "{p:?}");
+        let bound = promise(Duration::from_secs(1)) + 1.0;
+        assert!((p.bound - bound).abs() < 1e-9, "{p:?}");
         assert!(!p.behind);
         let waiting = Live {
             final_since: Some(now - FINAL_BACKLOG - ms(1)),
             ..young
         };
-        assert!(Present::count(&[waiting], &[], (0, 0), now).behind);
+        assert!(Present::count(&[waiting], &[], Booked::default(), now).behind);
+    }
+
+    /// A newcomer only the finals' model speaks is priced at it: where an idle pool takes
+    /// a burst of English calls, it takes fewer Spanish ones.
+    #[test]
+    fn a_burst_in_a_language_only_the_finals_model_speaks_is_smaller() {
+        let t0 = Instant::now();
+        let s = whisper(Shed::Speculative, t0);
+        let burst = |speakers: Speakers| {
+            (0..200)
+                .take_while(|&n| {
+                    let present = Present {
+                        channels: 2 * n,
+                        promised: n as f64,
+                        bound: match speakers {
+                            Speakers::Both => 0.0,
+                            Speakers::Only(_) => n as f64,
+                        },
+                        ..Present::default()
+                    };
+                    s.admits(&present, 2, speakers, 100.0, t0).is_ok()
+                })
+                .count()
+        };
+        let english = burst(Speakers::Both);
+        let spanish = burst(Speakers::Only(Tier::Finals));
+        assert!(spanish < english, "{spanish} vs {english}");
+        assert!(spanish >= 1, "an idle pool takes one");
     }
 
     /// Admission prices a wave of new calls' finals at the length the calls here have
@@ -1108,9 +1157,9 @@ mod tests {
                         channels: 2 + 2 * n,
                         weight: 2.0,
                         promised: n as f64,
-                        behind: false,
+                        ..Present::default()
                     };
-                    s.admits(&present, 2, 100.0, now).is_ok()
+                    s.admits(&present, 2, Speakers::Both, 100.0, now).is_ok()
                 })
                 .count()
         };

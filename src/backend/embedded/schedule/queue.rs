@@ -52,42 +52,44 @@ impl Queue {
     }
 }
 
-/// How long after `finals` finals of `seconds` each, all due at one instant, the last
-/// of them is decoded by `decoders` decoders (fractional: what the calls here leave of
-/// them) taking batches of at most `max_batch`, each decoder first finishing a decode
-/// of its own (a partial) that the wave found running. Decodes are whole: the wave
-/// is split into batches as the decoders would take them.
+/// How long after a wave of finals of `seconds` each, all due at one instant (`(model,
+/// how many)`: a call in a language only the finals' model speaks keeps it), the last of
+/// them is decoded by `decoders` decoders (fractional: what the calls here leave of them)
+/// taking batches of at most `max_batch`, each decoder first finishing a decode of its own
+/// (a partial) that the wave found running. Decodes are whole: each model's finals are
+/// split into batches as the decoders would take them, one model after the other.
 pub(crate) fn wave(
     cost: &CostModel,
-    tier: Tier,
-    finals: usize,
+    finals: &[(Tier, usize)],
     seconds: f64,
     decoders: f64,
     max_batch: usize,
 ) -> f64 {
     let running = cost.batch(Tier::Partials, 1, TYPICAL_UTTERANCE);
-    if finals == 0 {
+    if finals.iter().all(|&(_, n)| n == 0) {
         return running;
     }
     let whole = decoders.floor().max(1.0);
+    let mut time = running;
     // The decoders take the wave in turns; the last one to finish ends it. A share of
     // a decoder (the calls here keep the rest busy) stretches its turns.
-    let per_decoder = finals.div_ceil(whole as usize);
-    let k = Queue {
-        tier,
-        queued: finals,
-        decoders: whole as usize,
-        seconds,
-        max_batch,
-    }
-    .batch_size(cost);
-    let rounds = per_decoder.div_ceil(k);
-    let mut left = per_decoder;
-    let mut time = running;
-    for r in 0..rounds {
-        let size = left.div_ceil(rounds - r);
-        time += cost.batch(tier, size, seconds);
-        left -= size;
+    for &(tier, queued) in finals.iter().filter(|&&(_, n)| n > 0) {
+        let per_decoder = queued.div_ceil(whole as usize);
+        let k = Queue {
+            tier,
+            queued,
+            decoders: whole as usize,
+            seconds,
+            max_batch,
+        }
+        .batch_size(cost);
+        let rounds = per_decoder.div_ceil(k);
+        let mut left = per_decoder;
+        for r in 0..rounds {
+            let size = left.div_ceil(rounds - r);
+            time += cost.batch(tier, size, seconds);
+            left -= size;
+        }
     }
     time * whole / decoders.max(1e-3)
 }
@@ -150,8 +152,8 @@ mod tests {
     #[test]
     fn a_wave_is_cleared_in_batches_by_every_decoder() {
         let m = CostModel::from_figures(weight_bound(), weight_bound());
-        let one = |n| wave(&m, Tier::Finals, n, 3.0, 2.0, 1);
-        let batched = |n| wave(&m, Tier::Finals, n, 3.0, 2.0, 16);
+        let one = |n| wave(&m, &[(Tier::Finals, n)], 3.0, 2.0, 1);
+        let batched = |n| wave(&m, &[(Tier::Finals, n)], 3.0, 2.0, 16);
         // One at a time: a wave of 8 on 2 decoders takes 4 decodes after the running one.
         let running = m.batch(Tier::Partials, 1, TYPICAL_UTTERANCE);
         assert!((one(8) - (running + 4.0 * m.batch(Tier::Finals, 1, 3.0))).abs() < 1e-9);
@@ -159,8 +161,8 @@ mod tests {
         assert!((batched(8) - (running + m.batch(Tier::Finals, 4, 3.0))).abs() < 1e-9);
         assert!(batched(8) < one(8));
         // Half a decoder free: twice as long.
-        let half = wave(&m, Tier::Finals, 8, 3.0, 0.5, 16);
-        assert!((wave(&m, Tier::Finals, 8, 3.0, 1.0, 16) * 2.0 - half).abs() < 1e-9);
+        let half = wave(&m, &[(Tier::Finals, 8)], 3.0, 0.5, 16);
+        assert!((wave(&m, &[(Tier::Finals, 8)], 3.0, 1.0, 16) * 2.0 - half).abs() < 1e-9);
         assert!(batched(0) > 0.0, "the running decode still counts");
         // The last of a queue starts once the decodes before it are out.
         let queue = |queued| Queue {
@@ -173,5 +175,26 @@ mod tests {
         assert_eq!(queue(2).wait(&m), 0.0);
         let waits = queue(6).wait(&m);
         assert!((waits - 2.0 * m.batch(Tier::Finals, 1, 3.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_wave_of_two_models_takes_each_models_batches_after_one_running_decode() {
+        let m = super::super::admission::tests::cost();
+        let mixed = wave(&m, &[(Tier::Finals, 2), (Tier::Partials, 6)], 3.0, 2.0, 1);
+        let running = m.batch(Tier::Partials, 1, TYPICAL_UTTERANCE);
+        let expected =
+            running + m.batch(Tier::Finals, 1, 3.0) + 3.0 * m.batch(Tier::Partials, 1, 3.0);
+        assert!(
+            (mixed - expected).abs() < 1e-9,
+            "{mixed} against {expected}"
+        );
+        // Dearer than the same wave all on the partials' model, cheaper than all on the
+        // finals'.
+        assert!(mixed > wave(&m, &[(Tier::Partials, 8)], 3.0, 2.0, 1));
+        assert!(mixed < wave(&m, &[(Tier::Finals, 8)], 3.0, 2.0, 1));
+        assert_eq!(
+            wave(&m, &[(Tier::Finals, 0), (Tier::Partials, 4)], 3.0, 2.0, 4),
+            wave(&m, &[(Tier::Partials, 4)], 3.0, 2.0, 4)
+        );
     }
 }
