@@ -248,8 +248,8 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
     (
         DECODE_SECONDS,
         Kind::Histogram,
-        &["kind"],
-        "Time the embedded recognizer spent per decode, by kind (final, speculative, partial).",
+        &["kind", "model"],
+        "Time the embedded recognizer spent per decode (a batch's time for each of its decodes), by kind (final, speculative, partial) and model (the partials' or the finals').",
     ),
     (
         DECODE_BATCH,

@@ -34,7 +34,7 @@ pub const READABLE_SCHEMA_VERSIONS: [u32; 4] = [2, 3, 4, SCHEMA_VERSION];
 /// - `targets`: one [`Report`] per server, `--url` first: its figures (latency [`Stats`] in
 ///   ms, per-channel [`ChannelTotals`], failures, refusals, close codes), when each call ran, its calls
 ///   utterance by utterance, and its capacity levels with `--find-capacity`;
-/// - `ratios`: with `--vs`, every figure of [`summary::figures`] as B ÷ A by its dotted key
+/// - `ratios`: with `--vs`, every figure of `summary::figures` as B ÷ A by its dotted key
 ///   (e.g. `time_to_final_ms.p95`, `customer.wer`), null where A's is 0.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RunReport {

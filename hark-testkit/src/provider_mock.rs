@@ -15,7 +15,7 @@
 //! Design: one task per connection owns its websocket; a single `select!` loop reads the
 //! client, sends queued answers when they are due (a queue, so [`Fault::Slow`] delays answers
 //! without reordering them) and fires the provider's idle timer. The provider-specific part
-//! is a [`Dialect`], which turns audio and control messages into answers through a [`Link`]:
+//! is a `Dialect`, which turns audio and control messages into answers through a `Link`:
 //! the part both providers share (the outbox, the record, stall and close state).
 
 use std::collections::VecDeque;
@@ -154,7 +154,7 @@ pub struct Connection {
     pub audio_samples: u64,
     pub zero_length_frames: usize,
     /// The `type` of each text message received, in order ("KeepAlive", "Finalize",
-    /// "CloseStream", "Terminate", …; "<invalid>" for one without a type).
+    /// "CloseStream", "Terminate", …; "`<invalid>`" for one without a type).
     pub control: Vec<String>,
     /// Words decoded from the audio, in order (all channels).
     pub words_heard: Vec<String>,

@@ -2,7 +2,7 @@
 //! silence, breath and noise. Whisper's own rule (a high no-speech probability and a low
 //! mean log-probability) with two additions the short window needs: a short decode with a
 //! high no-speech probability, and Whisper's known inventions above a second threshold;
-//! and the sound guard: Whisper learnt to caption sounds ("♪", "[Music]", "(beeping)"),
+//! and the sound guard: Whisper learnt to caption sounds ("♪", "\[Music\]", "(beeping)"),
 //! which the token rules forbid, so over keypad tones, line noise or hold music it picks
 //! the next likeliest words ("you") while its first choice was a caption.
 

@@ -1,13 +1,13 @@
 //! How hark decodes with Whisper, in one place (as CTranslate2's `WhisperOptions` and
 //! whisper.cpp's `whisper_full_params` keep theirs): what each setting is, its default, and
-//! the values measured per model. The decoding loop ([`super::search`]), the prompt
-//! ([`super::prompt`]) and the speech filter ([`super::filter`]) read them from here.
+//! the values measured per model. The decoding loop (`super::search`), the prompt
+//! (`super::prompt`) and the speech filter (`super::filter`) read them from here.
 
 use super::filter::SpeechFilter;
 
 /// The decoding options of one model. Decoding is greedy (the likeliest token at each
 /// step, no timestamps: a draft is checked against greedy's picks), and a decode is cut
-/// where it starts repeating itself ([`super::search::repeating`]).
+/// where it starts repeating itself (`super::search::repeating`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodeOptions {
     /// Silence after the audio in the encoded window, in samples: with less, the decoder

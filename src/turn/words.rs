@@ -183,7 +183,7 @@ const WHOLE_ALONE_EN: &[&str] = &[
 /// "john"): said alone as a turn opens and followed by a pause, such a word more often starts
 /// a phrase ("front … left", "john … smith") than answers, and an assistant that takes it for
 /// the answer talks over the rest. Holding it costs a finished one-word answer the hold; "yes",
-/// "no", "thanks" and the like ([`WHOLE_ALONE_EN`]) end at the endpoint as before. Only for
+/// "no", "thanks" and the like (`WHOLE_ALONE_EN`) end at the endpoint as before. Only for
 /// English (`english`): the list is English.
 pub fn lone_word(text: &str, english: bool) -> bool {
     let mut words = text.split_whitespace().map(bare).filter(|w| !w.is_empty());

@@ -169,6 +169,16 @@ async fn a_breath_the_model_hears_inside_the_sentence_is_held_and_joined() {
         joined_after > joined_before,
         "{joined_before} → {joined_after}"
     );
+    // Decode time is booked to the model that ran it: base's finals (here the speculative
+    // decode the final was taken from), tiny.en's partials.
+    for labels in [r#"model="finals""#, r#"kind="partial",model="partials""#] {
+        let (_, text) = hark_testkit::http_get(server.addr, "/metrics", &[]).await;
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("hark_decode_seconds_count{") && l.contains(labels)),
+            "no {labels} decodes in /metrics:\n{text}"
+        );
+    }
 
     let resumed_before = counted(&server, "hark_turn_ends_resumed_total", "").await;
     let finals = pause_between(

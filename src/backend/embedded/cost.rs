@@ -207,7 +207,7 @@ fn thread_cpu_seconds() -> Option<f64> {
 }
 
 impl CostModel {
-    /// Times [`PROBES`] on `engine` for each tier (`finals_model`: the finals' tier is a
+    /// Times `PROBES` on `engine` for each tier (`finals_model`: the finals' tier is a
     /// model of its own), each the faster of two runs in the thread's CPU time, and fits
     /// the figures. A fit that
     /// fails keeps the defaults for that tier.

@@ -1,12 +1,12 @@
 //! The threads behind the embedded backend: one listener and a decoder per handle.
 //!
 //! The **listener** takes every channel's audio from its ring as it arrives, resamples it
-//! and runs it through the channel's [`Segmenter`] (voice detector and endpointing: tens of
+//! and runs it through the channel's `Segmenter` (voice detector and endpointing: tens of
 //! microseconds per frame), so endpoints are found on time whatever the decoders are doing,
 //! and a final that a decode already covers goes out the moment its endpoint passes.
 //!
 //! Each **decoder** owns one recognizer handle outright (a handle takes one call at a time)
-//! and loops: claim the batch the [`Scheduler`] plans from what every channel wants (the
+//! and loops: claim the batch the `Scheduler` plans from what every channel wants (the
 //! most urgent first: finals and speculative decodes at pauses by when they are due, then
 //! first partials, then partials), copy that audio, decode it without holding any lock, hand the text
 //! back. A channel has at most one decode running. Under load partials thin out and
@@ -124,7 +124,7 @@ impl Pool {
     }
 
     /// Whether a call of `channels` more channels, in the engine's default language, can be
-    /// taken without putting the calls already here at risk (see [`Scheduler::admits`]):
+    /// taken without putting the calls already here at risk (see `Scheduler::admits`):
     /// what readiness reports.
     pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
         let now = Instant::now();
@@ -475,15 +475,23 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
         pool.set_busy(index, false);
         let spent = started.elapsed();
         metrics::histogram!(m::DECODE_BATCH).record(batch.items.len() as f64);
-        for (_, want) in &batch.items {
-            metrics::histogram!(m::DECODE_SECONDS, "kind" => want.kind.as_str())
-                .record(spent.as_secs_f64());
-        }
         // SCHED_IDLE decoders get only the CPU the rest of the box leaves: time spent
-        // runnable but not running is what other load took from this decode.
-        if let (Some(before), Some(after)) = (waited_before, waited_after) {
-            metrics::histogram!(m::DECODE_STARVED, "kind" => batch.items[0].1.kind.as_str())
-                .record(after.saturating_sub(before).as_secs_f64());
+        // runnable but not running is what other load took from this decode. Both are
+        // recorded per decode of the batch (each waited the whole batch), so their sums
+        // stay comparable.
+        let starved = match (waited_before, waited_after) {
+            (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+            _ => None,
+        };
+        let model = batch.tier.as_str();
+        for (_, want) in &batch.items {
+            let kind = want.kind.as_str();
+            metrics::histogram!(m::DECODE_SECONDS, "kind" => kind, "model" => model)
+                .record(spent.as_secs_f64());
+            if let Some(starved) = starved {
+                metrics::histogram!(m::DECODE_STARVED, "kind" => kind)
+                    .record(starved.as_secs_f64());
+            }
         }
         let lengths: Vec<f64> = utterances
             .iter()

@@ -268,6 +268,14 @@ impl Lead {
 }
 
 impl Tier {
+    /// The metrics' label: `partials` (tiny.en by default) or `finals` (base).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Partials => "partials",
+            Self::Finals => "finals",
+        }
+    }
+
     /// The model a decode of `kind` is for when nothing is shed.
     pub fn of(kind: DecodeKind) -> Self {
         match kind {

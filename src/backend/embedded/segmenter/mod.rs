@@ -115,7 +115,7 @@ pub struct SegmenterConfig {
     pub unsure_end: f32,
     /// With `unsure_end`: the probability from which a pause ends at `endpoint`. Under it
     /// (and at or over `unsure_end`) the silence that ends the pause grows with the doubt,
-    /// from `endpoint` to `turn_hold` ([`Open::silence_needed`]). At or under `unsure_end`:
+    /// from `endpoint` to `turn_hold` (`Open::silence_needed`). At or under `unsure_end`:
     /// every pause the words let end ends at `endpoint`.
     pub sure_end: f32,
     /// The call's language is (or may be) English: [`goes_on`] reads English words too.
@@ -634,7 +634,7 @@ impl Segmenter {
     /// Copies what a decode reads into `out`: for a decode that may become a final, the
     /// turn's earlier audio (see [`SegmenterConfig::context_span`]), the ticket's audio, and zeros
     /// up to `pad` of silence after the last voiced frame; for a partial the audio alone; a
-    /// retry (no context) starts with [`RETRY_LEAD`] of silence.
+    /// retry (no context) starts with `RETRY_LEAD` of silence.
     pub fn decode_input(&self, want: &Want, out: &mut Vec<f32>) {
         out.clear();
         let Some(Utterance {
