@@ -13,7 +13,10 @@ use super::super::decode::{
 use super::super::{Speakers, Tier};
 
 /// Silence after which the partials' model reads a pause's words to judge it: the first
-/// silent frame, so that its verdict is there before the endpoint.
+/// silent frame, so that its verdict is there before the endpoint. It reads that much of
+/// the pause, however long the pause has grown by the time a decoder takes it: the
+/// probability moves with the silence read after the words (BENCHMARKS.md, "The partials'
+/// model as the judge"), and the verdict must not move with the load.
 const JUDGE_AT: usize = FRAME;
 
 /// The one decode a channel with `need` wants now, if any, with what the decoders have
@@ -53,17 +56,18 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
             // before the pause's speculative decode, which may start beside it
             // (`InFlight`).
             if judge && room.partials && (JUDGE_AT..need.endpoint).contains(&silence) {
+                let len = piece.len - (silence - JUDGE_AT).min(piece.len);
                 return Some(Want {
                     speakers: need.speakers,
                     kind: DecodeKind::Judge,
                     since: paused_at,
                     due: Some(Due {
                         at: paused_at + samples_as_time(need.endpoint),
-                        seconds: piece.len as f64 / RATE as f64,
-                        alone: piece.len as f64 / RATE as f64,
+                        seconds: len as f64 / RATE as f64,
+                        alone: len as f64 / RATE as f64,
                         quickens: false,
                     }),
-                    ticket: partial(piece.id, piece.len),
+                    ticket: partial(piece.id, len),
                 });
             }
             // A speculative decode starts so that it is ready about when the endpoint
@@ -485,5 +489,31 @@ mod tests {
         assert_eq!(at(&need, 10 * FRAME, &shed), Some(DecodeKind::Speculative));
         // At the endpoint the judge is late: the speculative decode is what is wanted.
         assert_eq!(at(&need, 12 * FRAME, &room), Some(DecodeKind::Speculative));
+    }
+
+    /// A judge taken late (the decoders busy) reads what one taken at the pause's first
+    /// silent frame reads: the words and that frame, not the silence since.
+    #[test]
+    fn a_judge_reads_the_same_audio_however_late_a_decoder_takes_it() {
+        let room = Room::all(Lead::default());
+        let words = 40 * FRAME;
+        let judged = |silence: usize| {
+            let (mut need, _) = paused(12 * FRAME, true, words + silence, 0);
+            if let State::Paused {
+                silence: s,
+                quiet,
+                judge,
+                ..
+            } = &mut need.state
+            {
+                (*s, *quiet, *judge) = (silence, silence, true);
+            }
+            let w = want(&need, &room).expect("a judge");
+            assert_eq!(w.kind, DecodeKind::Judge);
+            w.ticket.len
+        };
+        assert_eq!(judged(FRAME), words + FRAME);
+        assert_eq!(judged(9 * FRAME), words + FRAME);
+        assert_eq!(judged(FRAME + 7), words + FRAME);
     }
 }
