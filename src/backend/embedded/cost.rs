@@ -340,6 +340,23 @@ pub(crate) mod tests {
     use super::*;
 
     /// Figures of a small model, for tests.
+    /// Whisper-like figures: a finals' model three times the partials' cost.
+    pub(crate) fn whisper_like() -> CostModel {
+        let partials = Figures {
+            encode: 0.003,
+            encode_per_second: 0.003,
+            step: 0.002,
+            step_per_row: 0.0004,
+        };
+        let finals = Figures {
+            encode: 0.009,
+            encode_per_second: 0.009,
+            step: 0.006,
+            step_per_row: 0.0012,
+        };
+        CostModel::from_figures(partials, finals)
+    }
+
     pub(crate) fn known() -> Figures {
         Figures {
             encode: 0.004,

@@ -641,7 +641,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use super::*;
     use crate::backend::embedded::ContextKind;
-    use crate::backend::embedded::cost::Figures;
+    use crate::backend::embedded::cost::tests::whisper_like;
     use crate::backend::embedded::segmenter::{DecodeKind, FRAME, Lead};
     use crate::backend::whisper::{WhisperConfig, settings};
     use crate::backend::{ChannelSpec, Options};
@@ -815,19 +815,7 @@ mod tests {
         // Calls in a language only the finals' model speaks cannot shed it: fewer.
         let burst = |speakers| {
             let pool = Pool::new("test", 2, Shed::Speculative);
-            let tiny = Figures {
-                encode: 0.004,
-                encode_per_second: 0.004,
-                step: 0.0025,
-                step_per_row: 0.0006,
-            };
-            let base = Figures {
-                encode: 0.012,
-                encode_per_second: 0.012,
-                step: 0.0075,
-                step_per_row: 0.0018,
-            };
-            pool.set_engine(CostModel::from_figures(tiny, base), 16);
+            pool.set_engine(whisper_like(), 16);
             pool.set_finals_model(true);
             let mut held = Vec::new();
             while let Ok(booking) = pool.book(2, speakers, 1.0) {

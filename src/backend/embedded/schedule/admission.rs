@@ -193,19 +193,7 @@ pub(super) mod tests {
 
     /// Whisper-like figures: a finals' model three times the partials' cost.
     pub(in super::super) fn cost() -> CostModel {
-        let partials = Figures {
-            encode: 0.003,
-            encode_per_second: 0.003,
-            step: 0.002,
-            step_per_row: 0.0004,
-        };
-        let finals = Figures {
-            encode: 0.009,
-            encode_per_second: 0.009,
-            step: 0.006,
-            step_per_row: 0.0012,
-        };
-        CostModel::from_figures(partials, finals)
+        super::super::super::cost::tests::whisper_like()
     }
 
     fn idle(last: Shed, max_batch: usize) -> Demand {
