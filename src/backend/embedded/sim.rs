@@ -38,13 +38,14 @@ pub struct Voice {
     pub to: f64,
 }
 
-/// One call as offered: when it starts (seconds), how long it lasts, and where each
-/// channel speaks (the customer's, then the assistant's).
+/// One call as offered: when it starts (seconds), how long it lasts, where each channel
+/// speaks (the customer's, then the assistant's), and which models speak its language.
 #[derive(Debug, Clone)]
 pub struct Call {
     pub at: f64,
     pub duration: f64,
     pub voice: [Vec<Voice>; 2],
+    pub speakers: Speakers,
 }
 
 /// A conversation of `duration` seconds as the bench and the held-back calls have them
@@ -86,6 +87,7 @@ pub fn staggered(n: usize, gap: f64, duration: f64, seed: u64) -> Vec<Call> {
             at: i as f64 * gap,
             duration,
             voice: conversation(&mut rng, duration),
+            speakers: Speakers::Both,
         })
         .collect()
 }
@@ -99,6 +101,7 @@ pub fn in_phase(n: usize, duration: f64, seed: u64) -> Vec<Call> {
             at: 0.0,
             duration,
             voice: voice.clone(),
+            speakers: Speakers::Both,
         })
         .collect()
 }
@@ -204,6 +207,7 @@ fn timelines(report: &serde_json::Value) -> Vec<(usize, Call)> {
                 at: t["audio_from_ms"].as_f64()? / 1e3,
                 duration: t["audio_s"].as_f64()?,
                 voice,
+                speakers: Speakers::Both,
             };
             Some((index, call))
         })
@@ -360,6 +364,8 @@ impl Outcome {
 
 struct Chan {
     call: usize,
+    /// Its call's language is one only the finals' model speaks.
+    bound: bool,
     role: Role,
     segmenter: Segmenter,
     opened: Instant,
@@ -465,14 +471,14 @@ impl Sim<'_> {
                     .want(&Room::all(Lead::default()))
                     .filter(|w| w.kind == super::segmenter::DecodeKind::Final)
                     .map(|w| w.since),
-                bound: false,
+                bound: c.bound,
             })
             .collect();
         let present = Present::count(&live, &[], Booked::default(), now);
         let settings = &self.engine.settings;
         let admitted = self
             .scheduler
-            .admits(&present, 2, Speakers::Both, settings.max_load, now);
+            .admits(&present, 2, call.speakers, settings.max_load, now);
         if let Err(refusal) = admitted {
             self.outcome.refused.push((index, refusal.to_string()));
             return;
@@ -488,9 +494,11 @@ impl Sim<'_> {
                 sample_rate: 16_000,
                 options: Arc::new(Options::default()),
             };
-            let cuts = settings.cuts(&spec, false, ContextKind::Audio, true);
+            let mut cuts = settings.cuts(&spec, false, ContextKind::Audio, true);
+            cuts.speakers = call.speakers;
             self.channels.push(Chan {
                 call: index,
+                bound: call.speakers.finals_model_only(),
                 role,
                 segmenter: Segmenter::new(cuts),
                 opened: now,
@@ -852,6 +860,43 @@ mod tests {
                 assert!(p(&waits, 0.95) <= BUDGET, "p95 {:?}", p(&waits, 0.95));
             }
         }
+    }
+
+    /// Calls in a language only base speaks take base for every decode, whatever the
+    /// ladder's step: admission prices their wave at base and takes fewer of them at once
+    /// than of English calls, whose finals it may hand to tiny.en (BENCHMARKS.md,
+    /// "Admitting calls in another language").
+    #[test]
+    fn a_burst_only_the_finals_model_speaks_is_priced_at_it() {
+        let machine = Machine::e();
+        let engine = Engine::whisper(&machine);
+        let english = in_phase(20, 60.0, 14);
+        let spanish: Vec<Call> = english
+            .iter()
+            .map(|c| Call {
+                speakers: Speakers::Only(Tier::Finals),
+                ..c.clone()
+            })
+            .collect();
+        let en = run(&english, &engine, &machine);
+        let es = run(&spanish, &engine, &machine);
+        assert!(
+            es.admitted.len() < en.admitted.len(),
+            "{} Spanish calls admitted against {} English",
+            es.admitted.len(),
+            en.admitted.len()
+        );
+        assert!(!es.admitted.is_empty());
+        assert_eq!(es.unfinished, 0);
+        assert!(es.decisions.iter().all(|d| d.2 == Tier::Finals));
+        assert!(en.decisions.iter().any(|d| d.2 == Tier::Partials));
+        eprintln!(
+            "in phase, 20 offered: {} English admitted, customers' p95 {:?}; {} Spanish, {:?}",
+            en.admitted.len(),
+            p(&en.customer_waits(), 0.95),
+            es.admitted.len(),
+            p(&es.customer_waits(), 0.95)
+        );
     }
 
     /// A replayed call speaks where the report says the words were: an utterance with a
