@@ -218,7 +218,7 @@ impl Backend for Slow {
 }
 
 impl Backend for NoHeadroom {
-    fn has_headroom(&self, _channels: usize) -> bool {
+    fn has_headroom(&self, _channels: usize, _language: &str) -> bool {
         false
     }
 

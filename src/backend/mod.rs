@@ -141,12 +141,13 @@ pub trait Backend: Send + Sync + 'static {
         true
     }
 
-    /// Whether one more call of `channels` channels can be taken without putting the calls
-    /// already here at risk. A backend whose capacity is this machine's CPU says no before
-    /// its admitted calls would fall behind; the server then refuses the call (503) and
-    /// reports not ready, so the platform or the balancer sends it elsewhere. Books
-    /// nothing: readiness probes ask it as often as they like.
-    fn has_headroom(&self, _channels: usize) -> bool {
+    /// Whether one more call of `channels` channels, in `language` (a BCP 47 tag, empty
+    /// for the default), can be taken without putting the calls already here at risk. A
+    /// backend whose capacity is this machine's CPU says no before its admitted calls would
+    /// fall behind; the server then refuses the call (503) and reports not ready, so the
+    /// platform or the balancer sends it elsewhere. Books nothing: readiness probes ask it
+    /// as often as they like.
+    fn has_headroom(&self, _channels: usize, _language: &str) -> bool {
         true
     }
 
@@ -156,8 +157,8 @@ pub trait Backend: Send + Sync + 'static {
     /// they could), so a burst of upgrades cannot all pass on the same room and a call that
     /// never starts holds none. A call in a language only the dearer of two models speaks
     /// costs more than one in the default.
-    fn reserve(&self, channels: usize, _language: &str) -> Result<Booking, Refusal> {
-        match self.has_headroom(channels) {
+    fn reserve(&self, channels: usize, language: &str) -> Result<Booking, Refusal> {
+        match self.has_headroom(channels, language) {
             true => Ok(Booking::nothing()),
             false => Err(Refusal::NoHeadroom),
         }

@@ -27,10 +27,10 @@ fn readiness(state: &AppState, capacity: bool) -> Result<(), NotReady> {
     if *state.shutdown.borrow() {
         return Err(NotReady::ShuttingDown);
     }
-    let default_backend = state
-        .config
-        .profile(DEFAULT_PROFILE)
-        .map(|p| p.backend)
+    let default = state.config.profile(DEFAULT_PROFILE);
+    let default_backend = default
+        .as_ref()
+        .map(|p| p.backend.clone())
         .unwrap_or_default();
     let Some(backend) = state
         .backends
@@ -39,9 +39,17 @@ fn readiness(state: &AppState, capacity: bool) -> Result<(), NotReady> {
     else {
         return Err(NotReady::Loading(default_backend));
     };
+    // A call of the default profile, as its upgrade would be asked: its channels, its
+    // language (a call only the dearer model speaks costs more).
+    let (channels, language) = default.as_ref().map_or((2, ""), |p| {
+        (
+            p.channels.len(),
+            p.options.language.as_deref().unwrap_or_default(),
+        )
+    });
     if capacity
         && (state.active.load(Ordering::Acquire) >= state.config.max_sessions
-            || !backend.has_headroom(2))
+            || !backend.has_headroom(channels, language))
     {
         return Err(NotReady::AtCapacity);
     }

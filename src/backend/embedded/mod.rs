@@ -448,10 +448,12 @@ impl Backend for Embedded {
             .is_some_and(|r| r.pool.is_healthy(WEDGED_AFTER))
     }
 
-    fn has_headroom(&self, channels: usize) -> bool {
-        self.pool
-            .get()
-            .is_some_and(|r| r.pool.has_headroom(channels, self.settings.max_load))
+    fn has_headroom(&self, channels: usize, language: &str) -> bool {
+        self.pool.get().is_some_and(|r| {
+            let speakers = (r.speaks)(language).unwrap_or(Speakers::Both);
+            r.pool
+                .has_headroom(channels, speakers, self.settings.max_load)
+        })
     }
 
     fn reserve(&self, channels: usize, language: &str) -> Result<Booking, Refusal> {

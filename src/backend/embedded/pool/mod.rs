@@ -123,16 +123,16 @@ impl Pool {
         lock(&self.scheduler).set_engine(cost, max_batch);
     }
 
-    /// Whether a call of `channels` more channels, in the engine's default language, can be
-    /// taken without putting the calls already here at risk (see `Scheduler::admits`):
+    /// Whether a call of `channels` more channels, in a language `speakers` transcribe, can
+    /// be taken without putting the calls already here at risk (see `Scheduler::admits`):
     /// what readiness reports.
-    pub fn has_headroom(&self, channels: usize, limit: f64) -> bool {
+    pub fn has_headroom(&self, channels: usize, speakers: Speakers, limit: f64) -> bool {
         let now = Instant::now();
         let mut booked = lock(&self.booked);
         let calls = held_bookings(&mut booked, now);
         let present = self.present(calls, now);
         lock(&self.scheduler)
-            .admits(&present, channels, Speakers::Both, limit, now)
+            .admits(&present, channels, speakers, limit, now)
             .is_ok()
     }
 
@@ -821,7 +821,11 @@ mod tests {
             while let Ok(booking) = pool.book(2, speakers, 1.0) {
                 held.push(booking);
             }
-            held.len()
+            // Readiness asks the same question of a call in that language.
+            assert!(!pool.has_headroom(2, speakers, 1.0));
+            held.pop();
+            assert!(pool.has_headroom(2, speakers, 1.0));
+            held.len() + 1
         };
         let english = burst(Speakers::Both);
         let spanish = burst(Speakers::Only(Tier::Finals));
