@@ -254,6 +254,14 @@ struct Running {
     speaks: Speaks,
 }
 
+impl Running {
+    /// Which models a call in `language` takes, as admission prices it: a language the
+    /// engine does not speak was refused (400) before admission is asked.
+    fn speakers(&self, language: &str) -> Speakers {
+        (self.speaks)(language).unwrap_or(Speakers::Both)
+    }
+}
+
 /// [`Loaded::speaks`]: which of the engine's models transcribe a language.
 /// The error is the 400's body, for the caller.
 pub type Speaks = Box<dyn Fn(&str) -> Result<Speakers, String> + Send + Sync>;
@@ -450,9 +458,8 @@ impl Backend for Embedded {
 
     fn has_headroom(&self, channels: usize, language: &str) -> bool {
         self.pool.get().is_some_and(|r| {
-            let speakers = (r.speaks)(language).unwrap_or(Speakers::Both);
             r.pool
-                .has_headroom(channels, speakers, self.settings.max_load)
+                .has_headroom(channels, r.speakers(language), self.settings.max_load)
         })
     }
 
@@ -460,11 +467,9 @@ impl Backend for Embedded {
         let Some(running) = self.pool.get() else {
             return Err(Refusal::NotLoaded { backend: self.name });
         };
-        // A language the engine does not speak was refused (400) before this is asked.
-        let speakers = (running.speaks)(language).unwrap_or(Speakers::Both);
         running
             .pool
-            .book(channels, speakers, self.settings.max_load)
+            .book(channels, running.speakers(language), self.settings.max_load)
     }
 
     fn check_language(&self, language: &str) -> Result<(), String> {

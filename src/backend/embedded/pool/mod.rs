@@ -129,10 +129,7 @@ impl Pool {
     pub fn has_headroom(&self, channels: usize, speakers: Speakers, limit: f64) -> bool {
         let now = Instant::now();
         let mut booked = lock(&self.booked);
-        let calls = held_bookings(&mut booked, now);
-        let present = self.present(calls, now);
-        lock(&self.scheduler)
-            .admits(&present, channels, speakers, limit, now)
+        self.admits(&mut booked, channels, speakers, limit, now)
             .is_ok()
     }
 
@@ -147,9 +144,7 @@ impl Pool {
     ) -> Result<Booking, Refusal> {
         let now = Instant::now();
         let mut booked = lock(&self.booked);
-        let calls = held_bookings(&mut booked, now);
-        let present = self.present(calls, now);
-        lock(&self.scheduler).admits(&present, channels, speakers, limit, now)?;
+        self.admits(&mut booked, channels, speakers, limit, now)?;
         let id = self.next_booking.fetch_add(1, Ordering::Relaxed);
         booked.push(Hold {
             id,
@@ -165,7 +160,21 @@ impl Pool {
         }))
     }
 
-    /// The calls here, starting and `booked` (calls, channels), as admission counts them.
+    /// The scheduler's answer for the call, beside the calls here and those `booked` (the
+    /// lock held by the caller, so a booking that follows is counted by the next ask).
+    fn admits(
+        &self,
+        booked: &mut Vec<Hold>,
+        channels: usize,
+        speakers: Speakers,
+        limit: f64,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        let present = self.present(held_bookings(booked, now), now);
+        lock(&self.scheduler).admits(&present, channels, speakers, limit, now)
+    }
+
+    /// The calls here, starting and `booked`, as admission counts them.
     fn present(&self, booked: Booked, now: Instant) -> Present {
         let live: Vec<Live> = lock(&self.channels)
             .iter()
