@@ -5,7 +5,7 @@
 //! weights once; they share the encoding's cross-attention keys and values.
 
 use super::model::{self, DecoderState, Scratch, Weights};
-use super::search::repeating;
+use super::search::{looping, repeated_tail};
 use super::vocabulary::Vocabulary;
 
 /// What a beam search found: the tokens, their summed log-probability (the end of text's
@@ -139,28 +139,45 @@ impl Beam {
                 }
                 let parent = &alive[c.parent].tokens;
                 if c.token == v.eot {
-                    // An end among the step's best `width` ends a hypothesis.
+                    // An end among the step's best `width` ends a hypothesis; one that ends
+                    // on a short piece said again and again is a loop, cut to its first
+                    // time, as greedy cuts it, and kept only should no other end.
                     if rank < width {
-                        ended.push(Found {
+                        let found = Found {
                             tokens: parent.clone(),
                             logprob: c.logprob,
                             cut: false,
                             ending: ending(c.parent),
-                        });
+                        };
+                        match repeated_tail(parent) {
+                            None => ended.push(found),
+                            Some(keep) => {
+                                let mut found = Found { cut: true, ..found };
+                                found.tokens.truncate(keep);
+                                keep_cut(&mut cut, found);
+                            }
+                        }
                     }
                     continue;
                 }
                 let mut tokens = Vec::with_capacity(parent.len() + 1);
                 tokens.extend_from_slice(parent);
                 tokens.push(c.token);
-                // A loop is cut after its first time, as greedy cuts it; at the budget a
-                // decode writes no more. Either is kept only should no hypothesis end.
-                let ended_here = match repeating(&tokens) {
+                // A sentence's loop is cut after its first time, as greedy cuts it; at the
+                // budget a decode writes no more (a short piece it was repeating there cut
+                // to its first time). Either is kept only should no hypothesis end.
+                let ended_here = match looping(&tokens) {
                     Some(keep) => {
                         tokens.truncate(keep);
                         true
                     }
-                    None => tokens.len() == budget,
+                    None if tokens.len() == budget => {
+                        if let Some(keep) = repeated_tail(&tokens) {
+                            tokens.truncate(keep);
+                        }
+                        true
+                    }
+                    None => false,
                 };
                 if ended_here {
                     keep_cut(

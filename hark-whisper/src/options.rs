@@ -7,7 +7,7 @@ use super::filter::SpeechFilter;
 
 /// The decoding options of one model. Decoding is greedy (the likeliest token at each
 /// step, no timestamps: a draft is checked against greedy's picks), and a decode is cut
-/// where it starts repeating itself (`super::search::repeating`).
+/// where it starts repeating itself (`super::search::looping`, `super::search::repeated_tail`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodeOptions {
     /// Silence after the audio in the encoded window, in samples: with less, the decoder

@@ -159,13 +159,18 @@ impl Search {
         self.logprob += logprob;
         self.ending.push(ends);
         if next == v.eot && !self.forced {
-            self.cut = false;
+            // A short piece said again and again up to the end is a loop, cut to its first
+            // time (the decode stays `cut`); said before other words, it was speech.
+            match repeated_tail(&self.out) {
+                Some(keep) => self.out.truncate(keep),
+                None => self.cut = false,
+            }
             self.done = true;
             return None;
         }
         self.out.push(next);
         if !self.forced
-            && let Some(keep) = repeating(&self.out)
+            && let Some(keep) = looping(&self.out)
         {
             self.out.truncate(keep);
             self.done = true;
@@ -174,7 +179,7 @@ impl Search {
         let step = self.step;
         self.step += 1;
         if self.in_draft && self.drafted.get(step) == Some(&next) {
-            self.done = self.step >= self.budget;
+            self.reach_budget();
             return None;
         }
         if self.in_draft {
@@ -183,9 +188,21 @@ impl Search {
             }
             self.in_draft = false;
         }
-        self.done = self.step >= self.budget;
+        self.reach_budget();
         // At the budget's end nothing reads what would follow the token.
         (!self.done).then_some(next)
+    }
+
+    /// Ends the search at its budget, a short piece it was still repeating there cut to its
+    /// first time (a decoder's loop).
+    fn reach_budget(&mut self) {
+        self.done = self.step >= self.budget;
+        if self.done
+            && !self.forced
+            && let Some(keep) = repeated_tail(&self.out)
+        {
+            self.out.truncate(keep);
+        }
     }
 
     /// The text, with the speech filter applied.
@@ -248,12 +265,35 @@ fn probabilities<const N: usize>(logits: &[f32], sets: [&[u32]; N]) -> [f32; N] 
     })
 }
 
-/// Where to cut a decode that has started to loop: the length to keep when its tail is one
-/// piece said again and again in a row (one token 5 times, 2–12 tokens 3 times, a sentence
-/// of 13–40 tokens twice: speech repeats a word or a phrase, a decoder a whole menu), or
-/// `None`.
-pub(super) fn repeating(tokens: &[u32]) -> Option<usize> {
-    for n in 1..=40 {
+/// Where to cut a decode that has started to loop: the length to keep when its tail is a
+/// sentence of 13–40 tokens said twice in a row (speech repeats a word or a phrase, a
+/// decoder a whole menu), or `None`. Cut at once.
+pub(super) fn looping(tokens: &[u32]) -> Option<usize> {
+    repeats(tokens, 13..=40)
+}
+
+/// Where a decode that ends on a short piece said again and again (one token 5 times, 2–12
+/// tokens 3 times) first said it: the length to keep, or `None`. Asked only where a decode
+/// ends (its end of text or its budget): speech repeats a word or a short phrase and goes
+/// on ("uh, uh, uh, forced aligner", "five, five, five, two"), so a repetition is cut as a
+/// loop only where nothing else follows it, never the words after it.
+pub(super) fn repeated_tail(tokens: &[u32]) -> Option<usize> {
+    // A loop repeats at every length from where it was first said three times (five for
+    // one token) to the end; its first time is what that shortest length keeps.
+    let mut keep = None;
+    for len in (1..=tokens.len()).rev() {
+        match repeats(&tokens[..len], 1..=12) {
+            Some(k) => keep = Some(k),
+            None => break,
+        }
+    }
+    keep
+}
+
+/// The length to keep when the tail of `tokens` is one piece of a length in `lengths` said
+/// again and again in a row (one token 5 times, 2–12 tokens 3 times, longer twice).
+fn repeats(tokens: &[u32], lengths: std::ops::RangeInclusive<usize>) -> Option<usize> {
+    for n in lengths {
         let times = match n {
             1 => 5,
             2..=12 => 3,
@@ -296,17 +336,43 @@ mod tests {
 
     #[test]
     fn a_loop_is_cut_after_its_first_time_and_speech_is_not() {
-        assert_eq!(repeating(&[1, 2, 3, 4, 5, 6]), None);
-        assert_eq!(repeating(&[9, 1, 2, 1, 2, 1, 2]), Some(3));
-        assert_eq!(repeating(&[7, 7, 7, 7]), None, "\"no no no no\" is speech");
-        assert_eq!(repeating(&[3, 7, 7, 7, 7, 7]), Some(2));
-        assert_eq!(repeating(&[5, 1, 2, 3, 1, 2, 3]), None, "twice is speech");
+        assert_eq!(repeated_tail(&[1, 2, 3, 4, 5, 6]), None);
+        assert_eq!(repeated_tail(&[9, 1, 2, 1, 2, 1, 2]), Some(3));
+        assert_eq!(
+            repeated_tail(&[7, 7, 7, 7]),
+            None,
+            "\"no no no no\" is speech"
+        );
+        assert_eq!(repeated_tail(&[3, 7, 7, 7, 7, 7]), Some(2));
+        assert_eq!(
+            repeated_tail(&[5, 1, 2, 3, 1, 2, 3]),
+            None,
+            "twice is speech"
+        );
+        // A loop is cut to its first time at whatever point of the piece the decode stopped.
+        assert_eq!(repeated_tail(&[9, 1, 2, 1, 2, 1, 2, 1]), Some(3));
+        assert_eq!(repeated_tail(&[9, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2]), Some(3));
         // A sentence of 13 tokens or more said twice in a row is a loop (base, int8, on an
         // IVR menu of two sentences: "Press 1 to enter an extension. Press 2 to use the
         // directory." three times over).
         let sentence: Vec<u32> = (100..114).collect();
         let twice = [&[5][..], &sentence, &sentence].concat();
-        assert_eq!(repeating(&twice), Some(1 + sentence.len()));
-        assert_eq!(repeating(&twice[..twice.len() - 1]), None);
+        assert_eq!(looping(&twice), Some(1 + sentence.len()));
+        assert_eq!(looping(&twice[..twice.len() - 1]), None);
+    }
+
+    #[test]
+    fn a_short_piece_said_again_before_other_words_is_speech() {
+        // "Montreal, uh, uh, uh, forced aligner": the repetition is not at the end.
+        let (uh, comma) = (50, 11);
+        let mut said = vec![1, comma, uh, comma, uh, comma, uh, comma];
+        assert_eq!(
+            repeated_tail(&said),
+            Some(3),
+            "ended on it: a loop, cut to \"Montreal, uh\""
+        );
+        said.extend([60, 61]);
+        assert_eq!(repeated_tail(&said), None, "words after it: speech, kept");
+        assert_eq!(looping(&said), None);
     }
 }

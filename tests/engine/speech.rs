@@ -228,7 +228,7 @@ const SYNTHETIC_PROMPTS: [&str; 4] = [
 
 /// Speaks `text` with espeak-ng (a test prerequisite, as for the bench's assistant
 /// prompts): 16-bit mono samples and their rate.
-fn espeak(text: &str, voice: &str, words_per_minute: u32) -> (Vec<i16>, u32) {
+pub(crate) fn espeak(text: &str, voice: &str, words_per_minute: u32) -> (Vec<i16>, u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("say.wav");
     hark_bench::fetch::espeak(text, voice, words_per_minute, &path)

@@ -430,3 +430,27 @@ fn the_model_finds_a_sentence_end_after_the_last_words_not_at_a_breath() {
         );
     }
 }
+
+/// A digit read out three times ("five, five, five, two, one": a code, a phone number) is
+/// speech, not a decoder's loop: the partials' greedy decode and the finals' beam keep every
+/// word after the repeats. (The loop guard once cut a short piece said three times at its
+/// first time and ended the decode there: "The code is 5,".)
+#[test]
+fn a_digit_said_three_times_keeps_the_words_after_it() {
+    let (pcm, rate) =
+        super::speech::espeak("The code is five, five, five, two, one.", "en-us", 150);
+    let audio: Vec<f32> = hark_testkit::resample(&pcm, rate, 16_000)
+        .iter()
+        .map(|&s| f32::from(s) / 32768.0)
+        .collect();
+    let partial = Decoder::new(model()).decode(&audio, "", "").text;
+    let mut finals = Decoder::new(model()).with_finals(base()).with_beam(5);
+    let beamed = final_heard(&mut finals, &audio, true).text;
+    for (what, text) in [("tiny.en, greedy", partial), ("base, beam", beamed)] {
+        let said = words(&text);
+        assert!(
+            said.ends_with("5 5 5 2 1") || said.ends_with("five five five two one"),
+            "{what}: {text:?}"
+        );
+    }
+}
