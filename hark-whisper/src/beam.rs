@@ -5,7 +5,7 @@
 //! weights once; they share the encoding's cross-attention keys and values.
 
 use super::model::{self, DecoderState, Scratch, Weights};
-use super::search::{looping, repeated_tail};
+use super::search::{cut_repeated_tail, looping};
 use super::vocabulary::Vocabulary;
 
 /// What a beam search found: the tokens, their summed log-probability (the end of text's
@@ -143,19 +143,17 @@ impl Beam {
                     // on a short piece said again and again is a loop, cut to its first
                     // time, as greedy cuts it, and kept only should no other end.
                     if rank < width {
+                        let mut tokens = parent.clone();
+                        let looped = cut_repeated_tail(&mut tokens);
                         let found = Found {
-                            tokens: parent.clone(),
+                            tokens,
                             logprob: c.logprob,
-                            cut: false,
+                            cut: looped,
                             ending: ending(c.parent),
                         };
-                        match repeated_tail(parent) {
-                            None => ended.push(found),
-                            Some(keep) => {
-                                let mut found = Found { cut: true, ..found };
-                                found.tokens.truncate(keep);
-                                keep_cut(&mut cut, found);
-                            }
+                        match looped {
+                            false => ended.push(found),
+                            true => keep_cut(&mut cut, found),
                         }
                     }
                     continue;
@@ -172,9 +170,7 @@ impl Beam {
                         true
                     }
                     None if tokens.len() == budget => {
-                        if let Some(keep) = repeated_tail(&tokens) {
-                            tokens.truncate(keep);
-                        }
+                        cut_repeated_tail(&mut tokens);
                         true
                     }
                     None => false,

@@ -161,10 +161,7 @@ impl Search {
         if next == v.eot && !self.forced {
             // A short piece said again and again up to the end is a loop, cut to its first
             // time (the decode stays `cut`); said before other words, it was speech.
-            match repeated_tail(&self.out) {
-                Some(keep) => self.out.truncate(keep),
-                None => self.cut = false,
-            }
+            self.cut = cut_repeated_tail(&mut self.out);
             self.done = true;
             return None;
         }
@@ -197,11 +194,8 @@ impl Search {
     /// first time (a decoder's loop).
     fn reach_budget(&mut self) {
         self.done = self.step >= self.budget;
-        if self.done
-            && !self.forced
-            && let Some(keep) = repeated_tail(&self.out)
-        {
-            self.out.truncate(keep);
+        if self.done && !self.forced {
+            cut_repeated_tail(&mut self.out);
         }
     }
 
@@ -288,6 +282,16 @@ pub(super) fn repeated_tail(tokens: &[u32]) -> Option<usize> {
         }
     }
     keep
+}
+
+/// Cuts a decode's short piece said again up to its end to its first time
+/// ([`repeated_tail`]); whether it did. Greedy and the beam cut at their end so.
+pub(super) fn cut_repeated_tail(tokens: &mut Vec<u32>) -> bool {
+    let keep = repeated_tail(tokens);
+    if let Some(keep) = keep {
+        tokens.truncate(keep);
+    }
+    keep.is_some()
 }
 
 /// The length to keep when the tail of `tokens` is one piece of a length in `lengths` said
