@@ -66,8 +66,9 @@ pub(crate) async fn pause_between(
 }
 
 /// The default profile holds "my number is four one five … two zero seven" through its
-/// 0.7 s pause (more than three endpoints) and gives one final for both parts; "That is all
-/// for today." ends at the endpoint, with a period, long before the hold; a number followed
+/// 0.7 s pause (more than three endpoints) and gives one final for both parts; the words
+/// "That is all for today." do not hold the pause: it ends at the endpoint, with a period,
+/// long before the hold; a number followed
 /// by silence ends at the hold, never before, with a period for the platform to answer at
 /// once; with `hold_unfinished = false` the same pause ends the utterance. One call at a
 /// time: the engine is shared with this binary's other tests.
@@ -106,9 +107,14 @@ async fn a_number_read_out_is_held_and_a_finished_sentence_ends_at_once() {
     let (_, joined) = joined.unwrap_or_else(|| panic!("no final spans the pause: {finals:?}"));
     assert!(joined.ends_with(['.', '?', '!']), "{joined:?}");
 
-    // A finished sentence: at the endpoint, with a period.
+    // A finished sentence: the words do not hold it; at the endpoint, with a period. The
+    // model's sentence ending is off for this call: its reading of espeak-ng's voice here
+    // sits near the threshold (about 0.79 against 0.75) and, when the decoders are busy, can be
+    // base's instead of the partials' model's, so it would test the load, not the words.
+    // The breath test below covers the model's reading.
     let done = say("That is all for today");
-    let finals = pause_between(&server, "?max_turn_silence_ms=3000", &done, 0.0, None).await;
+    let path = "?max_turn_silence_ms=3000&end_of_turn_confidence_threshold=0";
+    let finals = pause_between(&server, path, &done, 0.0, None).await;
     let (after, text) = finals.last().expect("a final");
     assert!(words(text).ends_with("for today"), "{finals:?}");
     assert!(text.ends_with(['.', '?', '!']), "{text:?}");
