@@ -207,7 +207,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         SHED_DECODES,
         Kind::Counter,
         &["what", "why"],
-        "Speculative decodes left out (what=speculative), finals decoded with less left context than their span (context) and finals decoded by the partials' model (finals_model), by why: late (the shedding ladder), load (the essential load averaged over 10 s), queued (finals waiting behind it), long (the finals' model would not have it ready within 600 ms of the endpoint, even alone), due (it waited for a decoder until only the partials' model would have it ready by then).",
+        "Speculative decodes left out (what=speculative), pauses' judges left out (judge: the pause's own decode judges it), finals decoded with less left context than their span (context) and finals decoded by the partials' model (finals_model), by why: late (the shedding ladder), load (the essential load averaged over 10 s), queued (finals waiting behind it), long (the finals' model would not have it ready within 600 ms of the endpoint, even alone), due (it waited for a decoder until only the partials' model would have it ready by then).",
     ),
     (
         REPLAY_SECONDS,

@@ -223,15 +223,17 @@ pub enum State {
         voice_end: Instant,
     },
     /// The open utterance is in a pause (`silence` samples since the last voiced frame,
-    /// `paused_at` its first silent frame), and no decode that could be its final covers
-    /// its words. `quiet`: the silence a speculative decode counts (a held utterance
-    /// already decoded whole counts only the quiet under `release`, so faint voice in a
-    /// long held pause is not decoded once per frame). `judge`: the partials' model's
-    /// probability of a sentence's end judges its pauses and has not read these words.
+    /// `paused_at` its first silent frame). `decoded`: a decode that could be its final
+    /// covers its words already (only the judge may be wanted). `quiet`: the silence a
+    /// speculative decode counts (a held utterance already decoded whole counts only the
+    /// quiet under `release`, so faint voice in a long held pause is not decoded once per
+    /// frame). `judge`: the partials' model's probability of a sentence's end judges its
+    /// pauses, has not read these words, and was not shed.
     Paused {
         piece: Piece,
         silence: usize,
         quiet: usize,
+        decoded: bool,
         judge: bool,
         since: Instant,
         paused_at: Instant,

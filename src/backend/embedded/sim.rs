@@ -609,6 +609,9 @@ impl Sim<'_> {
         let room = knobs.room();
         let mut wanted = Vec::new();
         for (key, c) in self.channels.iter_mut().enumerate() {
+            if !room.partials {
+                c.segmenter.judge_shed();
+            }
             let Some(w) = c.want(&room) else { continue };
             if let Some(LeftOut::Speculative(_)) = knobs.left_out(w.kind) {
                 c.segmenter.speculative_shed();

@@ -225,6 +225,15 @@ impl ChannelState {
         }
     }
 
+    /// The ladder sheds partials while its pause waits for the judge: counted once per
+    /// pause ([`Segmenter::judge_shed`]).
+    pub(super) fn shed_judge(&mut self) {
+        if self.segmenter.judge_shed() {
+            metrics::counter!(m::SHED_DECODES, "what" => "judge", "why" => Why::Late.as_str())
+                .increment(1);
+        }
+    }
+
     /// Ends the channel with an error the session will see.
     pub(super) fn fail(&mut self, error: String) {
         if let Some(events) = self.events.take() {

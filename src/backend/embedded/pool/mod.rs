@@ -561,6 +561,9 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         let mut wanted: Vec<Wanted> = Vec::new();
         for (key, c) in channels.iter().enumerate() {
             let mut state = c.lock();
+            if !room.partials {
+                state.shed_judge();
+            }
             let Some(w) = state.want_in(&room) else {
                 continue;
             };

@@ -295,6 +295,9 @@ struct Open {
     verdict: Verdict,
     /// The decoders shed the current pause's speculative decode.
     words_shed: bool,
+    /// The decoders shed partials while the current pause waited for its judge: the
+    /// pause's own decode judges it ([`Open::sentence_end`]).
+    judge_shed: bool,
     /// It opens the speaker's turn: no voice of theirs ended within `turn_gap` before it
     /// ([`lone_word`] holds only here).
     opens_turn: bool,
@@ -552,11 +555,12 @@ impl Segmenter {
         }
         let open = self.open.as_ref()?;
         if open.silence > 0 {
-            if open
+            let judge = self.config.reads_sentence_end() && open.judge_due();
+            let decoded = open
                 .whole
                 .as_ref()
-                .is_some_and(|(len, _)| *len >= open.voiced_end)
-            {
+                .is_some_and(|(len, _)| *len >= open.voiced_end);
+            if decoded && !judge {
                 return None;
             }
             let own = self.whole_len(open.audio.len(), open.voiced_end);
@@ -571,7 +575,8 @@ impl Segmenter {
                 piece: self.piece(open.id, open.start, open.audio.len(), own, context),
                 silence: open.silence,
                 quiet,
-                judge: self.config.reads_sentence_end() && open.unjudged(),
+                decoded,
+                judge,
                 since: open.since,
                 paused_at: open.paused_at,
             });
@@ -809,7 +814,8 @@ impl Segmenter {
                 },
             ));
         }
-        if !ticket.whole && ticket.len >= open.words_end() {
+        let judged = !ticket.whole && ticket.len >= open.words_end();
+        if judged {
             open.judge = Some((ticket.len, ends));
         }
         if ticket.len >= open.decoded_len {
@@ -824,8 +830,9 @@ impl Segmenter {
             }
             open.decoded_text = Some(text);
         }
-        if ticket.whole {
-            // The words of a pause that reached the endpoint while they were decoded.
+        if ticket.whole || judged {
+            // The words of a pause that reached the endpoint while they were decoded, or
+            // its judge taken late.
             self.end_if_judged(now, out);
         }
     }
@@ -938,6 +945,7 @@ impl Segmenter {
                     judge: None,
                     verdict: Verdict::Unasked,
                     words_shed: false,
+                    judge_shed: false,
                     opens_turn,
                     after_turn_end,
                     held: false,
@@ -970,6 +978,7 @@ impl Segmenter {
                     open.silence = 0;
                     open.verdict = Verdict::Unasked;
                     open.words_shed = false;
+                    open.judge_shed = false;
                     open.level_frames += 1;
                     open.level_db += (db - open.level_db) / open.level_frames as f32;
                 } else {
@@ -1781,12 +1790,15 @@ mod tests {
     /// Feeds silence until the pause's speculative decode is wanted (asked as while a
     /// partial runs, or the ladder sheds them: a partial that would judge the pause is not
     /// wanted then).
+    /// Feeds silence until the pause's speculative decode is wanted, with partials (and so
+    /// the pause's judge) shed, as the pool does under load.
     fn speculate(s: &mut Segmenter, at: &mut u64) -> Want {
         loop {
             let room = Room {
                 partials: false,
                 ..s.room()
             };
+            s.judge_shed();
             if let Some(want) = s.want_in(&room) {
                 assert_eq!(want.kind, DecodeKind::Speculative);
                 return want;
@@ -2154,6 +2166,60 @@ mod tests {
         s.drain_ready(Instant::now(), &mut out);
         assert_eq!(finals(&out), [whole], "one final, at the endpoint");
         assert!(s.is_idle());
+    }
+
+    /// A judge the decoders take only after the endpoint (busy) still decides the pause:
+    /// it waits for that verdict rather than take the speculative decode's reading, which
+    /// would move the decision with the load. Shed (partials left out), the speculative
+    /// decode's reading decides at once.
+    #[test]
+    fn a_judge_taken_late_still_decides_and_a_shed_one_leaves_the_pause_its_own_decode() {
+        // The speculative decode is sure; the judge, when it comes, is `judge`.
+        let run = |judge: Option<f32>| {
+            let mut s = doubting();
+            let (mut at, mut out) = (0, Vec::new());
+            feed(&mut s, 40, true, &mut at);
+            feed(&mut s, 1, false, &mut at);
+            assert_eq!(s.want().map(|w| w.kind), Some(DecodeKind::Judge));
+            // The decoders take the speculative decode first (the judge left waiting).
+            let want = loop {
+                let room = Room {
+                    partials: false,
+                    ..s.room()
+                };
+                if judge.is_none() {
+                    s.judge_shed();
+                }
+                if let Some(w) = s.want_in(&room) {
+                    break w;
+                }
+                feed(&mut s, 1, false, &mut at);
+            };
+            let text = "Now left click the research.";
+            s.decoded(want.ticket, heard(text, 0.95), Instant::now(), &mut out);
+            feed(&mut s, 14, false, &mut at);
+            s.drain_ready(Instant::now(), &mut out);
+            let at_endpoint = finals(&out).len();
+            if let Some(p) = judge {
+                // Past the endpoint the judge is still wanted, and nothing else.
+                let late = s.want().expect("the judge, late");
+                assert_eq!(late.kind, DecodeKind::Judge);
+                // Its verdict closes the pause at once, with no frame after it.
+                s.decoded(late.ticket, heard(text, p), Instant::now(), &mut out);
+            }
+            (at_endpoint, finals(&out).len())
+        };
+        assert_eq!(
+            run(Some(0.9)),
+            (0, 1),
+            "waits for the judge, then ends at once"
+        );
+        assert_eq!(run(Some(0.2)), (0, 0), "the late judge doubts: held");
+        assert_eq!(
+            run(None),
+            (1, 1),
+            "shed: the speculative decode's reading ends it"
+        );
     }
 
     #[test]

@@ -41,6 +41,15 @@ impl SegmenterConfig {
     }
 }
 
+/// The judge's reading of a pause's words ([`Open::sentence_end`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum SentenceEnd {
+    /// The probability of a sentence's end after them, if the decode that read it gave one.
+    Read(Option<f32>),
+    /// The partials' model is to read them and has not yet.
+    Awaited,
+}
+
 /// What the words of a pause say ([`Open::words`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Words {
@@ -61,13 +70,15 @@ impl Open {
             return Words::GoOn(false);
         }
         match self.heard() {
-            Some(heard) => Words::GoOn(
-                goes_on(&heard.text, config.english)
-                    || (self.opens_turn && lone_word(&heard.text, config.english))
-                    || self
-                        .sentence_end(heard)
-                        .is_some_and(|p| p < config.unsure_end),
-            ),
+            Some(heard) => {
+                let words = goes_on(&heard.text, config.english)
+                    || (self.opens_turn && lone_word(&heard.text, config.english));
+                match self.sentence_end(heard, config) {
+                    _ if words => Words::GoOn(true),
+                    SentenceEnd::Read(p) => Words::GoOn(p.is_some_and(|p| p < config.unsure_end)),
+                    SentenceEnd::Awaited => Words::Pending,
+                }
+            }
             None if self.words_shed => Words::Shed,
             None => Words::Pending,
         }
@@ -84,13 +95,22 @@ impl Open {
     /// How likely a sentence ends after the pause's words: the partials' model's
     /// probability where a partial read every voiced frame (on read speech it parts pauses
     /// from turns' ends better than the finals' model's, and doubts fewer finished
-    /// sentences: BENCHMARKS.md, "The partials' model as the judge"), else what the pause's
-    /// decode (`heard`) says.
-    fn sentence_end(&self, heard: &Transcribed) -> Option<f32> {
+    /// sentences: BENCHMARKS.md, "The partials' model as the judge"). Until that partial
+    /// comes back the pause waits for it, however busy the decoders are, so the verdict
+    /// does not move with the load; what the pause's decode (`heard`) says stands in only
+    /// where the partial heard no words, the judge is not on, or the decoders shed it.
+    fn sentence_end(&self, heard: &Transcribed, config: &SegmenterConfig) -> SentenceEnd {
         match self.judge {
-            Some((len, Some(p))) if len >= self.words_end() => Some(p),
-            _ => heard.ends,
+            Some((len, Some(p))) if len >= self.words_end() => SentenceEnd::Read(Some(p)),
+            _ if config.reads_sentence_end() && self.judge_due() => SentenceEnd::Awaited,
+            _ => SentenceEnd::Read(heard.ends),
         }
+    }
+
+    /// Whether the pause still waits for its judge: no partial has read its words to
+    /// their end, and the decoders have not shed it.
+    pub(super) fn judge_due(&self) -> bool {
+        self.unjudged() && !self.judge_shed
     }
 
     /// The end of its last frame at the detector's threshold: faint frames after it (at
@@ -169,9 +189,9 @@ impl Open {
         match self
             .heard()
             .filter(|_| graded)
-            .and_then(|h| self.sentence_end(h))
+            .map(|h| self.sentence_end(h, config))
         {
-            Some(p) if p < config.sure_end => {
+            Some(SentenceEnd::Read(Some(p))) if p < config.sure_end => {
                 let doubt = (config.sure_end - p) / (config.sure_end - config.unsure_end);
                 let span = config.turn_hold.saturating_sub(config.endpoint) as f32;
                 let extra = (span * doubt.clamp(0.0, 1.0)) as usize / FRAME * FRAME;
@@ -190,6 +210,20 @@ impl Segmenter {
         match self.open.as_mut().filter(|o| o.silence > 0) {
             Some(open) if !open.words_shed => {
                 open.words_shed = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The decoders shed partials (load) while the open utterance is in a pause its judge
+    /// has not read: the judge will not come, and the pause's own decode judges it. True
+    /// the first time for a pause, so the shed is counted once.
+    pub fn judge_shed(&mut self) -> bool {
+        let reads = self.config.reads_sentence_end();
+        match self.open.as_mut().filter(|o| o.silence > 0) {
+            Some(open) if reads && open.judge_due() => {
+                open.judge_shed = true;
                 true
             }
             _ => false,
