@@ -57,7 +57,7 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
             // before the pause's speculative decode, which may start beside it
             // (`InFlight`). Taken late (the decoders busy past the endpoint), it is still
             // wanted: the pause waits for this verdict rather than take the finals' model's
-            // reading, which holds fewer pauses (BENCHMARKS.md, "A judge taken late").
+            // reading, which holds fewer pauses (BENCHMARKS.md, "A judge taken late, and one shed").
             if judge && room.partials && silence >= JUDGE_AT {
                 let len = piece.len - (silence - JUDGE_AT).min(piece.len);
                 return Some(Want {
