@@ -555,7 +555,7 @@ impl Segmenter {
         }
         let open = self.open.as_ref()?;
         if open.silence > 0 {
-            let judge = self.config.reads_sentence_end() && open.judge_due();
+            let judge = open.awaits_judge(&self.config);
             let decoded = open
                 .whole
                 .as_ref()
@@ -1787,9 +1787,6 @@ mod tests {
         s.claim_turn(audio).unwrap()
     }
 
-    /// Feeds silence until the pause's speculative decode is wanted (asked as while a
-    /// partial runs, or the ladder sheds them: a partial that would judge the pause is not
-    /// wanted then).
     /// Feeds silence until the pause's speculative decode is wanted, with partials (and so
     /// the pause's judge) shed, as the pool does under load.
     fn speculate(s: &mut Segmenter, at: &mut u64) -> Want {

@@ -102,15 +102,15 @@ impl Open {
     fn sentence_end(&self, heard: &Transcribed, config: &SegmenterConfig) -> SentenceEnd {
         match self.judge {
             Some((len, Some(p))) if len >= self.words_end() => SentenceEnd::Read(Some(p)),
-            _ if config.reads_sentence_end() && self.judge_due() => SentenceEnd::Awaited,
+            _ if self.awaits_judge(config) => SentenceEnd::Awaited,
             _ => SentenceEnd::Read(heard.ends),
         }
     }
 
-    /// Whether the pause still waits for its judge: no partial has read its words to
-    /// their end, and the decoders have not shed it.
-    pub(super) fn judge_due(&self) -> bool {
-        self.unjudged() && !self.judge_shed
+    /// Whether the pause still waits for its judge: the partials' model judges pauses, no
+    /// partial has read these words to their end, and the decoders have not shed it.
+    pub(super) fn awaits_judge(&self, config: &SegmenterConfig) -> bool {
+        config.reads_sentence_end() && self.unjudged() && !self.judge_shed
     }
 
     /// The end of its last frame at the detector's threshold: faint frames after it (at
@@ -220,9 +220,9 @@ impl Segmenter {
     /// has not read: the judge will not come, and the pause's own decode judges it. True
     /// the first time for a pause, so the shed is counted once.
     pub fn judge_shed(&mut self) -> bool {
-        let reads = self.config.reads_sentence_end();
+        let config = self.config;
         match self.open.as_mut().filter(|o| o.silence > 0) {
-            Some(open) if reads && open.judge_due() => {
+            Some(open) if open.awaits_judge(&config) => {
                 open.judge_shed = true;
                 true
             }
