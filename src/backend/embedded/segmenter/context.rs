@@ -12,12 +12,20 @@ fn key(w: &str) -> String {
         .collect()
 }
 
+/// Two compared words are the same word: equal, or one of 4 letters or more the start of
+/// the other (a word cut short at a boundary: "American" for "Americans").
+fn alike(a: &str, b: &str) -> bool {
+    a == b || (a.len() >= 4 && b.len() >= 4 && (a.starts_with(b) || b.starts_with(a)))
+}
+
 /// What a decode of the turn's earlier audio and a new piece says about the piece: the
 /// words after those that match `context`, the finals already sent for that audio.
 ///
-/// The decode is aligned with the context by word edit distance over every prefix; the
-/// cheapest prefix is the context. On a tie the shorter prefix wins: a word the model merged
-/// across the cut is sent twice rather than lost.
+/// The decode is aligned with the context by word edit distance over every prefix ([`alike`]
+/// words match); the cheapest prefix is the context. On a tie the shorter prefix wins: a word
+/// the model merged across the cut is sent twice rather than lost. What follows the context
+/// is the piece's own, even a word the context ended with ("Thanks." then "Thanks, bye."):
+/// the speaker said it again.
 pub fn strip_context(context: &str, decoded: &str) -> String {
     let said: Vec<String> = context
         .split_whitespace()
@@ -38,7 +46,7 @@ pub fn strip_context(context: &str, decoded: &str) -> String {
     for (i, s) in said.iter().enumerate() {
         next[0] = i + 1;
         for (j, k) in keys.iter().enumerate() {
-            next[j + 1] = (cost[j] + usize::from(s != k))
+            next[j + 1] = (cost[j] + usize::from(!alike(s, k)))
                 .min(cost[j + 1] + 1)
                 .min(next[j] + insert(k));
         }
@@ -49,14 +57,13 @@ pub fn strip_context(context: &str, decoded: &str) -> String {
 }
 
 /// `text` without the words it begins with that `previous` ended with: a decode that read
-/// the turn's last final (as audio or as a prompt) may say its last words again ("And so my
-/// fellow Americans." then "American asked not."). Two or more words must match, allowing
-/// a word cut short at the boundary; one word only when it is the previous final's last and
-/// at least 4 letters (so "no. No." stays). A text that would be left empty is kept whole.
+/// the turn's last final as a prompt may say its last words again ("ask not what your
+/// country" then "your country can do for you"). Two or more words must match, allowing a
+/// word cut short at the boundary ([`alike`]); one word only when it is the previous final's
+/// last and at least 4 letters (so "no. No." stays). A text that would be left empty is kept
+/// whole. Only for a decode that read a prompt: text alone cannot tell a repeat from a word
+/// said twice, and a decode that read no earlier final cannot repeat one.
 pub fn drop_repeat(previous: &str, text: &str) -> String {
-    let same = |a: &str, b: &str| {
-        a == b || (a.len() >= 4 && b.len() >= 4 && (a.starts_with(b) || b.starts_with(a)))
-    };
     let prev: Vec<String> = previous.split_whitespace().map(key).collect();
     let words: Vec<&str> = text.split_whitespace().collect();
     let keys: Vec<String> = words.iter().map(|w| key(w)).collect();
@@ -67,7 +74,7 @@ pub fn drop_repeat(previous: &str, text: &str) -> String {
         if tail.iter().any(String::is_empty) || head.iter().any(String::is_empty) {
             continue;
         }
-        let matches = tail.iter().zip(head).all(|(a, b)| same(a, b));
+        let matches = tail.iter().zip(head).all(|(a, b)| alike(a, b));
         if matches && (k >= 2 || head[0].len() >= 4) {
             return words[k..].join(" ");
         }

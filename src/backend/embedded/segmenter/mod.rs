@@ -401,8 +401,8 @@ pub struct Segmenter {
     open: Option<Open>,
     ended: VecDeque<Ended>,
     last_partial: String,
-    /// The last final sent and where its voice ended, for [`drop_repeat`].
-    last_final: (String, u64),
+    /// Where the voice of the last final sent ended (channel samples; 0 before any).
+    last_final_end: u64,
     /// The caller's input position after the last samples pushed (see [`Segmenter::push`]).
     at_input: u64,
     /// Words to expect (the call's or profile's keyterms), prompted to engines that read a
@@ -438,7 +438,7 @@ impl Segmenter {
             open: None,
             ended: VecDeque::new(),
             last_partial: String::new(),
-            last_final: (String::new(), 0),
+            last_final_end: 0,
             at_input: 0,
             keyterms: String::new(),
             next_id: 0,
@@ -749,7 +749,7 @@ impl Segmenter {
     fn last_voice_end(&self) -> Option<u64> {
         match self.ended.back() {
             Some(e) => Some(e.start + e.voiced_end as u64),
-            None => (self.last_final.1 > 0).then_some(self.last_final.1),
+            None => (self.last_final_end > 0).then_some(self.last_final_end),
         }
     }
 
@@ -772,8 +772,15 @@ impl Segmenter {
             return;
         };
         let Transcribed { text, sound, ends } = heard;
-        let text = if ticket.context_from == 0 || self.config.context_as_text {
+        let text = if ticket.context_from == 0 {
             text
+        } else if self.config.context_as_text {
+            // A decode that read the turn's earlier finals as a prompt may say the prompt's
+            // last words again.
+            match self.context(ticket.context_from, start).last() {
+                Some((_, prompt_end)) if ticket.whole => drop_repeat(prompt_end, &text),
+                _ => text,
+            }
         } else if self.said.iter().any(|s| s.id == ticket.context_from) {
             let context: Vec<&str> = self
                 .context(ticket.context_from, start)
@@ -1072,14 +1079,7 @@ impl Segmenter {
                 Some(complete) => end_turn(&text, complete),
                 None => text,
             };
-            // A decode that read the turn's last final may say its last words again.
-            let same_turn = (start + preroll as u64).saturating_sub(self.last_final.1)
-                <= self.config.turn_gap as u64;
-            let text = match same_turn {
-                true => drop_repeat(&self.last_final.0, &text),
-                false => text,
-            };
-            self.last_final = (text.clone(), start + voiced_end as u64);
+            self.last_final_end = start + voiced_end as u64;
             self.last_partial.clear();
             if self.config.context_span > 0 {
                 self.said.push_back(Said {
@@ -1594,6 +1594,12 @@ mod tests {
                 "Thanks for coming, how can I help you today?",
                 "help you today?",
             ),
+            // A word cut short at the cut is still the context's.
+            (
+                "And so my fellow Americans.",
+                "And so my fellow American, asked not.",
+                "asked not.",
+            ),
             // A word said again after the cut is the piece's.
             ("to go", "to go go home.", "go home."),
             // Ambiguous: a dropped "to" or "to" heard as "go"; the piece keeps the word.
@@ -1651,6 +1657,49 @@ mod tests {
             &mut out,
         );
         assert_eq!(finals(&out), ["how are you?"]);
+    }
+
+    #[test]
+    fn a_word_said_again_after_the_last_final_is_not_lost() {
+        // (context as text, context read, what the second decode heard, its final)
+        let cases = [
+            // Audio context: what follows the aligned context is the speaker's.
+            (false, true, "Thanks. Thanks, bye.", "Thanks, bye."),
+            (false, true, "Thanks. Thanks.", "Thanks."),
+            // A word the decode cut short is still the context's.
+            (false, true, "Thank. Okay, bye.", "Okay, bye."),
+            // No context read: the decode cannot repeat an earlier final.
+            (false, false, "Thanks, bye.", "Thanks, bye."),
+            // A prompt's last words said again come off.
+            (true, true, "Thanks, bye.", "bye."),
+        ];
+        for (as_text, with_context, heard, kept) in cases {
+            let mut s = Segmenter::new(SegmenterConfig {
+                context_as_text: as_text,
+                prompted: as_text,
+                context_span: if with_context {
+                    config().context_span
+                } else {
+                    0
+                },
+                ..config()
+            });
+            let mut at = 0;
+            let first = say(&mut s, 40, 12, "Thanks.", &mut at);
+            assert_eq!(first.ticket.context_from, 0);
+            feed(&mut s, 5, false, &mut at);
+            feed(&mut s, 30, true, &mut at);
+            feed(&mut s, 12, false, &mut at);
+            let want = s.want().unwrap();
+            assert_eq!(want.ticket.context_from != 0, with_context, "{heard:?}");
+            let mut out = Vec::new();
+            s.decoded(want.ticket, heard.into(), Instant::now(), &mut out);
+            assert_eq!(
+                finals(&out),
+                [kept],
+                "text {as_text}, context {with_context}"
+            );
+        }
     }
 
     #[test]
