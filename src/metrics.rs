@@ -296,8 +296,8 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
     (
         TURN_HOLDS,
         Kind::Counter,
-        &["channel", "outcome"],
-        "Embedded recognizer's pauses held open past the endpoint because the words or the judge said the turn goes on, by outcome: joined (the speaker went on; one final for both sides) or ended (the utterance closed).",
+        &["channel", "outcome", "by"],
+        "Embedded recognizer's pauses held open past the endpoint because the words or the judge said the turn goes on, by outcome: joined (the speaker went on; one final for both sides) or ended (the utterance closed); and by the judge that held them: words (they go on), sentence_end (Whisper's sentence-end probability read by the partials' model at the pause), sentence_end_decode (the same read by the pause's own decode, the judge shed), model (the end-of-turn model), graded (the wait graded by the doubt).",
     ),
     (
         TURN_ENDS_RESUMED,

@@ -163,6 +163,10 @@ async fn a_breath_the_model_hears_inside_the_sentence_is_held_and_joined() {
         TestServer::start(config_with_default_backend("whisper"), whisper_registry()).await;
 
     let joined_before = counted(&server, "hark_turn_holds_total", "joined").await;
+    // Held by Whisper's sentence-end probability (read by the partials' model at the pause,
+    // or by the pause's own decode where the judge was shed), not by the words.
+    let by_end = r#"by="sentence_end"#;
+    let by_end_before = counted(&server, "hark_turn_holds_total", by_end).await;
     let finals = pause_between(&server, "?max_turn_silence_ms=3000", first, 0.7, Some(rest)).await;
     let joined = finals
         .iter()
@@ -174,6 +178,11 @@ async fn a_breath_the_model_hears_inside_the_sentence_is_held_and_joined() {
     assert!(
         joined_after > joined_before,
         "{joined_before} → {joined_after}"
+    );
+    let by_end_after = counted(&server, "hark_turn_holds_total", by_end).await;
+    assert!(
+        by_end_after > by_end_before,
+        "held by the sentence's end: {by_end_before} → {by_end_after}"
     );
     // Decode time is booked to the model that ran it: base's finals (here the speculative
     // decode the final was taken from), tiny.en's partials.

@@ -8,7 +8,9 @@ use tracing::{debug, warn};
 
 use super::super::MODEL_RATE;
 use super::super::schedule::{InFlight, Why};
-use super::super::segmenter::{DecodeKind, Emit, Event, Lead, Recovery, Room, Segmenter, Want};
+use super::super::segmenter::{
+    DecodeKind, Emit, Event, Hold, Lead, Recovery, Room, Segmenter, Want,
+};
 use super::{Job, MAX_STEP_SAMPLES, lock};
 use crate::audio::AudioSource;
 use crate::backend::EventSink;
@@ -247,15 +249,17 @@ impl ChannelState {
 /// hold and turn end at debug level, for tuning the thresholds against live calls.
 fn count_turns(event: Event, channel: &'static str) {
     match event {
+        Event::Held { by } => debug!(channel, by = by.as_str(), "a pause held past the endpoint"),
         Event::Resumed {
-            held: true,
+            held: Some(by),
             silence,
         } => {
-            metrics::counter!(m::TURN_HOLDS, "channel" => channel, "outcome" => "joined")
+            metrics::counter!(m::TURN_HOLDS, "channel" => channel, "outcome" => "joined", "by" => by.as_str())
                 .increment(1);
             debug!(
                 channel,
                 ?silence,
+                by = by.as_str(),
                 "a held pause resumed: its words join one final"
             );
         }
@@ -265,14 +269,14 @@ fn count_turns(event: Event, channel: &'static str) {
             held,
             after_turn_end,
         } => {
-            if held {
-                metrics::counter!(m::TURN_HOLDS, "channel" => channel, "outcome" => "ended")
+            if let Some(by) = held {
+                metrics::counter!(m::TURN_HOLDS, "channel" => channel, "outcome" => "ended", "by" => by.as_str())
                     .increment(1);
             }
             if ends_turn {
                 let after = match held {
-                    true => "hold",
-                    false => "endpoint",
+                    Some(_) => "hold",
+                    None => "endpoint",
                 };
                 metrics::counter!(m::TURN_ENDS, "channel" => channel, "after" => after)
                     .increment(1);
@@ -281,8 +285,9 @@ fn count_turns(event: Event, channel: &'static str) {
                 metrics::counter!(m::TURN_ENDS_RESUMED, "channel" => channel).increment(1);
                 debug!(channel, ?gap, "the speaker went on after a turn's end");
             }
+            let held = held.map(Hold::as_str);
             debug!(channel, ?silence, ends_turn, held, "endpoint");
         }
-        Event::Opened | Event::Paused | Event::Held | Event::Resumed { .. } | Event::Dropped => {}
+        Event::Opened | Event::Paused | Event::Resumed { .. } | Event::Dropped => {}
     }
 }

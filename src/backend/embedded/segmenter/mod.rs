@@ -40,7 +40,7 @@ use super::{Speakers, Transcribed};
 pub use crate::turn::end_turn;
 use crate::turn::words::{goes_on, lone_word};
 pub use context::{drop_repeat, strip_context};
-pub use event::Event;
+pub use event::{Event, Hold};
 use verdict::Verdict;
 pub use verdict::{TURN_WINDOW, TurnTicket};
 
@@ -304,8 +304,8 @@ struct Open {
     /// The speaker's voice before it ended this long before, in an utterance closed as the
     /// turn's end ([`Event::Endpoint`]).
     after_turn_end: Option<Duration>,
-    /// The current pause outlasted the endpoint and a judge held it ([`Event::Held`]).
-    held: bool,
+    /// The current pause outlasted the endpoint and this judge held it ([`Event::Held`]).
+    held: Option<Hold>,
     /// When the current want began: the opening, the last decode or the pause.
     since: Instant,
     /// When the current pause began (its first silent frame).
@@ -955,7 +955,7 @@ impl Segmenter {
                     judge_shed: false,
                     opens_turn,
                     after_turn_end,
-                    held: false,
+                    held: None,
                     since: now,
                     paused_at: now,
                 });
@@ -980,7 +980,7 @@ impl Segmenter {
                             silence: samples_as_time(open.silence),
                             held: open.held,
                         });
-                        open.held = false;
+                        open.held = None;
                     }
                     open.silence = 0;
                     open.verdict = Verdict::Unasked;
@@ -1004,9 +1004,11 @@ impl Segmenter {
                     || open.audio.len() >= 2 * config.max_utterance
                 {
                     self.close(at_input, now);
-                } else if !open.held && open.held_open(&config) {
-                    open.held = true;
-                    self.events.push(Event::Held);
+                } else if open.held.is_none()
+                    && let Some(by) = open.held_open(&config)
+                {
+                    open.held = Some(by);
+                    self.events.push(Event::Held { by });
                 }
             }
         }
@@ -1859,6 +1861,16 @@ mod tests {
         s.decoded(want.ticket, text.into(), Instant::now(), out);
     }
 
+    /// The judges that held pauses, from the events not yet taken.
+    fn holds(s: &mut Segmenter) -> Vec<Hold> {
+        s.take_events()
+            .filter_map(|e| match e {
+                Event::Held { by } => Some(by),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_pause_judged_the_turns_end_gives_its_final_at_the_endpoint_ending_in_a_period() {
         let mut s = judging();
@@ -1936,8 +1948,11 @@ mod tests {
         let [
             Event::Opened,
             Event::Paused,
-            Event::Held,
-            Event::Resumed { held: true, .. },
+            Event::Held { by: Hold::Model },
+            Event::Resumed {
+                held: Some(Hold::Model),
+                ..
+            },
             Event::Paused,
             end,
         ] = events[..]
@@ -1955,7 +1970,7 @@ mod tests {
             event,
             Event::Endpoint {
                 ends_turn: true,
-                held: false,
+                held: None,
                 after_turn_end: None,
                 ..
             }
@@ -2057,6 +2072,7 @@ mod tests {
         feed(&mut s, 30, false, &mut at);
         s.drain_ready(Instant::now(), &mut out);
         assert!(s.open.is_some() && s.ended.is_empty() && finals(&out).is_empty());
+        assert_eq!(holds(&mut s), [Hold::Words]);
         // The speaker goes on: one utterance; its words end the turn at the endpoint, and
         // the final ends in a period for the platform to answer at once.
         feed(&mut s, 30, true, &mut at);
@@ -2105,6 +2121,8 @@ mod tests {
         feed(&mut s, 30, false, &mut at);
         s.drain_ready(Instant::now(), &mut out);
         assert!(s.open.is_some() && finals(&out).is_empty(), "held");
+        // Its judge was shed: the speculative decode's reading held it.
+        assert_eq!(holds(&mut s), [Hold::SentenceEnd { judge: false }]);
         feed(&mut s, 30, true, &mut at);
         feed(&mut s, 1, false, &mut at);
         let want = speculate(&mut s, &mut at);
@@ -2146,6 +2164,14 @@ mod tests {
                 s.drain_ready(Instant::now(), &mut out);
                 if !finals(&out).is_empty() {
                     assert_eq!(finals(&out), ["Go forward ten meters."]);
+                    // Held past the endpoint by the doubt's wait, or under `unsure_end`
+                    // by the reading itself.
+                    let by = match p {
+                        p if p >= 0.9 => vec![],
+                        p if p >= 0.5 => vec![Hold::Graded],
+                        _ => vec![Hold::SentenceEnd { judge: false }],
+                    };
+                    assert_eq!(holds(&mut s), by, "judged {p}");
                     return Some(at as usize / FRAME - 40);
                 }
             }
@@ -2198,6 +2224,7 @@ mod tests {
         feed(&mut s, 30, false, &mut at);
         s.drain_ready(Instant::now(), &mut out);
         assert!(s.open.is_some() && finals(&out).is_empty(), "held");
+        assert_eq!(holds(&mut s), [Hold::SentenceEnd { judge: true }]);
 
         // The speaker goes on: the next pause is judged anew, sure this time.
         feed(&mut s, 30, true, &mut at);

@@ -44,8 +44,9 @@ impl SegmenterConfig {
 /// The judge's reading of a pause's words ([`Open::sentence_end`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum SentenceEnd {
-    /// The probability of a sentence's end after them, if the decode that read it gave one.
-    Read(Option<f32>),
+    /// The probability of a sentence's end after them, if the decode that read it gave one;
+    /// `judge`: read by the partials' model at the pause, not by the pause's own decode.
+    Read { p: Option<f32>, judge: bool },
     /// The partials' model is to read them and has not yet.
     Awaited,
 }
@@ -58,24 +59,28 @@ pub(super) enum Words {
     /// The decoders shed the pause's speculative decode (load): no words will judge it, so
     /// the pause ends at the endpoint as without the hold, its final as decoded.
     Shed,
-    /// They go on (`true`: a number, a spelled letter, "and", a comma, [`goes_on`]; or one word
-    /// that opens the turn and is no answer alone, [`lone_word`]) or not.
-    GoOn(bool),
+    /// They go on, for the reason given ([`Hold::Words`] or [`Hold::SentenceEnd`]).
+    GoOn(Hold),
+    /// They may end the turn.
+    End,
 }
 
 impl Open {
     /// What the words of the decode covering the whole utterance say of its pause.
     pub(super) fn words(&self, config: &SegmenterConfig) -> Words {
         if !config.hold_unfinished {
-            return Words::GoOn(false);
+            return Words::End;
         }
         match self.heard() {
             Some(heard) => {
                 let words = goes_on(&heard.text, config.english)
                     || (self.opens_turn && lone_word(&heard.text, config.english));
                 match self.sentence_end(heard, config) {
-                    _ if words => Words::GoOn(true),
-                    SentenceEnd::Read(p) => Words::GoOn(p.is_some_and(|p| p < config.unsure_end)),
+                    _ if words => Words::GoOn(Hold::Words),
+                    SentenceEnd::Read { p, judge } if p.is_some_and(|p| p < config.unsure_end) => {
+                        Words::GoOn(Hold::SentenceEnd { judge })
+                    }
+                    SentenceEnd::Read { .. } => Words::End,
                     SentenceEnd::Awaited => Words::Pending,
                 }
             }
@@ -101,9 +106,15 @@ impl Open {
     /// where the partial heard no words, the judge is not on, or the decoders shed it.
     fn sentence_end(&self, heard: &Transcribed, config: &SegmenterConfig) -> SentenceEnd {
         match self.judge {
-            Some((len, Some(p))) if len >= self.words_end() => SentenceEnd::Read(Some(p)),
+            Some((len, Some(p))) if len >= self.words_end() => SentenceEnd::Read {
+                p: Some(p),
+                judge: true,
+            },
             _ if self.awaits_judge(config) => SentenceEnd::Awaited,
-            _ => SentenceEnd::Read(heard.ends),
+            _ => SentenceEnd::Read {
+                p: heard.ends,
+                judge: false,
+            },
         }
     }
 
@@ -132,28 +143,27 @@ impl Open {
         !config.holds()
             || self.silence >= config.turn_hold
             || match self.words(config) {
-                Words::GoOn(false) => {
+                Words::End => {
                     self.verdict.lets_end(config) && self.silence >= self.silence_needed(config)
                 }
                 Words::Shed => true,
-                Words::GoOn(true) | Words::Pending => false,
+                Words::GoOn(_) | Words::Pending => false,
             }
     }
 
-    /// Whether a pause past the endpoint is held because a judge says the turn goes on (its
-    /// words, the model's sentence ending, the end-of-turn model, or the wait graded by the
-    /// doubt), not merely because its words or verdict have not come back yet
+    /// Which judge holds a pause past the endpoint, saying the turn goes on (its words, the
+    /// model's sentence ending, the end-of-turn model, or the wait graded by the doubt);
+    /// none where the pause only waits for its words or verdict to come back
     /// ([`Event::Held`]).
-    pub(super) fn held_open(&self, config: &SegmenterConfig) -> bool {
+    pub(super) fn held_open(&self, config: &SegmenterConfig) -> Option<Hold> {
         if !config.holds() || self.silence < config.endpoint || self.silence >= config.turn_hold {
-            return false;
+            return None;
         }
         match self.words(config) {
-            Words::GoOn(true) => true,
-            Words::GoOn(false) => {
-                self.verdict == Verdict::Said(false) || self.silence < self.silence_needed(config)
-            }
-            Words::Shed | Words::Pending => false,
+            Words::GoOn(hold) => Some(hold),
+            Words::End if self.verdict == Verdict::Said(false) => Some(Hold::Model),
+            Words::End if self.silence < self.silence_needed(config) => Some(Hold::Graded),
+            Words::End | Words::Shed | Words::Pending => None,
         }
     }
 
@@ -173,10 +183,8 @@ impl Open {
             Verdict::Said(true) => true,
             _ => false,
         };
-        (self.silence >= self.silence_needed(config)
-            && model
-            && self.words(config) == Words::GoOn(false))
-        .then_some(true)
+        (self.silence >= self.silence_needed(config) && model && self.words(config) == Words::End)
+            .then_some(true)
     }
 
     /// The silence after which a pause the words let end does end: `endpoint` where the
@@ -191,7 +199,7 @@ impl Open {
             .filter(|_| graded)
             .map(|h| self.sentence_end(h, config))
         {
-            Some(SentenceEnd::Read(Some(p))) if p < config.sure_end => {
+            Some(SentenceEnd::Read { p: Some(p), .. }) if p < config.sure_end => {
                 let doubt = (config.sure_end - p) / (config.sure_end - config.unsure_end);
                 let span = config.turn_hold.saturating_sub(config.endpoint) as f32;
                 let extra = (span * doubt.clamp(0.0, 1.0)) as usize / FRAME * FRAME;
