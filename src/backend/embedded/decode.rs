@@ -156,15 +156,18 @@ impl Pick {
 /// What the decoders have room for now, as the scheduler sets it per claim
 /// (`schedule::Knobs`): the share of the context span finals may read, whether the
 /// engine's beam may take them, what a final's decode costs (the speculative decodes'
-/// lead), and whether a partial may start on the channel (the ladder keeps partials and
-/// none runs there). Passed with each question (by a claim, and by the listener asking
-/// whether to wake the decoders), never kept.
+/// lead), and whether a partial, or a pause's judge, may start on the channel (the ladder
+/// keeps them and no partial runs there). Passed with each question (by a claim, and by
+/// the listener asking whether to wake the decoders), never kept.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Room {
     pub context: f64,
     pub beam: bool,
     pub lead: Lead,
     pub partials: bool,
+    /// The judges of pauses: kept after partials, until a wave would make finals late
+    /// ([`crate::backend::embedded::Shed::FinalsModel`]).
+    pub judges: bool,
 }
 
 impl Room {
@@ -175,6 +178,7 @@ impl Room {
             beam: true,
             lead,
             partials: true,
+            judges: true,
         }
     }
 }

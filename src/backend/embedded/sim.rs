@@ -386,6 +386,7 @@ impl Chan {
             false => self.decoding.beside(|partials| {
                 self.segmenter.want_in(&Room {
                     partials: room.partials && partials,
+                    judges: room.judges && partials,
                     ..*room
                 })
             }),
@@ -609,7 +610,7 @@ impl Sim<'_> {
         let room = knobs.room();
         let mut wanted = Vec::new();
         for (key, c) in self.channels.iter_mut().enumerate() {
-            if !room.partials {
+            if !room.judges {
                 c.segmenter.judge_shed();
             }
             let Some(w) = c.want(&room) else { continue };
@@ -621,6 +622,9 @@ impl Sim<'_> {
         let idle = self.decoders.iter().filter(|d| d.is_none()).count();
         let plan = self.scheduler.plan(&knobs, &wanted, idle, now);
         self.outcome.top_step = self.outcome.top_step.max(plan.step);
+        if plan.replan {
+            return self.claim(index, now);
+        }
         let Some(batch) = plan.batch else { return };
         let mut items = Vec::with_capacity(batch.keys.len());
         let mut lengths = Vec::with_capacity(batch.keys.len());

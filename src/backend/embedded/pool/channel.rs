@@ -120,6 +120,7 @@ impl ChannelState {
         self.decoding.beside(|partials| {
             self.segmenter.want_in(&Room {
                 partials: room.partials && partials,
+                judges: room.judges && partials,
                 ..*room
             })
         })
@@ -227,7 +228,7 @@ impl ChannelState {
         }
     }
 
-    /// The ladder sheds partials while its pause waits for the judge: counted once per
+    /// The ladder sheds judges while its pause waits for one: counted once per
     /// pause ([`Segmenter::judge_shed`]).
     pub(super) fn shed_judge(&mut self) {
         if self.segmenter.judge_shed() {

@@ -561,7 +561,7 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         let mut wanted: Vec<Wanted> = Vec::new();
         for (key, c) in channels.iter().enumerate() {
             let mut state = c.lock();
-            if !room.partials {
+            if !room.judges {
                 state.shed_judge();
             }
             let Some(w) = state.want_in(&room) else {
@@ -575,6 +575,9 @@ fn claim(pool: &Pool, inputs: &mut Vec<Input>) -> Option<Batch> {
         let idle = pool.idle_decoders();
         let plan = lock(&pool.scheduler).plan(&knobs, &wanted, idle, now);
         count_steps(&plan);
+        if plan.replan {
+            continue;
+        }
         let step = plan.step;
         let batch = plan.batch?;
         let mut items = Vec::with_capacity(batch.keys.len());

@@ -111,7 +111,8 @@ impl Demand {
     /// - no final is late now and the ladder still has a step to take;
     /// - **the wave**: if every newly admitted call, this one included, said its first words
     ///   at the same instant, the decoders, shedding as far as the ladder may (partials,
-    ///   context, the finals' model) and taking the finals in batches, would clear the last
+    ///   context, the finals' model and with it the pauses' judges) and taking the finals in
+    ///   batches, would clear the last
     ///   of them within `WAVE_BUDGET` of the endpoint. This is what a burst of calls opened
     ///   together costs before any of it shows in the measured load. A call in a language
     ///   only the finals' model speaks keeps that model at every step (`bound`);

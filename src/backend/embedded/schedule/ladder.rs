@@ -31,6 +31,16 @@ impl Shed {
             Self::Speculative => Duration::from_millis(600),
         }
     }
+
+    /// Whether a ladder on this step leaves the pauses' judges out: from the step that
+    /// sheds the finals' model on. Below it a judge (the partials' model reading a pause's
+    /// words, due by its endpoint) is worth its decode: the pause's own decode, reading in
+    /// its place, holds more finished turns and lets more pauses end (BENCHMARKS.md, "A
+    /// judge kept under load"). From it on, a wave's finals are already late and each
+    /// judge, decoded before its final, would make them later.
+    pub(crate) fn sheds_judges(self) -> bool {
+        self >= Self::FinalsModel
+    }
 }
 
 /// The degradation ladder: climbs at once to the step that how late the oldest waiting
@@ -88,6 +98,8 @@ pub(crate) struct Shedding {
     /// Finals are searched greedily.
     pub beam: Option<Why>,
     pub partials: bool,
+    /// The pauses' judges are left out ([`Shed::sheds_judges`]).
+    pub judges: bool,
     pub speculative: Option<Why>,
     /// The share of the context span finals may read (1: all), and why it is less.
     pub context: (f64, Option<Why>),
@@ -118,6 +130,7 @@ impl Shedding {
         Self {
             beam,
             partials: step >= Shed::Partials,
+            judges: step.sheds_judges(),
             speculative,
             context,
         }
@@ -258,6 +271,7 @@ mod tests {
             Shedding {
                 beam: None,
                 partials: false,
+                judges: false,
                 speculative: None,
                 context: (1.0, None)
             }
@@ -271,6 +285,7 @@ mod tests {
         let loaded = Shedding::decide(Shed::Partials, load(true, true, 0.5));
         assert_eq!(loaded.beam, Some(Why::Late));
         assert!(loaded.partials);
+        assert!(!loaded.judges, "the judges outlast partials");
         assert_eq!(loaded.speculative, Some(Why::Load));
         assert_eq!(loaded.context, (0.5, Some(Why::Load)));
         // The load sheds the beam first, then context, then speculative decodes.
@@ -279,6 +294,11 @@ mod tests {
         assert_eq!(LoadSheds::at(0.5), load(true, false, 0.5));
         assert_eq!(LoadSheds::at(0.95), load(true, true, 0.0));
         // The ladder wins where both say so.
+        let wave = Shedding::decide(Shed::FinalsModel, load(false, false, 1.0));
+        assert!(
+            wave.judges,
+            "a wave the finals' model cannot clear sheds the judges"
+        );
         let late = Shedding::decide(Shed::Speculative, load(true, true, 0.5));
         assert_eq!(late.speculative, Some(Why::Late));
         assert_eq!(late.context_for(3), (0.0, Some(Why::Late)));

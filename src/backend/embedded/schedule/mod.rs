@@ -104,6 +104,9 @@ pub(crate) enum LeftOut {
     Speculative(Why),
     /// A partial, while the ladder sheds them.
     Partial,
+    /// A pause's judge, while the ladder sheds them ([`Shed::sheds_judges`]): its pause is
+    /// told, so its own decode judges it.
+    Judge,
 }
 
 impl Knobs {
@@ -116,6 +119,7 @@ impl Knobs {
             beam: self.shed.beam.is_none(),
             lead: self.lead,
             partials: !self.shed.partials,
+            judges: !self.shed.judges,
         }
     }
 
@@ -123,11 +127,10 @@ impl Knobs {
     pub fn left_out(&self, kind: DecodeKind) -> Option<LeftOut> {
         match kind {
             DecodeKind::Speculative => self.shed.speculative.map(LeftOut::Speculative),
-            DecodeKind::FirstPartial | DecodeKind::Partial | DecodeKind::Judge
-                if self.shed.partials =>
-            {
+            DecodeKind::FirstPartial | DecodeKind::Partial if self.shed.partials => {
                 Some(LeftOut::Partial)
             }
+            DecodeKind::Judge if self.shed.judges => Some(LeftOut::Judge),
             _ => None,
         }
     }
@@ -241,6 +244,9 @@ pub(crate) struct Plan {
     /// Whole seconds spent on each step (by `Shed as usize`) since the last plan counted
     /// them: the metrics' share.
     pub step_seconds: [u64; 6],
+    /// The ladder climbed to a step that sheds the judges these knobs kept and some
+    /// channels want: no batch; the shell sheds them and plans again.
+    pub replan: bool,
 }
 
 /// A batch to decode: one model, finals and speculative decodes or partials, never both.
@@ -346,40 +352,58 @@ impl Scheduler {
     /// shapes simulated": priced at a typical 3 s instead, a wave of long sentences came
     /// late by decoding): with the finals' model if that is on time, else
     /// with the partials' (the step that sheds the finals' model, and beyond it only if
-    /// even those are late).
+    /// even those are late). A pause waiting for its judge is one more of the wave (its
+    /// speculative decode comes next), and the judges, decoded first, delay the wave while
+    /// the ladder keeps them ([`Shed::sheds_judges`]): so a wave that would make its finals
+    /// late sheds its judges at once, and a pause or two keep theirs.
+    ///
+    /// Where the climb sheds judges the knobs kept, the plan decodes nothing and says so
+    /// (`replan`): the shell sheds them and asks again, on the new step.
     pub fn plan(&mut self, knobs: &Knobs, wanted: &[Wanted], idle: usize, now: Instant) -> Plan {
         let mut finals = 0;
         let mut wave = 0;
+        let mut judges = 0;
         let mut late = Duration::ZERO;
         for w in wanted {
             wave += usize::from(w.kind.is_essential());
+            judges += usize::from(w.kind == DecodeKind::Judge);
             if w.kind == DecodeKind::Final {
                 finals += 1;
                 late = late.max(now.saturating_duration_since(w.since));
             }
         }
-        let seconds = mean_seconds(wanted.iter().filter(|w| w.kind.is_essential()));
+        let in_wave = |w: &&Wanted| w.kind.is_essential() || w.kind == DecodeKind::Judge;
+        let seconds = mean_seconds(wanted.iter().filter(in_wave));
         let (cost, decoders, max_batch) = (self.cost, self.decoders, self.max_batch);
-        let queued = |tier| {
-            let queue = queue::Queue {
-                tier,
-                queued: wave,
-                decoders,
-                seconds,
-                max_batch,
-            };
-            let wait = queue.wait(&cost);
-            late + Duration::from_secs_f64(wait)
+        let queue = |tier, queued| queue::Queue {
+            tier,
+            queued,
+            decoders,
+            seconds,
+            max_batch,
         };
-        let finals_on_time = queued(Tier::Finals);
+        // The judges take the decoders first where there is not one for each of them and
+        // of the wave (a judge and its pause's decode run side by side).
+        let judged = match judges + wave > decoders {
+            true => queue(Tier::Partials, judges).drain(&cost),
+            false => 0.0,
+        };
+        let queued = |tier, first: f64| {
+            late + Duration::from_secs_f64(first + queue(tier, wave + judges).wait(&cost))
+        };
+        let finals_on_time = queued(Tier::Finals, judged);
         let threshold = Shed::FinalsModel.late_at();
         let projected = match finals_on_time < threshold || !self.ladder.takes(Shed::FinalsModel) {
             true => finals_on_time,
-            false => queued(Tier::Partials).max(threshold),
+            false => queued(Tier::Partials, 0.0).max(threshold),
         };
         let step = self.ladder.update(projected, now);
         let step_seconds = self.ladder.take_whole_seconds();
-        let batch = self.batch(knobs, wanted, finals, step, idle, now);
+        let replan = judges > 0 && step.sheds_judges() && !knobs.shed.judges;
+        let batch = match replan {
+            true => None,
+            false => self.batch(knobs, wanted, finals, step, idle, now),
+        };
         if let Some(b) = &batch {
             let handed = wanted.iter().filter(|w| b.keys.contains(&w.key));
             for due in handed
@@ -394,6 +418,7 @@ impl Scheduler {
             step,
             projected,
             step_seconds,
+            replan,
         }
     }
 
@@ -972,6 +997,44 @@ mod tests {
         );
         let pause = [want(0, DecodeKind::Speculative, t0)];
         assert_eq!(s.plan(&knobs, &pause, 1, now).batch, None);
+    }
+
+    /// The ladder keeps a pause's judge after partials: a pause with partials shed is
+    /// still judged. A wave of pauses the finals' model could not clear in time, with
+    /// their judges decoded first, climbs to the step that sheds that model, and the
+    /// judges go with it at once: no batch of judges before the wave's finals, the shell
+    /// asks again on the new step.
+    #[test]
+    fn a_pause_keeps_its_judge_under_load_and_a_wave_sheds_the_judges_at_once() {
+        let t0 = Instant::now();
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(100);
+        s.ladder.update(Shed::Partials.late_at(), now);
+        let knobs = s.knobs(now);
+        assert_eq!(knobs.left_out(DecodeKind::Partial), Some(LeftOut::Partial));
+        assert_eq!(knobs.left_out(DecodeKind::Judge), None);
+        assert!(knobs.room().judges && !knobs.room().partials);
+        let judge = |key| due(want(key, DecodeKind::Judge, now), now + ms(200), 3.0, false);
+        let plan = s.plan(&knobs, &[judge(0), judge(1)], 2, now);
+        assert!(!plan.replan, "{plan:?}");
+        assert_eq!(plan.step, Shed::Partials);
+        let batch = plan.batch.expect("the judges");
+        assert_eq!((batch.tier, batch.keys), (Tier::Partials, vec![0]));
+        // Twenty pauses at once.
+        let wave: Vec<Wanted> = (0..20).map(judge).collect();
+        let plan = s.plan(&knobs, &wave, 2, now);
+        assert!(plan.step >= Shed::FinalsModel, "{plan:?}");
+        assert!(plan.replan && plan.batch.is_none(), "{plan:?}");
+        let knobs = s.knobs(now);
+        assert_eq!(knobs.left_out(DecodeKind::Judge), Some(LeftOut::Judge));
+        assert!(!knobs.room().judges);
+        // Asked again, the pauses want their speculative decodes: a batch of them.
+        let pauses: Vec<Wanted> = (0..20)
+            .map(|k| due(want(k, DecodeKind::Speculative, now), now + ms(800), 3.0, true))
+            .collect();
+        let plan = s.plan(&knobs, &pauses, 2, now);
+        assert!(!plan.replan);
+        assert!(plan.batch.is_some_and(|b| b.keys.len() > 1));
     }
 
     #[test]

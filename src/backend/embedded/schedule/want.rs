@@ -58,7 +58,8 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
             // (`InFlight`). Taken late (the decoders busy past the endpoint), it is still
             // wanted: the pause waits for this verdict rather than take the finals' model's
             // reading, which holds fewer pauses (BENCHMARKS.md, "A judge taken late, and one shed").
-            if judge && room.partials && silence >= JUDGE_AT {
+            // The ladder keeps it after partials ([`Room::judges`]).
+            if judge && room.judges && silence >= JUDGE_AT {
                 let len = piece.len - (silence - JUDGE_AT).min(piece.len);
                 return Some(Want {
                     speakers: need.speakers,
@@ -467,7 +468,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pause_is_judged_before_its_speculative_decode_however_late_and_only_while_partials_run() {
+    fn a_pause_is_judged_before_its_speculative_decode_however_late_and_only_while_judges_run() {
         let room = Room::all(Lead::default());
         let (mut need, _) = paused(12 * FRAME, true, 40 * FRAME, 0);
         let at = |need: &Need, silence: usize, room: &Room| {
@@ -488,9 +489,15 @@ mod tests {
         // Once the speculative decode is due too (the default lead starts it about 7
         // frames into this pause), the judge still comes first.
         assert_eq!(at(&need, 10 * FRAME, &room), Some(DecodeKind::Judge));
-        let shed = Room {
+        // The ladder sheds partials: the judge is still wanted.
+        let no_partials = Room {
             partials: false,
             ..room
+        };
+        assert_eq!(at(&need, FRAME, &no_partials), Some(DecodeKind::Judge));
+        let shed = Room {
+            judges: false,
+            ..no_partials
         };
         assert_eq!(at(&need, FRAME, &shed), None);
         assert_eq!(at(&need, 10 * FRAME, &shed), Some(DecodeKind::Speculative));

@@ -48,7 +48,7 @@ pub enum Hold {
     Words,
     /// Whisper's probability of a sentence's end after the words is under
     /// `end_of_turn_confidence_threshold`: `judge`, read by the partials' model at the
-    /// pause; otherwise by the pause's own decode (the judge shed with the partials).
+    /// pause; otherwise by the pause's own decode (the judge shed in a wave).
     SentenceEnd { judge: bool },
     /// The end-of-turn model heard a pause inside the turn.
     Model,

@@ -295,7 +295,7 @@ struct Open {
     verdict: Verdict,
     /// The decoders shed the current pause's speculative decode.
     words_shed: bool,
-    /// The decoders shed partials while the current pause waited for its judge: the
+    /// The ladder shed judges (a wave) while the current pause waited for its judge: the
     /// pause's own decode judges it ([`Open::sentence_end`]).
     judge_shed: bool,
     /// It opens the speaker's turn: no voice of theirs ended within `turn_gap` before it
@@ -1838,12 +1838,13 @@ mod tests {
         s.claim_turn(audio).unwrap()
     }
 
-    /// Feeds silence until the pause's speculative decode is wanted, with partials (and so
-    /// the pause's judge) shed, as the pool does under load.
+    /// Feeds silence until the pause's speculative decode is wanted, with partials and the
+    /// pause's judge shed, as the pool does under a wave.
     fn speculate(s: &mut Segmenter, at: &mut u64) -> Want {
         loop {
             let room = Room {
                 partials: false,
+                judges: false,
                 ..s.room()
             };
             s.judge_shed();
@@ -2243,8 +2244,8 @@ mod tests {
 
     /// A judge the decoders take only after the endpoint (busy) still decides the pause:
     /// it waits for that verdict rather than take the speculative decode's reading, which
-    /// would move the decision with the load. Shed (partials left out), the speculative
-    /// decode's reading decides at once.
+    /// would move the decision with the load. Shed (a wave), the speculative decode's
+    /// reading decides at once.
     #[test]
     fn a_judge_taken_late_still_decides_and_a_shed_one_leaves_the_pause_its_own_decode() {
         // The speculative decode is sure; the judge, when it comes, is `judge`.
@@ -2258,6 +2259,7 @@ mod tests {
             let want = loop {
                 let room = Room {
                     partials: false,
+                    judges: false,
                     ..s.room()
                 };
                 if judge.is_none() {

@@ -224,7 +224,7 @@ impl Segmenter {
         }
     }
 
-    /// The decoders shed partials (load) while the open utterance is in a pause its judge
+    /// The ladder sheds judges (a wave) while the open utterance is in a pause its judge
     /// has not read: the judge will not come, and the pause's own decode judges it. True
     /// the first time for a pause, so the shed is counted once.
     pub fn judge_shed(&mut self) -> bool {
