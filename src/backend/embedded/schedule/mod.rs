@@ -971,20 +971,30 @@ mod tests {
         assert_eq!((batch.tier, batch.keys), (Tier::Partials, vec![1]));
     }
 
+    /// Whisper's scheduler with its ladder on the step that sheds partials, at `t0` +
+    /// 100 ms, and its knobs then.
+    fn on_partials(t0: Instant) -> (Scheduler, Instant, Knobs) {
+        let mut s = whisper(Shed::Speculative, t0);
+        let now = t0 + ms(100);
+        s.ladder.update(Shed::Partials.late_at(), now);
+        let knobs = s.knobs(now);
+        (s, now, knobs)
+    }
+
     #[test]
     fn partials_and_speculative_decodes_are_left_out_as_the_knobs_say() {
         let t0 = Instant::now();
-        let mut s = whisper(Shed::Speculative, t0);
-        let now = t0 + ms(100);
-        // The ladder on Partials: partials left out, a speculative decode still taken.
-        s.ladder.update(Shed::Partials.late_at(), now);
-        let knobs = s.knobs(now);
+        // The ladder on Partials: partials left out, a speculative decode and a pause's
+        // judge still taken.
+        let (mut s, now, knobs) = on_partials(t0);
         assert_eq!(knobs.left_out(DecodeKind::Partial), Some(LeftOut::Partial));
         assert_eq!(
             knobs.left_out(DecodeKind::FirstPartial),
             Some(LeftOut::Partial)
         );
         assert_eq!(knobs.left_out(DecodeKind::Speculative), None);
+        assert_eq!(knobs.left_out(DecodeKind::Judge), None);
+        assert!(knobs.room().judges && !knobs.room().partials);
         assert_eq!(knobs.left_out(DecodeKind::Final), None);
         let partials = [want(0, DecodeKind::Partial, t0)];
         assert_eq!(s.plan(&knobs, &partials, 1, now).batch, None);
@@ -1006,14 +1016,7 @@ mod tests {
     /// asks again on the new step.
     #[test]
     fn a_pause_keeps_its_judge_under_load_and_a_wave_sheds_the_judges_at_once() {
-        let t0 = Instant::now();
-        let mut s = whisper(Shed::Speculative, t0);
-        let now = t0 + ms(100);
-        s.ladder.update(Shed::Partials.late_at(), now);
-        let knobs = s.knobs(now);
-        assert_eq!(knobs.left_out(DecodeKind::Partial), Some(LeftOut::Partial));
-        assert_eq!(knobs.left_out(DecodeKind::Judge), None);
-        assert!(knobs.room().judges && !knobs.room().partials);
+        let (mut s, now, knobs) = on_partials(Instant::now());
         let judge = |key| due(want(key, DecodeKind::Judge, now), now + ms(200), 3.0, false);
         let plan = s.plan(&knobs, &[judge(0), judge(1)], 2, now);
         assert!(!plan.replan, "{plan:?}");
@@ -1029,9 +1032,15 @@ mod tests {
         assert_eq!(knobs.left_out(DecodeKind::Judge), Some(LeftOut::Judge));
         assert!(!knobs.room().judges);
         // Asked again, the pauses want their speculative decodes: a batch of them.
-        let pauses: Vec<Wanted> = (0..20)
-            .map(|k| due(want(k, DecodeKind::Speculative, now), now + ms(800), 3.0, true))
-            .collect();
+        let pause = |k| {
+            due(
+                want(k, DecodeKind::Speculative, now),
+                now + ms(800),
+                3.0,
+                true,
+            )
+        };
+        let pauses: Vec<Wanted> = (0..20).map(pause).collect();
         let plan = s.plan(&knobs, &pauses, 2, now);
         assert!(!plan.replan);
         assert!(plan.batch.is_some_and(|b| b.keys.len() > 1));
