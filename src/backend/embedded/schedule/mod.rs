@@ -353,49 +353,45 @@ impl Scheduler {
     /// late by decoding): with the finals' model if that is on time, else
     /// with the partials' (the step that sheds the finals' model, and beyond it only if
     /// even those are late). A pause waiting for its judge is one more of the wave (its
-    /// speculative decode comes next), and the judges, decoded first, delay the wave while
-    /// the ladder keeps them ([`Shed::sheds_judges`]): so a wave that would make its finals
-    /// late sheds its judges at once, and a pause or two keep theirs.
+    /// speculative decode comes next), so a wave that would make its finals late sheds its
+    /// judges at once ([`Shed::sheds_judges`]) and a pause or two keep theirs. The judges'
+    /// own decodes (the partials' model, beside their pauses' decodes) are not priced:
+    /// priced before the wave, they climbed the ladder no more usefully (BENCHMARKS.md, "A
+    /// judge kept under load").
     ///
     /// Where the climb sheds judges the knobs kept, the plan decodes nothing and says so
     /// (`replan`): the shell sheds them and asks again, on the new step.
     pub fn plan(&mut self, knobs: &Knobs, wanted: &[Wanted], idle: usize, now: Instant) -> Plan {
+        let in_wave = |w: &&Wanted| w.kind.is_essential() || w.kind == DecodeKind::Judge;
         let mut finals = 0;
-        let mut wave = 0;
         let mut judges = 0;
         let mut late = Duration::ZERO;
         for w in wanted {
-            wave += usize::from(w.kind.is_essential());
             judges += usize::from(w.kind == DecodeKind::Judge);
             if w.kind == DecodeKind::Final {
                 finals += 1;
                 late = late.max(now.saturating_duration_since(w.since));
             }
         }
-        let in_wave = |w: &&Wanted| w.kind.is_essential() || w.kind == DecodeKind::Judge;
+        let wave = wanted.iter().filter(in_wave).count();
         let seconds = mean_seconds(wanted.iter().filter(in_wave));
         let (cost, decoders, max_batch) = (self.cost, self.decoders, self.max_batch);
-        let queue = |tier, queued| queue::Queue {
-            tier,
-            queued,
-            decoders,
-            seconds,
-            max_batch,
+        let queued = |tier| {
+            let queue = queue::Queue {
+                tier,
+                queued: wave,
+                decoders,
+                seconds,
+                max_batch,
+            };
+            let wait = queue.wait(&cost);
+            late + Duration::from_secs_f64(wait)
         };
-        // The judges take the decoders first where there is not one for each of them and
-        // of the wave (a judge and its pause's decode run side by side).
-        let judged = match judges + wave > decoders {
-            true => queue(Tier::Partials, judges).drain(&cost),
-            false => 0.0,
-        };
-        let queued = |tier, first: f64| {
-            late + Duration::from_secs_f64(first + queue(tier, wave + judges).wait(&cost))
-        };
-        let finals_on_time = queued(Tier::Finals, judged);
+        let finals_on_time = queued(Tier::Finals);
         let threshold = Shed::FinalsModel.late_at();
         let projected = match finals_on_time < threshold || !self.ladder.takes(Shed::FinalsModel) {
             true => finals_on_time,
-            false => queued(Tier::Partials, 0.0).max(threshold),
+            false => queued(Tier::Partials).max(threshold),
         };
         let step = self.ladder.update(projected, now);
         let step_seconds = self.ladder.take_whole_seconds();
@@ -1010,10 +1006,9 @@ mod tests {
     }
 
     /// The ladder keeps a pause's judge after partials: a pause with partials shed is
-    /// still judged. A wave of pauses the finals' model could not clear in time, with
-    /// their judges decoded first, climbs to the step that sheds that model, and the
-    /// judges go with it at once: no batch of judges before the wave's finals, the shell
-    /// asks again on the new step.
+    /// still judged. A wave of pauses the finals' model could not clear in time climbs
+    /// to the step that sheds that model, and the judges go with it at once: no batch of
+    /// judges before the wave's finals, the shell asks again on the new step.
     #[test]
     fn a_pause_keeps_its_judge_under_load_and_a_wave_sheds_the_judges_at_once() {
         let (mut s, now, knobs) = on_partials(Instant::now());
@@ -1023,8 +1018,8 @@ mod tests {
         assert_eq!(plan.step, Shed::Partials);
         let batch = plan.batch.expect("the judges");
         assert_eq!((batch.tier, batch.keys), (Tier::Partials, vec![0]));
-        // Twenty pauses at once.
-        let wave: Vec<Wanted> = (0..20).map(judge).collect();
+        // Forty pauses at once.
+        let wave: Vec<Wanted> = (0..40).map(judge).collect();
         let plan = s.plan(&knobs, &wave, 2, now);
         assert!(plan.step >= Shed::FinalsModel, "{plan:?}");
         assert!(plan.replan && plan.batch.is_none(), "{plan:?}");
@@ -1040,7 +1035,7 @@ mod tests {
                 true,
             )
         };
-        let pauses: Vec<Wanted> = (0..20).map(pause).collect();
+        let pauses: Vec<Wanted> = (0..40).map(pause).collect();
         let plan = s.plan(&knobs, &pauses, 2, now);
         assert!(!plan.replan);
         assert!(plan.batch.is_some_and(|b| b.keys.len() > 1));

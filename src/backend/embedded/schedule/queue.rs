@@ -46,15 +46,6 @@ impl Queue {
         (share.div_ceil(k) - 1) as f64 * cost.batch(self.tier, k, self.seconds)
     }
 
-    /// How long until the last of the queue is decoded (0 for none): the judges of a
-    /// wave's pauses, decoded before its finals.
-    pub fn drain(&self, cost: &CostModel) -> f64 {
-        match self.queued {
-            0 => 0.0,
-            _ => self.wait(cost) + cost.batch(self.tier, self.batch_size(cost), self.seconds),
-        }
-    }
-
     /// Each decoder's share of the queue.
     fn share(&self) -> usize {
         self.queued.div_ceil(self.decoders.max(1))
