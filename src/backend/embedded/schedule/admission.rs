@@ -112,10 +112,10 @@ impl Demand {
     /// - **the wave**: if every newly admitted call, this one included, said its first words
     ///   at the same instant, the decoders, shedding as far as the ladder may (partials,
     ///   context, the finals' model and with it the pauses' judges) and taking the finals in
-    ///   batches, would clear the last
-    ///   of them within `WAVE_BUDGET` of the endpoint. This is what a burst of calls opened
-    ///   together costs before any of it shows in the measured load. A call in a language
-    ///   only the finals' model speaks keeps that model at every step (`bound`);
+    ///   batches, would clear the last of them within `WAVE_BUDGET` of the endpoint. This
+    ///   is what a burst of calls opened together costs before any of it shows in the
+    ///   measured load. A call in a language only the finals' model speaks keeps that model
+    ///   at every step (`bound`);
     /// - **the average**: the load the channels will bring once all have been here a while
     ///   stays under `limit`. The load is an average over the load window, so a channel of
     ///   age `a` has put only `w = 1 − e^(−a/window)` of its demand into it. One channel's
