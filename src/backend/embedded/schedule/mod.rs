@@ -364,16 +364,15 @@ impl Scheduler {
     pub fn plan(&mut self, knobs: &Knobs, wanted: &[Wanted], idle: usize, now: Instant) -> Plan {
         let in_wave = |w: &&Wanted| w.kind.is_essential() || w.kind == DecodeKind::Judge;
         let mut finals = 0;
-        let mut judges = 0;
+        let mut wave = 0;
         let mut late = Duration::ZERO;
         for w in wanted {
-            judges += usize::from(w.kind == DecodeKind::Judge);
+            wave += usize::from(in_wave(&w));
             if w.kind == DecodeKind::Final {
                 finals += 1;
                 late = late.max(now.saturating_duration_since(w.since));
             }
         }
-        let wave = wanted.iter().filter(in_wave).count();
         let seconds = mean_seconds(wanted.iter().filter(in_wave));
         let (cost, decoders, max_batch) = (self.cost, self.decoders, self.max_batch);
         let queued = |tier| {
@@ -395,7 +394,9 @@ impl Scheduler {
         };
         let step = self.ladder.update(projected, now);
         let step_seconds = self.ladder.take_whole_seconds();
-        let replan = judges > 0 && step.sheds_judges() && !knobs.shed.judges;
+        let replan = step.sheds_judges()
+            && !knobs.shed.judges
+            && wanted.iter().any(|w| w.kind == DecodeKind::Judge);
         let batch = match replan {
             true => None,
             false => self.batch(knobs, wanted, finals, step, idle, now),
