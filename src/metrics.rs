@@ -33,6 +33,7 @@ pub const FAILOVER_GAP: &str = "hark_failover_gap_seconds";
 pub const REPLAY_SECONDS: &str = "hark_replay_seconds";
 pub const CATCH_UP_SKIPPED: &str = "hark_catch_up_skipped_seconds";
 pub const DECODER_LOAD: &str = "hark_decoder_load";
+pub const DECODE_COST_CORRECTION: &str = "hark_decode_cost_correction";
 pub const SHED_STEP: &str = "hark_shed_step";
 pub const SHED_SECONDS: &str = "hark_shed_seconds_total";
 pub const SHED_DECODES: &str = "hark_shed_decodes_total";
@@ -190,6 +191,12 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         Kind::Gauge,
         &[],
         "Share of the embedded recognizer's decoder time that finals and speculative decodes took lately (1 = all); admission refuses calls that would take it over the engine's max_load (whisper.max_load, moonshine.max_load).",
+    ),
+    (
+        DECODE_COST_CORRECTION,
+        Kind::Gauge,
+        &["model"],
+        "How much slower (above 1) or faster the embedded recognizer's decodes run now than its calibration at start, by model (partials, finals): what admission and the ladder price every decode at.",
     ),
     (
         SHED_STEP,

@@ -194,6 +194,17 @@ async fn a_breath_the_model_hears_inside_the_sentence_is_held_and_joined() {
             "no {labels} decodes in /metrics:\n{text}"
         );
     }
+    // And how far each model's decodes ran from the calibration at start, as admission
+    // prices them: set once the model has decoded, within the cost model's bounds.
+    let (_, text) = hark_testkit::http_get(server.addr, "/metrics", &[]).await;
+    for model in ["partials", "finals"] {
+        let series = format!(r#"hark_decode_cost_correction{{model="{model}"}} "#);
+        let correction = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&series)?.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no {series}in /metrics:\n{text}"));
+        assert!((0.5..=4.0).contains(&correction), "{series}{correction}");
+    }
 
     let resumed_before = counted(&server, "hark_turn_ends_resumed_total", "").await;
     let finals = pause_between(

@@ -281,6 +281,11 @@ impl CostModel {
         self.figures[tier].searched(1, rows, seconds) * self.correction[tier]
     }
 
+    /// How far `tier`'s real decodes are from the calibration now (1: as calibrated).
+    pub fn correction(&self, tier: Tier) -> f64 {
+        self.correction[tier as usize]
+    }
+
     /// The figures of `tier`'s model as calibrated.
     pub fn figures(&self, tier: Tier) -> Figures {
         self.figures[tier as usize]

@@ -507,15 +507,20 @@ fn decode_loop(pool: &Pool, index: usize, mut engine: Box<dyn Engine>) {
             .map(|u| u.audio.len() as f64 / f64::from(super::MODEL_RATE))
             .collect();
         let essential = batch.items.iter().any(|(_, w)| w.kind.is_essential());
-        let share = lock(&pool.scheduler).decoded(
-            batch.tier,
-            &lengths,
-            spent,
-            beamed,
-            essential,
-            Instant::now(),
-        );
+        let (share, correction) = {
+            let mut scheduler = lock(&pool.scheduler);
+            let share = scheduler.decoded(
+                batch.tier,
+                &lengths,
+                spent,
+                beamed,
+                essential,
+                Instant::now(),
+            );
+            (share, scheduler.cost().correction(batch.tier))
+        };
         metrics::gauge!(m::DECODER_LOAD).set(share);
+        metrics::gauge!(m::DECODE_COST_CORRECTION, "model" => model).set(correction);
         let results = match results {
             Ok(r) if r.len() == batch.items.len() => r,
             Ok(_) => batch

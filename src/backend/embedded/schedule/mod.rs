@@ -312,6 +312,11 @@ impl Scheduler {
         self.ladder.beam = has;
     }
 
+    /// What decodes cost now, as admission and the ladder price them.
+    pub fn cost(&self) -> &CostModel {
+        &self.cost
+    }
+
     /// What a final's decode costs now, for the speculative decodes' lead, and by the
     /// partials' model where a final may fall back to it (the ladder may shed the finals').
     pub fn lead(&self) -> Lead {
