@@ -266,6 +266,27 @@ impl Machine {
         }
     }
 
+    /// Machine H's calibration of the same pair (an AMD EPYC like E's, decoding about 1.4×
+    /// slower: the mean of five server start-ups' lines on 2026-12-07, bench-log
+    /// 2026-12-07).
+    pub fn h() -> Self {
+        Self {
+            partials: Figures {
+                encode: 0.0088,
+                encode_per_second: 0.00852,
+                step: 0.00028,
+                step_per_row: 0.00139,
+            },
+            finals: Figures {
+                encode: 0.0336,
+                encode_per_second: 0.0184,
+                step: 0.00090,
+                step_per_row: 0.00231,
+            },
+            slow: 1.0,
+        }
+    }
+
     /// The cost model a calibration on this machine gives.
     pub fn calibration(&self) -> CostModel {
         CostModel::from_figures(self.partials, self.finals)
@@ -749,33 +770,46 @@ mod tests {
         ]
     }
 
-    /// The simulated machine `SIM_MACHINE` names: `e` (machine E), else F.
-    fn machine_named() -> (&'static str, Machine) {
-        match std::env::var("SIM_MACHINE").as_deref() {
+    /// The simulated machine `SIM_MACHINE` names (`e`: machine E, `h`: machine H, else F)
+    /// and the engine calibrated on it, its real decodes `SIM_SLOW` times slower than the
+    /// calibration: one factor, or the partials' and the finals' model's apart ("1.1,1.4",
+    /// as the server's `hark_decode_cost_correction{model}` reads after a run). The
+    /// scheduler prices on the calibration and learns the rest from the decodes, as the
+    /// server does.
+    fn machine_as_run() -> (&'static str, Machine, Engine) {
+        let (name, calibrated) = match std::env::var("SIM_MACHINE").as_deref() {
             Ok("e" | "E") => ("E", Machine::e()),
+            Ok("h" | "H") => ("H", Machine::h()),
             _ => ("F", Machine::f()),
-        }
+        };
+        let slow: Vec<f64> = std::env::var("SIM_SLOW").map_or(vec![1.0], |s| {
+            s.split(',').map(|f| f.parse().expect("SIM_SLOW")).collect()
+        });
+        let (partials, finals) = (slow[0], *slow.last().expect("a factor"));
+        let machine = Machine {
+            partials: scaled(calibrated.partials, partials),
+            finals: scaled(calibrated.finals, finals),
+            ..calibrated
+        };
+        let engine = Engine {
+            calibration: calibrated.calibration(),
+            ..Engine::whisper(&machine)
+        };
+        (name, machine, engine)
     }
 
-    /// A real run replayed: `SIM_REPORT=report.json [SIM_MACHINE=e] [SIM_SLOW=1.3] cargo
-    /// test --release --lib sim::tests::a_recorded_run -- --ignored --nocapture` prints what
-    /// the simulation admits of the calls the report offered ([`offered`]) and its customer
-    /// times to final for the report's admitted calls, to set beside the report's own.
+    /// A real run replayed: `SIM_REPORT=report.json [SIM_MACHINE=e|h] [SIM_SLOW=1.1,1.4]
+    /// cargo test --release --lib sim::tests::a_recorded_run -- --ignored --nocapture`
+    /// prints what the simulation admits of the calls the report offered ([`offered`]) and
+    /// its customer times to final for the report's admitted calls, to set beside the
+    /// report's own.
     #[test]
     #[ignore = "reads a bench report named by SIM_REPORT"]
     fn a_recorded_run() {
         let path = std::env::var("SIM_REPORT").expect("SIM_REPORT names a bench report");
         let text = std::fs::read_to_string(&path).expect("the report reads");
         let report: serde_json::Value = serde_json::from_str(&text).expect("the report parses");
-        // How much slower the real decodes ran than the machine's calibration (`SIM_SLOW`,
-        // 1 unset): the scheduler still priced on the calibration.
-        let slow = std::env::var("SIM_SLOW").map_or(1.0, |s| s.parse().expect("SIM_SLOW"));
-        let (name, calibrated) = machine_named();
-        let machine = Machine { slow, ..calibrated };
-        let engine = Engine {
-            calibration: calibrated.calibration(),
-            ..Engine::whisper(&machine)
-        };
+        let (name, machine, engine) = machine_as_run();
         let all = offered(&report);
         let admission = run(&all, &engine, &machine);
         let calls = recorded(&report);
@@ -962,10 +996,10 @@ mod tests {
     }
 
     /// Real runs taken in sequence by one server, replayed on one scheduler:
-    /// `SIM_REPORTS=a.json,b.json,… [SIM_MACHINE=e] cargo test --release --lib
-    /// sim::tests::recorded_runs_in_sequence -- --ignored --nocapture` offers every report's
-    /// calls ([`offered`]) as far apart as the reports' own start times, and prints, per
-    /// report, what the server admitted beside what the simulation admits.
+    /// `SIM_REPORTS=a.json,b.json,… [SIM_MACHINE=e|h] [SIM_SLOW=1.1,1.4] cargo test --release
+    /// --lib sim::tests::recorded_runs_in_sequence -- --ignored --nocapture` offers every
+    /// report's calls ([`offered`]) as far apart as the reports' own start times, and
+    /// prints, per report, what the server admitted beside what the simulation admits.
     #[test]
     #[ignore = "reads the bench reports named by SIM_REPORTS"]
     fn recorded_runs_in_sequence() {
@@ -981,8 +1015,7 @@ mod tests {
         let first = started(&reports[0]);
         let starts: Vec<f64> = reports.iter().map(|r| started(r) - first).collect();
         let shapes: Vec<Vec<Call>> = reports.iter().map(offered).collect();
-        let (name, machine) = machine_named();
-        let engine = Engine::whisper(&machine);
+        let (name, machine, engine) = machine_as_run();
         let (calls, ranges) = in_sequence(&shapes, &starts);
         let out = run(&calls, &engine, &machine);
         for ((path, report), range) in paths.split(',').zip(&reports).zip(&ranges) {
