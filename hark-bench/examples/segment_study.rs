@@ -57,10 +57,12 @@
 //!                       (`name`, then the numbers), for `hark-bench/study/sound_probe.py`
 //! ```
 //!
-//! Prints the decoders' CPU time per second of audio decoded (both engines' threads).
+//! Prints the decoders' CPU time per second of audio decoded (both engines' threads). The
+//! segmenters run on the audio's own time (decodes take none of it), so everything but the
+//! decodes' measured milliseconds and CPU is the same on an idle machine and a busy one.
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hark::backend::embedded::cost::{CostModel, Figures};
 use hark::backend::embedded::segmenter::{DecodeKind, Emit, Lead, Segmenter, SegmenterConfig};
@@ -279,6 +281,12 @@ fn main() {
             })
             .collect();
     let mut pairs = Vec::new();
+    // The segmenters' clock is the audio fed so far, every clip's after the last: decodes
+    // take no time on it, so each decision, and each final's reported wait, is the same on
+    // an idle machine and a busy one. Only the decodes' measured milliseconds and CPU move.
+    let epoch = Instant::now();
+    let mut fed = 0u64;
+    let clock = |fed: u64| epoch + Duration::from_secs_f64(fed as f64 / 16e3);
     for line in tsv.lines().filter(|l| !l.trim().is_empty()) {
         let (name, reference) = line.split_once('\t').expect("name<TAB>reference");
         let (mut clip, clip_rate) = hark_bench::wav::read_mono_f32(&dir.join(name)).expect("wav");
@@ -326,7 +334,8 @@ fn main() {
         let mut at = 0u64;
         for chunk in audio.chunks(320) {
             at += chunk.len() as u64;
-            seg.push(chunk, at, Instant::now(), &mut out);
+            fed += chunk.len() as u64;
+            seg.push(chunk, at, clock(fed), &mut out);
             if let Some(model) = judge.as_mut()
                 && let Some(ticket) = seg.claim_turn(&mut turn_audio)
             {
@@ -337,7 +346,7 @@ fn main() {
                         at as f64 / 16e3 - silence as f64 / 16e3
                     );
                 }
-                seg.judged(ticket, Some(p >= threshold), Instant::now(), &mut out);
+                seg.judged(ticket, Some(p >= threshold), clock(fed), &mut out);
             }
             while let Some(want) = seg.want() {
                 seg.decode_input(&want, &mut input);
@@ -373,7 +382,7 @@ fn main() {
                         text
                     );
                 }
-                seg.decoded(want.ticket, heard, Instant::now(), &mut out);
+                seg.decoded(want.ticket, heard, clock(fed), &mut out);
                 if want.kind != DecodeKind::Final {
                     break;
                 }
@@ -395,7 +404,7 @@ fn main() {
                 }
             }
         }
-        seg.finish(at, Instant::now(), &mut out);
+        seg.finish(at, clock(fed), &mut out);
         while let Some(want) = seg.want() {
             seg.decode_input(&want, &mut input);
             seg.prompt(&want, &mut prompt);
@@ -406,7 +415,7 @@ fn main() {
                 )
                 .remove(0)
                 .expect("decode");
-            seg.decoded(want.ticket, heard, Instant::now(), &mut out);
+            seg.decoded(want.ticket, heard, clock(fed), &mut out);
         }
         for e in out.drain(..) {
             if let Emit::Final(text, _, recovery) = e {
