@@ -214,14 +214,13 @@ fn timelines(report: &serde_json::Value) -> Vec<(usize, Call)> {
         .collect()
 }
 
-/// What a decode really takes on the simulated machine: its own figures, not the ones the
-/// scheduler was calibrated with (so the correction the real decodes make is exercised),
-/// `slow` times over.
+/// What a decode really takes on the simulated machine: its own figures, not necessarily
+/// the ones the scheduler was calibrated with (so the correction the real decodes make is
+/// exercised: [`Machine::slower`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Machine {
     pub partials: Figures,
     pub finals: Figures,
-    pub slow: f64,
 }
 
 impl Machine {
@@ -241,7 +240,6 @@ impl Machine {
                 step: 0.00740,
                 step_per_row: 0.00666,
             },
-            slow: 1.0,
         }
     }
 
@@ -262,7 +260,6 @@ impl Machine {
                 step: 0.00110,
                 step_per_row: 0.00186,
             },
-            slow: 1.0,
         }
     }
 
@@ -283,7 +280,21 @@ impl Machine {
                 step: 0.00090,
                 step_per_row: 0.00231,
             },
-            slow: 1.0,
+        }
+    }
+
+    /// This machine with its decodes by the partials' model `partials` times slower and by
+    /// the finals' `finals` times.
+    pub fn slower(self, partials: f64, finals: f64) -> Self {
+        let scaled = |f: Figures, by: f64| Figures {
+            encode: f.encode * by,
+            encode_per_second: f.encode_per_second * by,
+            step: f.step * by,
+            step_per_row: f.step_per_row * by,
+        };
+        Self {
+            partials: scaled(self.partials, partials),
+            finals: scaled(self.finals, finals),
         }
     }
 
@@ -299,7 +310,7 @@ impl Machine {
         };
         let n = lengths.len().max(1);
         let mean = lengths.iter().sum::<f64>() / n as f64;
-        Duration::from_secs_f64(figures.searched(n, rows, mean) * self.slow)
+        Duration::from_secs_f64(figures.searched(n, rows, mean))
     }
 }
 
@@ -785,12 +796,7 @@ mod tests {
         let slow: Vec<f64> = std::env::var("SIM_SLOW").map_or(vec![1.0], |s| {
             s.split(',').map(|f| f.parse().expect("SIM_SLOW")).collect()
         });
-        let (partials, finals) = (slow[0], *slow.last().expect("a factor"));
-        let machine = Machine {
-            partials: scaled(calibrated.partials, partials),
-            finals: scaled(calibrated.finals, finals),
-            ..calibrated
-        };
+        let machine = calibrated.slower(slow[0], *slow.last().expect("a factor"));
         let engine = Engine {
             calibration: calibrated.calibration(),
             ..Engine::whisper(&machine)
@@ -841,14 +847,8 @@ mod tests {
             ("twice F's speed", 0.5, Machine::f()),
             ("E", 1.0, Machine::e()),
         ] {
-            let machine = Machine { slow, ..figures };
-            let engine = Engine {
-                calibration: CostModel::from_figures(
-                    scaled(machine.partials, slow),
-                    scaled(machine.finals, slow),
-                ),
-                ..Engine::whisper(&machine)
-            };
+            let machine = figures.slower(slow, slow);
+            let engine = Engine::whisper(&machine);
             for (name, calls) in shapes() {
                 let out = run(&calls, &engine, &machine);
                 let waits = out.customer_waits();
@@ -1032,15 +1032,6 @@ mod tests {
             if let Some((_, why)) = out.refused.iter().find(|(i, _)| range.contains(i)) {
                 eprintln!("  the first refusal: {why}");
             }
-        }
-    }
-
-    fn scaled(f: Figures, by: f64) -> Figures {
-        Figures {
-            encode: f.encode * by,
-            encode_per_second: f.encode_per_second * by,
-            step: f.step * by,
-            step_per_row: f.step_per_row * by,
         }
     }
 }
