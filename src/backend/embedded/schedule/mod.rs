@@ -388,8 +388,7 @@ impl Scheduler {
                 seconds,
                 max_batch,
             };
-            let wait = queue.wait(&cost);
-            late + Duration::from_secs_f64(wait)
+            late + Duration::from_secs_f64(queue.wait(&cost))
         };
         let finals_on_time = queued(Tier::Finals);
         let threshold = Shed::FinalsModel.late_at();
