@@ -52,6 +52,8 @@ struct Child {
 pub struct Beam {
     lasts: Vec<f32>,
     scores: Vec<f32>,
+    /// A hypothesis's exponentials, for its normaliser.
+    exps: Vec<f32>,
 }
 
 impl Beam {
@@ -110,7 +112,7 @@ impl Beam {
                 for rule in &v.rules {
                     rule.apply(scores, step);
                 }
-                let norm = log_sum_exp(scores);
+                let norm = log_sum_exp(scores, &mut self.exps);
                 ends.push(
                     v.terminal
                         .iter()
@@ -260,14 +262,15 @@ fn normalized(f: &Found) -> f32 {
 }
 
 /// ln Σ exp(scores), with the model's vectorising `exp` (this runs over the vocabulary for
-/// every hypothesis at every step).
-fn log_sum_exp(scores: &[f32]) -> f32 {
-    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+/// every hypothesis at every step); `exps` is room for the exponentials.
+fn log_sum_exp(scores: &[f32], exps: &mut Vec<f32>) -> f32 {
+    let max = model::max_of(scores);
     if !max.is_finite() {
         return max;
     }
-    let sum: f32 = scores.iter().map(|s| model::exp(s - max)).sum();
-    max + sum.ln()
+    exps.clear();
+    exps.extend_from_slice(scores);
+    max + model::exp_sum_in_place(exps, max).ln()
 }
 
 /// The `k` highest scores and their tokens, best first (masked tokens, at -inf, never).
@@ -310,6 +313,6 @@ mod tests {
         };
         assert_eq!(normalized(&ended), -0.5);
         assert!((normalized(&cut) + 2.0 / 3.0).abs() < 1e-6);
-        assert!((log_sum_exp(&[0.0, 0.0]) - 2f32.ln()).abs() < 1e-5);
+        assert!((log_sum_exp(&[0.0, 0.0], &mut Vec::new()) - 2f32.ln()).abs() < 1e-5);
     }
 }

@@ -425,7 +425,7 @@ impl Weights {
         let cross = own
             .into_iter()
             .zip(&silence.0)
-            .map(|(kv, silence)| CrossKv::padded(&kv, silence))
+            .map(|(kv, silence)| Joined::new(&kv, silence))
             .collect();
         DecoderState {
             cross: Arc::new(cross),
@@ -565,16 +565,18 @@ impl Weights {
             q.forward(&s.normed, n, &mut s.product, &mut s.q);
             s.sublayer.clear();
             s.sublayer.resize(n * d, 0.0);
-            let mut rows = s
-                .product
-                .chunks_exact(d)
-                .zip(s.sublayer.chunks_exact_mut(d));
-            for (state, &n) in ctx.states.iter().zip(ctx.rows) {
-                let kv = &state.cross[ctx.layer];
-                for (q, out) in rows.by_ref().take(n) {
-                    kv.attend(q, out, &mut s.scores, &mut s.q);
-                }
-            }
+            let decodes: Vec<&Joined> = ctx
+                .states
+                .iter()
+                .map(|state| &state.cross[ctx.layer])
+                .collect();
+            cross_attention(
+                &decodes,
+                ctx.rows,
+                &s.product,
+                &mut s.sublayer,
+                &mut s.cross,
+            );
             out.forward(&s.sublayer, n, &mut s.product, &mut s.q);
             add(x, &s.product);
         }
@@ -592,7 +594,7 @@ impl Weights {
 /// Per decoder layer, the cross-attention keys and values of the encoding of 30 s of
 /// silence: a short encoding is padded to the 1500 frames the decoder was trained on with
 /// their tail (the short window). Computed once per model, after loading: one 30 s encode.
-pub struct Silence(Vec<CrossKv>);
+pub struct Silence(Vec<Arc<CrossKv>>);
 
 impl Silence {
     pub fn encode(w: &Weights) -> Self {
@@ -605,7 +607,7 @@ impl Silence {
         Self(
             w.cross_kv(&encoded, ENCODER_FRAMES)
                 .into_iter()
-                .map(|kv| CrossKv::silence(&kv, w.dim, w.heads))
+                .map(|kv| Arc::new(CrossKv::silence(&kv, w.dim, w.heads)))
                 .collect(),
         )
     }
@@ -658,35 +660,9 @@ impl CrossKv {
         }
     }
 
-    /// A short encoding's (`[rows][2·dim]`), then `silence`'s frames after it.
-    fn padded(kv: &[f32], silence: &CrossKv) -> Self {
-        let (dim, heads) = (silence.dim, silence.heads);
-        let (rows, frames) = (kv.len() / (2 * dim), silence.v_scale.len() / heads);
-        let whole = rows.next_multiple_of(NR).min(frames);
-        let k = (0..heads)
-            .map(|h| {
-                let (mut q, mut s) = Self::head_keys(kv, dim, heads, h);
-                let (sq, ss) = &silence.k_rows[h];
-                q.extend_from_slice(&sq[rows * dim / heads..whole * dim / heads]);
-                s.extend_from_slice(&ss[rows..whole]);
-                let mut m = QMatrix::pack(&q, s, dim / heads, None, Kernel::best());
-                if whole < frames {
-                    m.append_panels(&silence.k[h], whole / NR);
-                }
-                m
-            })
-            .collect();
-        let (mut v, mut v_scale) = Self::values(kv, dim, heads, rows);
-        v.extend_from_slice(&silence.v[rows * dim..]);
-        v_scale.extend_from_slice(&silence.v_scale[rows * heads..]);
-        Self {
-            heads,
-            dim,
-            k,
-            k_rows: Vec::new(),
-            v,
-            v_scale,
-        }
+    /// Frames it holds.
+    fn frames(&self) -> usize {
+        self.v_scale.len() / self.heads
     }
 
     /// Head `h`'s keys of every frame, int8 per frame.
@@ -711,7 +687,9 @@ impl CrossKv {
         quantize_rows(&values, dim / heads)
     }
 
-    /// One query row (`dim`) attending over every frame, per head, into `out` (`dim`).
+    /// One query row (`dim`) attending over every frame, per head, into `out` (`dim`): the
+    /// definition [`cross_attention`] keeps to.
+    #[cfg(test)]
     fn attend(&self, q: &[f32], out: &mut [f32], scores: &mut Vec<f32>, acts: &mut QActs) {
         let dh = self.dim / self.heads;
         let scale = 1.0 / (dh as f32).sqrt();
@@ -753,13 +731,214 @@ impl CrossKv {
             }
         }
     }
+
+    /// The silence's values from frame `starts[r]` on, weighed by row `r`'s probabilities
+    /// (`probs`: `[rows][frames]`) and added to its head `h` in `out` (`[rows][dim]`):
+    /// every row at once, each value converted to `f32` once for all of them. Each row's
+    /// sums run in its frames' order, as [`CrossKv::weigh_values`]'s do.
+    fn weigh_values_from(
+        &self,
+        h: usize,
+        probs: &[f32],
+        starts: &[usize],
+        out: &mut [f32],
+        value: &mut Vec<f32>,
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the CPU has the features the function is compiled for.
+            unsafe { self.weigh_values_from_avx2(h, probs, starts, out, value) };
+            return;
+        }
+        self.weigh_values_from_any(h, probs, starts, out, value);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn weigh_values_from_avx2(
+        &self,
+        h: usize,
+        probs: &[f32],
+        starts: &[usize],
+        out: &mut [f32],
+        value: &mut Vec<f32>,
+    ) {
+        self.weigh_values_from_any(h, probs, starts, out, value);
+    }
+
+    #[inline(always)]
+    fn weigh_values_from_any(
+        &self,
+        h: usize,
+        probs: &[f32],
+        starts: &[usize],
+        out: &mut [f32],
+        value: &mut Vec<f32>,
+    ) {
+        let (dim, heads, frames) = (self.dim, self.heads, self.frames());
+        let dh = dim / heads;
+        let Some(&first) = starts.iter().min() else {
+            return;
+        };
+        value.clear();
+        value.resize(dh, 0.0);
+        for j in first..frames {
+            let vj = &self.v[j * dim + h * dh..j * dim + (h + 1) * dh];
+            for (f, &x) in value.iter_mut().zip(vj) {
+                *f = f32::from(x);
+            }
+            let scale = self.v_scale[j * heads + h];
+            for (r, &start) in starts.iter().enumerate() {
+                if j < start {
+                    continue;
+                }
+                let a = probs[r * frames + j] * scale;
+                let o = &mut out[r * dim + h * dh..r * dim + (h + 1) * dh];
+                for (y, &f) in o.iter_mut().zip(value.iter()) {
+                    *y += a * f;
+                }
+            }
+        }
+    }
+}
+
+/// A decode's cross-attention keys and values in one layer: its encoding's own frames,
+/// then the model's silence up to 1500 (the short window), which every decode shares
+/// rather than copies.
+struct Joined {
+    /// The decode's frames: keys packed to a whole panel (`whole` frames) with the
+    /// silence's next ones, values of its `own` frames alone.
+    kv: CrossKv,
+    own: usize,
+    whole: usize,
+    /// Keys from frame `whole` on, values from `own` on.
+    silence: Arc<CrossKv>,
+}
+
+impl Joined {
+    /// A short encoding's (`[own][2·dim]`), then `silence`'s frames after it.
+    fn new(kv: &[f32], silence: &Arc<CrossKv>) -> Self {
+        let (dim, heads) = (silence.dim, silence.heads);
+        let (own, frames) = (kv.len() / (2 * dim), silence.frames());
+        let whole = own.next_multiple_of(NR).min(frames);
+        let k = (0..heads)
+            .map(|h| {
+                let (mut q, mut s) = CrossKv::head_keys(kv, dim, heads, h);
+                let (sq, ss) = &silence.k_rows[h];
+                q.extend_from_slice(&sq[own * dim / heads..whole * dim / heads]);
+                s.extend_from_slice(&ss[own..whole]);
+                QMatrix::pack(&q, s, dim / heads, None, Kernel::best())
+            })
+            .collect();
+        let (v, v_scale) = CrossKv::values(kv, dim, heads, own);
+        Self {
+            kv: CrossKv {
+                heads,
+                dim,
+                k,
+                k_rows: Vec::new(),
+                v,
+                v_scale,
+            },
+            own,
+            whole,
+            silence: Arc::clone(silence),
+        }
+    }
+}
+
+/// Buffers of [`cross_attention`].
+#[derive(Default)]
+struct CrossScratch {
+    /// One head's queries, `[rows][dim / heads]`.
+    queries: Vec<f32>,
+    /// A decode's scores over its own keys; every row's over the silence's.
+    own: Vec<f32>,
+    tail: Vec<f32>,
+    /// Every row's probabilities over all frames, `[rows][frames]`.
+    probs: Vec<f32>,
+    /// Per row, the frame its silence's values start at.
+    starts: Vec<usize>,
+    value: Vec<f32>,
+    acts: QActs,
+}
+
+/// Cross-attention of `rows[i]` query rows of each of `decodes[i]` (`q`: `[n][dim]`) into
+/// `out` (`[n][dim]`). Most of a short utterance's 1500 frames are the silence every decode
+/// shares, so its keys are multiplied with every row's query in one product and its values
+/// weighed for every row at once, rather than a row at a time over copies of them. Each
+/// row's numbers are the ones it gets attending alone over its frames joined whole
+/// ([`CrossKv::attend`]).
+fn cross_attention(
+    decodes: &[&Joined],
+    rows: &[usize],
+    q: &[f32],
+    out: &mut [f32],
+    s: &mut CrossScratch,
+) {
+    let Some(first) = decodes.first() else {
+        return;
+    };
+    let silence = &first.silence;
+    assert!(
+        decodes.iter().all(|j| Arc::ptr_eq(&j.silence, silence)),
+        "a batch's decodes are one model's"
+    );
+    let (dim, heads, frames) = (silence.dim, silence.heads, silence.frames());
+    let dh = dim / heads;
+    let n: usize = rows.iter().sum();
+    let scale = 1.0 / (dh as f32).sqrt();
+    // The silence's keys from the earliest panel any decode reads them from.
+    let tail = decodes
+        .iter()
+        .filter(|j| j.whole < frames)
+        .map(|j| j.whole / NR)
+        .min();
+    let from = tail.map_or(frames, |p| p * NR);
+    s.starts.clear();
+    for (j, &nr) in decodes.iter().zip(rows) {
+        s.starts.extend(std::iter::repeat_n(j.own, nr));
+    }
+    for h in 0..heads {
+        s.queries.clear();
+        for row in q.chunks_exact(dim).take(n) {
+            s.queries.extend_from_slice(&row[h * dh..(h + 1) * dh]);
+        }
+        if let Some(panel) = tail {
+            silence.k[h].forward_from(&s.queries, n, panel, &mut s.tail, &mut s.acts);
+        }
+        s.probs.clear();
+        s.probs.resize(n * frames, 0.0);
+        let mut r0 = 0;
+        for (j, &nr) in decodes.iter().zip(rows) {
+            let queries = &s.queries[r0 * dh..(r0 + nr) * dh];
+            j.kv.k[h].forward(queries, nr, &mut s.own, &mut s.acts);
+            for r in 0..nr {
+                let row = r0 + r;
+                let p = &mut s.probs[row * frames..(row + 1) * frames];
+                p[..j.whole].copy_from_slice(&s.own[r * j.whole..(r + 1) * j.whole]);
+                let width = frames - from;
+                if j.whole < frames {
+                    p[j.whole..]
+                        .copy_from_slice(&s.tail[row * width + j.whole - from..(row + 1) * width]);
+                }
+                p.iter_mut().for_each(|v| *v *= scale);
+                softmax(p);
+                let o = &mut out[row * dim + h * dh..row * dim + (h + 1) * dh];
+                j.kv.weigh_values(h, &p[..j.own], o);
+            }
+            r0 += nr;
+        }
+        silence.weigh_values_from(h, &s.probs, &s.starts, out, &mut s.value);
+    }
 }
 
 /// One decode's keys and values: cross-attention (fixed) and self-attention (growing).
 #[derive(Clone)]
 pub struct DecoderState {
     /// Shared by a beam's hypotheses, which differ only in the tokens they decoded.
-    cross: Arc<Vec<CrossKv>>,
+    cross: Arc<Vec<Joined>>,
     keys: Vec<Vec<f32>>,
     values: Vec<Vec<f32>>,
     len: usize,
@@ -794,6 +973,7 @@ pub struct Scratch {
     scores: Vec<f32>,
     /// Activations quantised for the int8 products.
     q: QActs,
+    cross: CrossScratch,
 }
 
 /// Multi-head attention of `n` queries over `keys` rows; `causal_from`: query `i` sees
@@ -875,6 +1055,37 @@ pub(super) fn exp(x: f32) -> f32 {
                     + f * (0.009_618_129 + f * (0.001_333_355 + f * 0.000_154_035)))));
     let two_n = ((k.to_bits() as i32 - ROUND.to_bits() as i32 + 127) << 23) as u32;
     p * f32::from_bits(two_n)
+}
+
+/// The largest of `xs` (NaNs passed over, as `f32::max` does), taken in lanes so the loop
+/// vectorises: a maximum is the same whatever order it is taken in (but for a zero's sign,
+/// which neither `x - max` nor `max + y` can show).
+pub(super) fn max_of(xs: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (m, &x) in lanes.iter_mut().zip(chunk) {
+            *m = m.max(x);
+        }
+    }
+    lanes
+        .into_iter()
+        .chain(rest.iter().copied())
+        .fold(f32::NEG_INFINITY, f32::max)
+}
+
+/// `Σ exp(xᵢ − max)` in `xs`'s order, each `xs[i]` left holding its exponential. The
+/// exponentials are taken in a pass of their own, which vectorises, and only the sum runs
+/// in order, so it is the fused loop's sum to the bit (a float sum cannot be reordered, and
+/// a loop that sums as it goes takes every `exp` one at a time): over the vocabulary at
+/// every step of every decode.
+pub(super) fn exp_sum_in_place(xs: &mut [f32], max: f32) -> f32 {
+    for x in xs.iter_mut() {
+        *x = exp(*x - max);
+    }
+    xs.iter().sum()
 }
 
 fn add(x: &mut [f32], y: &[f32]) {
@@ -987,29 +1198,57 @@ fn matmul(
 mod tests {
     use super::*;
 
-    /// A short encoding's keys and values joined onto the silence's (its own frames packed
-    /// to a whole panel with the silence's next ones, then the silence's later panels as
-    /// they are) attend exactly as keys and values of the joined frames packed whole,
-    /// whether the encoding ends inside a panel or on its edge, or fills every frame.
+    /// Short encodings' keys and values joined onto the silence's (their own frames packed
+    /// to a whole panel with the silence's next ones, the silence's later frames shared),
+    /// attended in one batch, one to three rows each, give each row exactly what it gets
+    /// attending alone over the joined frames packed whole, whether an encoding ends inside
+    /// a panel or on its edge, or fills every frame.
     #[test]
-    fn a_short_encodings_panels_join_the_silences_as_if_packed_whole() {
-        let (dim, heads, frames) = (8, 2, 5 * NR);
+    fn short_encodings_joined_to_the_shared_silence_attend_as_if_packed_whole() {
+        // Not whole panels, as 1500 frames are not.
+        let (dim, heads, frames) = (8, 2, 5 * NR - 5);
         let mut rng = fastrand::Rng::with_seed(11);
         let mut random = |n: usize| -> Vec<f32> { (0..n).map(|_| rng.f32() * 2.0 - 1.0).collect() };
         let silence_kv = random(frames * 2 * dim);
-        let silence = CrossKv::silence(&silence_kv, dim, heads);
-        let queries = random(3 * dim);
-        for rows in [1, NR - 1, NR, 2 * NR + 3, frames] {
-            let own = random(rows * 2 * dim);
-            let joined = CrossKv::padded(&own, &silence);
-            let whole = [&own[..], &silence_kv[rows * 2 * dim..]].concat();
-            let want = CrossKv::silence(&whole, dim, heads);
+        let silence = Arc::new(CrossKv::silence(&silence_kv, dim, heads));
+        let lengths = [1, NR - 1, NR, 2 * NR + 3, frames];
+        let owns: Vec<Vec<f32>> = lengths.iter().map(|&l| random(l * 2 * dim)).collect();
+        let rows = [1, 3, 1, 2, 1];
+        let queries = random(rows.iter().sum::<usize>() * dim);
+        let joined: Vec<Joined> = owns.iter().map(|own| Joined::new(own, &silence)).collect();
+        for batch in [&[0, 1, 2, 3, 4][..], &[3], &[4], &[2, 0]] {
+            let decodes: Vec<&Joined> = batch.iter().map(|&i| &joined[i]).collect();
+            let batch_rows: Vec<usize> = batch.iter().map(|&i| rows[i]).collect();
+            let first_row = |i: usize| rows[..i].iter().sum::<usize>();
+            let q: Vec<f32> = batch
+                .iter()
+                .flat_map(|&i| &queries[first_row(i) * dim..(first_row(i) + rows[i]) * dim])
+                .copied()
+                .collect();
+            let mut got = vec![0.0; q.len()];
+            let mut scratch = CrossScratch::default();
+            cross_attention(&decodes, &batch_rows, &q, &mut got, &mut scratch);
             let (mut scores, mut acts) = (Vec::new(), QActs::default());
-            for q in queries.chunks_exact(dim) {
-                let (mut got_out, mut want_out) = (vec![0.0; dim], vec![0.0; dim]);
-                joined.attend(q, &mut got_out, &mut scores, &mut acts);
-                want.attend(q, &mut want_out, &mut scores, &mut acts);
-                assert_eq!(got_out, want_out, "{rows} frames of its own");
+            let mut row = 0;
+            for &i in batch {
+                let own = lengths[i];
+                let whole = [&owns[i][..], &silence_kv[own * 2 * dim..]].concat();
+                let want = CrossKv::silence(&whole, dim, heads);
+                for _ in 0..rows[i] {
+                    let mut want_out = vec![0.0; dim];
+                    want.attend(
+                        &q[row * dim..(row + 1) * dim],
+                        &mut want_out,
+                        &mut scores,
+                        &mut acts,
+                    );
+                    assert_eq!(
+                        got[row * dim..(row + 1) * dim],
+                        want_out[..],
+                        "{own} frames of its own, in a batch of {batch:?}"
+                    );
+                    row += 1;
+                }
             }
         }
     }
@@ -1132,6 +1371,31 @@ mod tests {
         }
         assert!(exp(f32::NEG_INFINITY) < 1e-37 && exp(f32::NEG_INFINITY) >= 0.0);
         assert!(exp(f32::INFINITY).is_finite() && exp(100.0) > 1e38);
+    }
+
+    #[test]
+    fn the_lanes_maximum_and_the_split_sum_are_the_sequential_ones_to_the_bit() {
+        let mut seed = 11u32;
+        for len in [0, 1, 15, 16, 17, 1000, 51_864] {
+            let mut xs: Vec<f32> = (0..len)
+                .map(|_| {
+                    seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (seed >> 8) as f32 / (1u32 << 24) as f32 * 40.0 - 30.0
+                })
+                .collect();
+            if len > 100 {
+                xs[7] = f32::NEG_INFINITY;
+            }
+            let max = xs.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            assert_eq!(max_of(&xs).to_bits(), max.to_bits(), "{len} values");
+            let fused: f32 = xs.iter().map(|x| exp(x - max)).sum();
+            let mut split = xs.clone();
+            let sum = exp_sum_in_place(&mut split, max);
+            assert_eq!(sum.to_bits(), fused.to_bits(), "{len} values");
+            for (x, e) in xs.iter().zip(&split) {
+                assert_eq!(e.to_bits(), exp(x - max).to_bits());
+            }
+        }
     }
 
     #[test]

@@ -153,24 +153,6 @@ impl QMatrix {
         }
     }
 
-    /// Appends `other`'s columns from its panel `from` on: `self` must be whole panels, of
-    /// as many inputs, for the same path.
-    pub(super) fn append_panels(&mut self, other: &QMatrix, from: usize) {
-        assert!(
-            self.out.is_multiple_of(NR)
-                && self.inp == other.inp
-                && self.path == other.path
-                && self.bias.is_none()
-                && other.bias.is_none(),
-            "panels of another shape"
-        );
-        let len = self.inp.div_ceil(4) * STEP;
-        self.w.extend_from_slice(&other.w[from * len..]);
-        self.scale.extend_from_slice(&other.scale[from * NR..]);
-        self.shift.extend_from_slice(&other.shift[from * NR..]);
-        self.out += other.out.saturating_sub(from * NR);
-    }
-
     /// Row `o` of the weights, scaled back to `f32`, appended to `out`: the decoder looks its
     /// token embeddings up in the matrix it projects onto the vocabulary with.
     pub(super) fn extend_with_row(&self, o: usize, out: &mut Vec<f32>) {
@@ -180,11 +162,26 @@ impl QMatrix {
 
     /// `rows` rows of `x` (`[rows][inp]`) into `y` (`[rows][out]`); `acts` is scratch.
     pub(super) fn forward(&self, x: &[f32], rows: usize, y: &mut Vec<f32>, acts: &mut QActs) {
+        self.forward_from(x, rows, 0, y, acts);
+    }
+
+    /// [`QMatrix::forward`] onto the columns from panel `from` on only: `y` is
+    /// `[rows][out − from·NR]`, each number the one `forward` gives for its column.
+    pub(super) fn forward_from(
+        &self,
+        x: &[f32],
+        rows: usize,
+        from: usize,
+        y: &mut Vec<f32>,
+        acts: &mut QActs,
+    ) {
         acts.quantize(x, rows, self.inp, self.path.shifted());
+        let first = (from * NR).min(self.out);
+        let width = self.out - first;
         y.clear();
-        y.resize(rows * self.out, 0.0);
+        y.resize(rows * width, 0.0);
         let out = self.out;
-        self.products(acts, self.path, |row0, panel, tile| {
+        self.products(acts, self.path, from, |row0, panel, tile| {
             for (r, sums) in tile.iter().enumerate() {
                 let row = row0 + r;
                 if row >= rows {
@@ -192,7 +189,8 @@ impl QMatrix {
                 }
                 let xs = acts.scale[row];
                 let cols = (panel * NR)..((panel + 1) * NR).min(out);
-                let ys = &mut y[row * out..(row + 1) * out][cols.clone()];
+                let ys =
+                    &mut y[row * width..(row + 1) * width][cols.start - first..cols.end - first];
                 let ws = &self.scale[cols.clone()];
                 for ((y, &s), &w) in ys.iter_mut().zip(sums).zip(ws) {
                     *y = s as f32 * xs * w;
@@ -204,13 +202,14 @@ impl QMatrix {
         });
     }
 
-    /// `Σ x·w` in `i32` for every row of `acts` (quantised for `path`) and every column,
-    /// a tile at a time: `sink(first row, panel, tile)`. Tiles run a block of rows
-    /// across every panel, so the rows stay in L1 and the weights in L2.
+    /// `Σ x·w` in `i32` for every row of `acts` (quantised for `path`) and every column
+    /// from panel `from` on, a tile at a time: `sink(first row, panel, tile)`. Tiles run a
+    /// block of rows across every panel, so the rows stay in L1 and the weights in L2.
     pub(super) fn products(
         &self,
         acts: &QActs,
         path: Kernel,
+        from: usize,
         mut sink: impl FnMut(usize, usize, &Tile),
     ) {
         let steps = self.inp.div_ceil(4);
@@ -226,15 +225,15 @@ impl QMatrix {
                 assert!(path.runs_here(), "the CPU has no AVX-512 VNNI");
                 // SAFETY: the CPU has the features the function is compiled for (checked
                 // just above).
-                unsafe { self.products_vnni(acts, &mut sink) }
+                unsafe { self.products_vnni(acts, from, &mut sink) }
             }
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => {
                 assert!(path.runs_here(), "the CPU has no AVX2");
                 // SAFETY: as above, for AVX2.
-                unsafe { self.products_avx2(acts, &mut sink) }
+                unsafe { self.products_avx2(acts, from, &mut sink) }
             }
-            _ => self.products_any(acts, &mut sink),
+            _ => self.products_any(acts, from, &mut sink),
         }
     }
 
@@ -247,12 +246,12 @@ impl QMatrix {
     /// single row does not pay for seven rows of zeros.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    fn products_vnni(&self, acts: &QActs, sink: &mut impl FnMut(usize, usize, &Tile)) {
+    fn products_vnni(&self, acts: &QActs, from: usize, sink: &mut impl FnMut(usize, usize, &Tile)) {
         let mut tile = [[0i32; NR]; MR];
         for row0 in (0..acts.rows).step_by(MR) {
             let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
             let rows = MR.min(acts.rows - row0);
-            for p in 0..self.out.div_ceil(NR) {
+            for p in from..self.out.div_ceil(NR) {
                 match rows {
                     MR => self.tile_vnni::<MR>(a, acts.stride, p, &mut tile),
                     _ => {
@@ -303,13 +302,13 @@ impl QMatrix {
     /// Four rows and 16 columns at a time: AVX2 has 16 registers.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn products_avx2(&self, acts: &QActs, sink: &mut impl FnMut(usize, usize, &Tile)) {
+    fn products_avx2(&self, acts: &QActs, from: usize, sink: &mut impl FnMut(usize, usize, &Tile)) {
         let steps = self.inp.div_ceil(4);
         let mut tile = [[0i32; NR]; MR];
         for row0 in (0..acts.rows).step_by(MR) {
             let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
             let groups = MR.min(acts.rows - row0).div_ceil(4);
-            for p in 0..self.out.div_ceil(NR) {
+            for p in from..self.out.div_ceil(NR) {
                 let w = self.panel(p);
                 for (g, rows) in tile.chunks_exact_mut(4).enumerate().take(groups) {
                     for h in 0..2 {
@@ -349,12 +348,12 @@ impl QMatrix {
     }
 
     /// The reference the others must match; plain enough for the compiler to vectorise.
-    fn products_any(&self, acts: &QActs, sink: &mut impl FnMut(usize, usize, &Tile)) {
+    fn products_any(&self, acts: &QActs, from: usize, sink: &mut impl FnMut(usize, usize, &Tile)) {
         let mut tile = [[0i32; NR]; MR];
         for row0 in (0..acts.rows).step_by(MR) {
             let a = &acts.q[row0 * acts.stride..(row0 + MR) * acts.stride];
             let rows = MR.min(acts.rows - row0);
-            for p in 0..self.out.div_ceil(NR) {
+            for p in from..self.out.div_ceil(NR) {
                 let w = self.panel(p);
                 for (x, sums) in a.chunks_exact(acts.stride).zip(tile.iter_mut()).take(rows) {
                     *sums = [0; NR];
@@ -489,7 +488,7 @@ mod tests {
             for path in Kernel::available() {
                 acts.quantize(&x, rows, inp, path.shifted());
                 let mut got = vec![0i32; rows * out];
-                m.products(&acts, path, |row0, p, tile| {
+                m.products(&acts, path, 0, |row0, p, tile| {
                     for (r, sums) in tile.iter().enumerate().filter(|(r, _)| row0 + r < rows) {
                         for (c, s) in sums.iter().enumerate().filter(|(c, _)| p * NR + c < out) {
                             got[(row0 + r) * out + p * NR + c] = *s;

@@ -120,17 +120,21 @@ impl Search {
         !self.done && !self.in_draft
     }
 
-    /// Greedy's token after `logits` at `step` (the model's token rules applied to them in
-    /// place), its log-probability, and the probability of a sentence's end there.
+    /// Greedy's token after `logits` at `step`, its log-probability, and the probability
+    /// of a sentence's end there. Leaves `logits` holding `exp(logit − max)` after the
+    /// model's token rules.
     pub fn pick(&self, v: &Vocabulary, logits: &mut [f32], step: usize) -> Option<Pick> {
         for rule in &v.rules {
             rule.apply(logits, step);
         }
-        let (next, _) = logits
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.total_cmp(b.1))?;
-        let [own, ends] = probabilities(logits, [&[next as u32], &v.terminal]);
+        let next = last_greatest(logits)?;
+        let sum = model::exp_sum_in_place(logits, model::max_of(logits));
+        let [own, ends] = [&[next as u32][..], &v.terminal].map(|ids| {
+            ids.iter()
+                .filter_map(|&id| logits.get(id as usize))
+                .sum::<f32>()
+                / sum
+        });
         Some(Pick {
             token: next as u32,
             logprob: own.max(1e-30).ln(),
@@ -239,24 +243,28 @@ pub struct Pick {
     pub ends: f32,
 }
 
-/// Softmax probability of any of `ids` among `logits` (the model's vectorising `exp`: this
-/// runs over the whole vocabulary at every token).
+/// Softmax probability of any of `ids` among `logits` (once per decode: `Search::pick`
+/// takes the steps' own).
 pub fn probability(logits: &[f32], ids: &[u32]) -> f32 {
-    let [p] = probabilities(logits, [ids]);
-    p
+    let max = model::max_of(logits);
+    let sum: f32 = logits.iter().map(|l| model::exp(l - max)).sum();
+    ids.iter()
+        .filter_map(|&id| logits.get(id as usize))
+        .map(|l| model::exp(l - max))
+        .sum::<f32>()
+        / sum
 }
 
-/// The same for several sets of ids, the normaliser computed once.
-fn probabilities<const N: usize>(logits: &[f32], sets: [&[u32]; N]) -> [f32; N] {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let sum: f32 = logits.iter().map(|l| model::exp(l - max)).sum();
-    sets.map(|ids| {
-        ids.iter()
-            .filter_map(|&id| logits.get(id as usize))
-            .map(|l| model::exp(l - max))
-            .sum::<f32>()
-            / sum
-    })
+/// The index of the greatest of `xs` by `f32::total_cmp`, the last of equals (as
+/// `Iterator::max_by` finds it), in two passes over integer keys that vectorise.
+fn last_greatest(xs: &[f32]) -> Option<usize> {
+    // `f32::total_cmp`'s own key: the bits as an integer, negatives' order reversed.
+    let key = |x: f32| {
+        let bits = x.to_bits() as i32;
+        bits ^ (((bits >> 31) as u32) >> 1) as i32
+    };
+    let best = xs.iter().map(|&x| key(x)).max()?;
+    xs.iter().rposition(|&x| key(x) == best)
 }
 
 /// Where to cut a decode that has started to loop: the length to keep when its tail is a
@@ -322,6 +330,26 @@ fn repeats(tokens: &[u32], lengths: std::ops::RangeInclusive<usize>) -> Option<u
 mod tests {
     use super::*;
     use crate::vocabulary::TokenRule;
+
+    #[test]
+    fn the_greatest_is_max_bys_last_of_equals() {
+        let cases: [&[f32]; 6] = [
+            &[],
+            &[1.0],
+            &[f32::NEG_INFINITY, f32::NEG_INFINITY],
+            &[0.5, 2.0, -1.0, 2.0, 1.5],
+            &[-0.0, 0.0, -0.0],
+            &[-3.0, f32::NEG_INFINITY, -2.5, -2.5, -7.0],
+        ];
+        for xs in cases {
+            let want = xs
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(i, _)| i);
+            assert_eq!(last_greatest(xs), want, "{xs:?}");
+        }
+    }
 
     #[test]
     fn token_rules_mask_their_tokens_and_the_first_steps_only_its_own() {
