@@ -697,33 +697,34 @@ impl CrossKv {
             keys.forward(&q[h * dh..(h + 1) * dh], 1, scores, acts);
             scores.iter_mut().for_each(|s| *s *= scale);
             softmax(scores);
-            self.weigh_values(h, scores, &mut out[h * dh..(h + 1) * dh]);
+            out[h * dh..(h + 1) * dh].fill(0.0);
+            self.weigh_values(h, 0, scores, &mut out[h * dh..(h + 1) * dh]);
         }
     }
 
-    /// `out = Σ p_j · v_j` over head `h`'s values; with AVX2 and FMA where the CPU has them.
-    fn weigh_values(&self, h: usize, p: &[f32], out: &mut [f32]) {
+    /// `out += Σ p_j · v_j` over head `h`'s values of frames `from..from + p.len()`, in
+    /// their order; with AVX2 and FMA where the CPU has them.
+    fn weigh_values(&self, h: usize, from: usize, p: &[f32], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: the CPU has the features the function is compiled for.
-            unsafe { self.weigh_values_avx2(h, p, out) };
+            unsafe { self.weigh_values_avx2(h, from, p, out) };
             return;
         }
-        self.weigh_values_any(h, p, out);
+        self.weigh_values_any(h, from, p, out);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn weigh_values_avx2(&self, h: usize, p: &[f32], out: &mut [f32]) {
-        self.weigh_values_any(h, p, out);
+    fn weigh_values_avx2(&self, h: usize, from: usize, p: &[f32], out: &mut [f32]) {
+        self.weigh_values_any(h, from, p, out);
     }
 
     #[inline(always)]
-    fn weigh_values_any(&self, h: usize, p: &[f32], out: &mut [f32]) {
+    fn weigh_values_any(&self, h: usize, from: usize, p: &[f32], out: &mut [f32]) {
         let dh = self.dim / self.heads;
-        out.fill(0.0);
-        for (j, p) in p.iter().enumerate() {
+        for (j, p) in (from..).zip(p) {
             let vj = &self.v[j * self.dim + h * dh..j * self.dim + (h + 1) * dh];
             let a = p * self.v_scale[j * self.heads + h];
             for (y, x) in out.iter_mut().zip(vj) {
@@ -781,6 +782,12 @@ impl CrossKv {
         let Some(&first) = starts.iter().min() else {
             return;
         };
+        if let [start] = starts {
+            // One row converts each value once anyway.
+            let p = &probs[*start..frames];
+            self.weigh_values(h, *start, p, &mut out[h * dh..(h + 1) * dh]);
+            return;
+        }
         value.clear();
         value.resize(dh, 0.0);
         for j in first..frames {
@@ -926,7 +933,8 @@ fn cross_attention(
                 p.iter_mut().for_each(|v| *v *= scale);
                 softmax(p);
                 let o = &mut out[row * dim + h * dh..row * dim + (h + 1) * dh];
-                j.kv.weigh_values(h, &p[..j.own], o);
+                o.fill(0.0);
+                j.kv.weigh_values(h, 0, &p[..j.own], o);
             }
             r0 += nr;
         }
@@ -1216,7 +1224,7 @@ mod tests {
         let rows = [1, 3, 1, 2, 1];
         let queries = random(rows.iter().sum::<usize>() * dim);
         let joined: Vec<Joined> = owns.iter().map(|own| Joined::new(own, &silence)).collect();
-        for batch in [&[0, 1, 2, 3, 4][..], &[3], &[4], &[2, 0]] {
+        for batch in [&[0, 1, 2, 3, 4][..], &[3], &[4], &[2, 0], &[0], &[2]] {
             let decodes: Vec<&Joined> = batch.iter().map(|&i| &joined[i]).collect();
             let batch_rows: Vec<usize> = batch.iter().map(|&i| rows[i]).collect();
             let first_row = |i: usize| rows[..i].iter().sum::<usize>();
