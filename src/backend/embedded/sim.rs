@@ -265,7 +265,8 @@ impl Machine {
 
     /// Machine H's calibration of the same pair (an AMD EPYC like E's, decoding about 1.4×
     /// slower: the mean of five server start-ups' lines on 2026-12-07, bench-log
-    /// 2026-12-07).
+    /// 2026-12-07), with the engine before a step shared the silence (9faa1b6), which the
+    /// reports replayed on it were recorded with.
     pub fn h() -> Self {
         Self {
             partials: Figures {
