@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use hark::backend::whisper::{WhisperConfig, ensure_final_model, ensure_model};
-use hark_whisper::{Decoder, Model, RATE, Request, Spoken};
+use hark_whisper::{Decoder, Model, RATE, Request};
 
 /// Seconds of audio per utterance, and the batch sizes: alone, a small wave, the largest
 /// batch the pool forms.
@@ -40,15 +40,7 @@ fn step(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("whisper_step/{}", model.name));
         g.sample_size(10).measurement_time(Duration::from_secs(8));
         for batch in BATCHES {
-            let requests: Vec<Request<'_>> = (0..batch)
-                .map(|_| Request {
-                    audio: &audio,
-                    prompt: "",
-                    draft: "",
-                    language: Spoken::Known("en"),
-                    beam: 1,
-                })
-                .collect();
+            let requests: Vec<Request<'_>> = (0..batch).map(|_| Request::english(&audio)).collect();
             for tokens in [1, 41] {
                 let id = BenchmarkId::new(format!("{tokens} tokens"), batch);
                 g.bench_with_input(id, &requests, |b, requests| {

@@ -18,7 +18,7 @@
 use hark::backend::whisper::{WhisperConfig, ensure_model};
 use hark_whisper::mel::Mel;
 use hark_whisper::model::{EncoderProducts, Scratch, Weights};
-use hark_whisper::{Decoder, Model, Request, Spoken};
+use hark_whisper::{Decoder, Model, Request};
 
 fn main() {
     let config = WhisperConfig {
@@ -38,11 +38,8 @@ fn main() {
                 let audio = &audio[..audio.len().min(secs * 16_000)];
                 for beam in [1usize, 2, 3, 5] {
                     let request = Request {
-                        audio,
-                        prompt: "",
-                        draft: "",
-                        language: Spoken::Known("en"),
                         beam,
+                        ..Request::english(audio)
                     };
                     let mut text = String::new();
                     let ms = (0..3)
@@ -63,15 +60,7 @@ fn main() {
     if std::env::var_os("STEPS").is_some() {
         let audio = vec![0.001f32; 16_000];
         for b in [1usize, 2, 4, 8, 16] {
-            let batch: Vec<Request<'_>> = (0..b)
-                .map(|_| Request {
-                    audio: &audio,
-                    prompt: "",
-                    draft: "",
-                    language: Spoken::Known("en"),
-                    beam: 1,
-                })
-                .collect();
+            let batch: Vec<Request<'_>> = (0..b).map(|_| Request::english(&audio)).collect();
             let mut t = [0.0; 2];
             for (i, steps) in [0usize, 40].into_iter().enumerate() {
                 t[i] = (0..3)
@@ -130,16 +119,7 @@ fn time_batches(d: &mut Decoder, model: &Model, clips: &[Vec<f32>]) {
     let alone: Vec<(f64, String)> = clips
         .iter()
         .map(|c| {
-            let (ms, mut t) = best(
-                d,
-                &[Request {
-                    audio: c,
-                    prompt: "",
-                    draft: "",
-                    language: Spoken::Known("en"),
-                    beam: 1,
-                }],
-            );
+            let (ms, mut t) = best(d, &[Request::english(c)]);
             (ms, t.remove(0))
         })
         .collect();
@@ -148,13 +128,7 @@ fn time_batches(d: &mut Decoder, model: &Model, clips: &[Vec<f32>]) {
         let picked: Vec<usize> = (0..b).map(|i| i % clips.len()).collect();
         let batch: Vec<Request<'_>> = picked
             .iter()
-            .map(|&i| Request {
-                audio: &clips[i],
-                prompt: "",
-                draft: "",
-                language: Spoken::Known("en"),
-                beam: 1,
-            })
+            .map(|&i| Request::english(&clips[i]))
             .collect();
         let (ms, texts) = best(d, &batch);
         for (&i, text) in picked.iter().zip(&texts) {

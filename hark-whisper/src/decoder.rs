@@ -72,16 +72,7 @@ impl Model {
         let mut decoder = Decoder::new(self.clone());
         signals
             .iter()
-            .map(|audio| {
-                let request = Request {
-                    audio,
-                    prompt: "",
-                    draft: "",
-                    language: Spoken::Known("en"),
-                    beam: 1,
-                };
-                decoder.decode_batch(self, &[request], None)[0].no_speech
-            })
+            .map(|audio| decoder.decode_batch(self, &[Request::english(audio)], None)[0].no_speech)
             .collect()
     }
 
@@ -158,11 +149,9 @@ impl Decoder {
     fn decode_one(&mut self, role: Role, audio: &[f32], prompt: &str, draft: &str) -> Decoded {
         let model = self.model_for(role);
         let request = Request {
-            audio,
             prompt,
             draft,
-            language: Spoken::Known("en"),
-            beam: 1,
+            ..Request::english(audio)
         };
         self.decode_batch(&model, &[request], None).remove(0)
     }
@@ -410,4 +399,17 @@ pub struct Request<'a> {
     pub language: Spoken,
     /// Hypotheses a beam search keeps; 1: greedy.
     pub beam: usize,
+}
+
+impl<'a> Request<'a> {
+    /// English audio decoded greedily, with no prompt and no draft.
+    pub fn english(audio: &'a [f32]) -> Self {
+        Self {
+            audio,
+            prompt: "",
+            draft: "",
+            language: Spoken::Known("en"),
+            beam: 1,
+        }
+    }
 }

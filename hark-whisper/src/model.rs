@@ -903,6 +903,7 @@ fn cross_attention(
         .map(|j| j.whole / NR)
         .min();
     let from = tail.map_or(frames, |p| p * NR);
+    let width = frames - from;
     s.starts.clear();
     for (j, &nr) in decodes.iter().zip(rows) {
         s.starts.extend(std::iter::repeat_n(j.own, nr));
@@ -925,7 +926,6 @@ fn cross_attention(
                 let row = r0 + r;
                 let p = &mut s.probs[row * frames..(row + 1) * frames];
                 p[..j.whole].copy_from_slice(&s.own[r * j.whole..(r + 1) * j.whole]);
-                let width = frames - from;
                 if j.whole < frames {
                     p[j.whole..]
                         .copy_from_slice(&s.tail[row * width + j.whole - from..(row + 1) * width]);

@@ -533,15 +533,7 @@ impl Engine for Decoder {
         let audio: Vec<f32> = (0..(seconds * RATE as f32) as usize)
             .map(|i| ((i as f32 * 0.618).fract() - 0.5) * 1e-3)
             .collect();
-        let requests: Vec<Request<'_>> = (0..batch)
-            .map(|_| Request {
-                audio: &audio,
-                prompt: "",
-                draft: "",
-                language: Spoken::Known("en"),
-                beam: 1,
-            })
-            .collect();
+        let requests: Vec<Request<'_>> = (0..batch).map(|_| Request::english(&audio)).collect();
         self.decode_batch(&model, &requests, Some(steps));
     }
 }
