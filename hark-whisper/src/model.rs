@@ -908,6 +908,9 @@ fn cross_attention(
     for (j, &nr) in decodes.iter().zip(rows) {
         s.starts.extend(std::iter::repeat_n(j.own, nr));
     }
+    // Every head writes each row's probabilities whole: its own scores, then the silence's.
+    s.probs.clear();
+    s.probs.resize(n * frames, 0.0);
     for h in 0..heads {
         s.queries.clear();
         for row in q.chunks_exact(dim).take(n) {
@@ -916,8 +919,6 @@ fn cross_attention(
         if let Some(panel) = tail {
             silence.k[h].forward_from(&s.queries, n, panel, &mut s.tail, &mut s.acts);
         }
-        s.probs.clear();
-        s.probs.resize(n * frames, 0.0);
         let mut r0 = 0;
         for (j, &nr) in decodes.iter().zip(rows) {
             let queries = &s.queries[r0 * dh..(r0 + nr) * dh];
