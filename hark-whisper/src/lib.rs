@@ -49,6 +49,7 @@ pub mod qmatmul;
 mod search;
 pub mod sound_probe;
 mod vocabulary;
+mod wide;
 
 use std::path::PathBuf;
 

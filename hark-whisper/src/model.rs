@@ -18,6 +18,7 @@ use gemm::Parallelism;
 use super::ct2::ModelFile;
 use super::error::LoadError;
 use super::qmatmul::{Kernel, NR, QActs, QMatrix, quantize_rows};
+use super::wide::widest;
 
 /// Frames of encoder output Whisper's decoder was trained to attend over (30 s).
 pub const ENCODER_FRAMES: usize = 1500;
@@ -112,15 +113,22 @@ impl Norm {
     }
 
     fn forward(&self, x: &[f32], y: &mut Vec<f32>) {
-        let d = self.gamma.len();
         y.clear();
         y.resize(x.len(), 0.0);
+        layer_norm(x, &self.gamma, &self.beta, y);
+    }
+}
+
+widest! {
+    /// Each `gamma.len()`-wide row of `x` normalised into `y`'s.
+    fn layer_norm(x: &[f32], gamma: &[f32], beta: &[f32], y: &mut [f32]) {
+        let d = gamma.len();
         for (row, out) in x.chunks_exact(d).zip(y.chunks_exact_mut(d)) {
             let mean = row.iter().sum::<f32>() / d as f32;
             let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
             let inv = 1.0 / (var + 1e-5).sqrt();
-            for i in 0..d {
-                out[i] = (row[i] - mean) * inv * self.gamma[i] + self.beta[i];
+            for (o, ((v, g), b)) in out.iter_mut().zip(row.iter().zip(gamma).zip(beta)) {
+                *o = (v - mean) * inv * g + b;
             }
         }
     }
@@ -1038,12 +1046,13 @@ fn attention(
     }
 }
 
-#[inline(always)]
-fn softmax(row: &mut [f32]) {
-    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    row.iter_mut().for_each(|v| *v = exp(*v - max));
-    let inv = 1.0 / row.iter().sum::<f32>();
-    row.iter_mut().for_each(|v| *v *= inv);
+widest! {
+    /// `row` made probabilities: the exponentials in a pass of their own, summed in order.
+    fn softmax(row: &mut [f32]) {
+        let max = max_of(row);
+        let inv = 1.0 / exp_sum_in_place(row, max);
+        row.iter_mut().for_each(|v| *v *= inv);
+    }
 }
 
 /// `eˣ` within (2 + |x|)·1e-7 relative, branch-free so a loop of it vectorises (libm's `expf` does
@@ -1066,49 +1075,58 @@ pub(super) fn exp(x: f32) -> f32 {
     p * f32::from_bits(two_n)
 }
 
-/// The largest of `xs` (NaNs passed over, as `f32::max` does), taken in lanes so the loop
-/// vectorises: a maximum is the same whatever order it is taken in (but for a zero's sign,
-/// which neither `x - max` nor `max + y` can show).
-pub(super) fn max_of(xs: &[f32]) -> f32 {
-    const LANES: usize = 16;
-    let mut lanes = [f32::NEG_INFINITY; LANES];
-    let chunks = xs.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for chunk in chunks {
-        for (m, &x) in lanes.iter_mut().zip(chunk) {
-            *m = m.max(x);
+widest! {
+    /// The largest of `xs` (NaNs passed over, as `f32::max` does), taken in lanes so the loop
+    /// vectorises: a maximum is the same whatever order it is taken in (but for a zero's sign,
+    /// which neither `x - max` nor `max + y` can show).
+    pub(super) fn max_of(xs: &[f32]) -> f32 {
+        const LANES: usize = 16;
+        let mut lanes = [f32::NEG_INFINITY; LANES];
+        let chunks = xs.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for chunk in chunks {
+            for (m, &x) in lanes.iter_mut().zip(chunk) {
+                *m = m.max(x);
+            }
         }
+        lanes
+            .into_iter()
+            .chain(rest.iter().copied())
+            .fold(f32::NEG_INFINITY, f32::max)
     }
-    lanes
-        .into_iter()
-        .chain(rest.iter().copied())
-        .fold(f32::NEG_INFINITY, f32::max)
 }
 
-/// `Σ exp(xᵢ − max)` in `xs`'s order, each `xs[i]` left holding its exponential. The
-/// exponentials are taken in a pass of their own, which vectorises, and only the sum runs
-/// in order, so it is the fused loop's sum to the bit (a float sum cannot be reordered, and
-/// a loop that sums as it goes takes every `exp` one at a time): over the vocabulary at
-/// every step of every decode.
-pub(super) fn exp_sum_in_place(xs: &mut [f32], max: f32) -> f32 {
-    for x in xs.iter_mut() {
-        *x = exp(*x - max);
+widest! {
+    /// `Σ exp(xᵢ − max)` in `xs`'s order, each `xs[i]` left holding its exponential. The
+    /// exponentials are taken in a pass of their own, which vectorises, and only the sum runs
+    /// in order, so it is the fused loop's sum to the bit (a float sum cannot be reordered, and
+    /// a loop that sums as it goes takes every `exp` one at a time): over the vocabulary at
+    /// every step of every decode.
+    pub(super) fn exp_sum_in_place(xs: &mut [f32], max: f32) -> f32 {
+        for x in xs.iter_mut() {
+            *x = exp(*x - max);
+        }
+        xs.iter().sum()
     }
-    xs.iter().sum()
 }
 
-fn add(x: &mut [f32], y: &[f32]) {
-    x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
+widest! {
+    fn add(x: &mut [f32], y: &[f32]) {
+        x.iter_mut().zip(y).for_each(|(a, b)| *a += b);
+    }
 }
 
-/// GELU with the exact error function (PyTorch's default, which Whisper uses).
-fn gelu(x: &mut [f32]) {
-    for v in x.iter_mut() {
-        *v = 0.5 * *v * (1.0 + erf(*v / std::f32::consts::SQRT_2));
+widest! {
+    /// GELU with the exact error function (PyTorch's default, which Whisper uses).
+    fn gelu(x: &mut [f32]) {
+        for v in x.iter_mut() {
+            *v = 0.5 * *v * (1.0 + erf(*v / std::f32::consts::SQRT_2));
+        }
     }
 }
 
 /// Abramowitz and Stegun 7.1.26 (error under 1.5e-7).
+#[inline(always)]
 fn erf(x: f32) -> f32 {
     let sign = x.signum();
     let x = x.abs();
@@ -1404,6 +1422,62 @@ mod tests {
             for (x, e) in xs.iter().zip(&split) {
                 assert_eq!(e.to_bits(), exp(x - max).to_bits());
             }
+        }
+    }
+
+    /// The element-wise loops, run with the widest vectors this CPU has, against their
+    /// definitions taken one value at a time (`black_box` keeps them scalar).
+    #[test]
+    fn the_widest_loops_give_the_definitions_bits() {
+        use std::hint::black_box;
+        let mut rng = fastrand::Rng::with_seed(5);
+        for (rows, d) in [(1, 1), (3, 7), (2, 16), (5, 67), (4, 384), (1, 1500)] {
+            let x: Vec<f32> = (0..rows * d).map(|_| rng.f32() * 12.0 - 6.0).collect();
+            let y: Vec<f32> = (0..rows * d).map(|_| rng.f32() * 2.0 - 1.0).collect();
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+
+            let mut got = x.clone();
+            gelu(&mut got);
+            let want: Vec<f32> = x
+                .iter()
+                .map(|&v| black_box(0.5 * v * (1.0 + erf(black_box(v / std::f32::consts::SQRT_2)))))
+                .collect();
+            assert_eq!(bits(&got), bits(&want), "gelu, {rows}×{d}");
+
+            let mut got = x.clone();
+            add(&mut got, &y);
+            let want: Vec<f32> = x.iter().zip(&y).map(|(a, b)| black_box(a + b)).collect();
+            assert_eq!(bits(&got), bits(&want), "add, {rows}×{d}");
+
+            let (gamma, beta) = (&y[..d], &x[..d]);
+            let mut got = vec![0.0; rows * d];
+            layer_norm(&x, gamma, beta, &mut got);
+            let mut want = Vec::new();
+            for row in x.chunks_exact(d) {
+                let mean = row.iter().fold(0.0, |s, &v| black_box(s + v)) / d as f32;
+                let var = row
+                    .iter()
+                    .fold(0.0, |s, &v| black_box(s + (v - mean) * (v - mean)))
+                    / d as f32;
+                let inv = 1.0 / (var + 1e-5).sqrt();
+                for i in 0..d {
+                    want.push(black_box((row[i] - mean) * inv * gamma[i] + beta[i]));
+                }
+            }
+            assert_eq!(bits(&got), bits(&want), "layer norm, {rows}×{d}");
+
+            let mut got = x.clone();
+            got.chunks_exact_mut(d).for_each(softmax);
+            let mut want = Vec::new();
+            for row in x.chunks_exact(d) {
+                let max = row
+                    .iter()
+                    .fold(f32::NEG_INFINITY, |m, &v| black_box(m.max(v)));
+                let e: Vec<f32> = row.iter().map(|&v| black_box(exp(v - max))).collect();
+                let inv = 1.0 / e.iter().fold(0.0, |s, &v| black_box(s + v));
+                want.extend(e.iter().map(|&v| black_box(v * inv)));
+            }
+            assert_eq!(bits(&got), bits(&want), "softmax, {rows}×{d}");
         }
     }
 

@@ -10,6 +10,7 @@
 //! AVX2's `vpmaddubsw` saturates its pair sums at `i16`: it multiplies `|x|` by `w` with
 //! `x`'s sign, whose pairs stay within `2·127·127`.
 
+use super::wide::widest;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
@@ -73,16 +74,47 @@ impl Kernel {
 pub(super) fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
     let mut q = Vec::with_capacity(w.len());
     let mut scales = Vec::with_capacity(w.len() / inp.max(1));
-    for row in w.chunks_exact(inp) {
-        let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
+    q.resize(w.len() - w.len() % inp.max(1), 0);
+    for (row, q) in w.chunks_exact(inp).zip(q.chunks_exact_mut(inp)) {
+        let max = max_abs(row);
         let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-        q.extend(
-            row.iter()
-                .map(|v| (v / scale).round().clamp(-127.0, 127.0) as i8),
-        );
+        round_row(row, scale, q);
         scales.push(scale);
     }
     (q, scales)
+}
+
+widest! {
+    /// `q = round(x / scale)`, half away from zero, within ±127: the division and the
+    /// rounding vectorise where the CPU rounds in vectors (baseline x86-64 calls `roundf`
+    /// per value).
+    fn round_row(x: &[f32], scale: f32, q: &mut [i8]) {
+        for (q, v) in q.iter_mut().zip(x) {
+            *q = to_i8((v / scale).round());
+        }
+    }
+}
+
+widest! {
+    /// `q = x · inv` rounded half away from zero (the sum's fraction truncated), within
+    /// ±127, as `u8` xor `zero` (128: shifted for the VNNI path's unsigned activations).
+    fn quantize_row(x: &[f32], inv: f32, zero: u8, q: &mut [u8]) {
+        for (q, v) in q.iter_mut().zip(x) {
+            *q = to_i8(v * inv + 0.5f32.copysign(*v)) as u8 ^ zero;
+        }
+    }
+}
+
+/// `v` truncated to an integer within ±127 (a NaN to -127). Unchecked through `i32`, so
+/// the loops around it vectorise: a float's saturating conversion (`as`) does not.
+#[inline(always)]
+fn to_i8(v: f32) -> i8 {
+    // `f32::max` passes over a NaN, so `v` is a number in [-127, 127] (`clamp` keeps a NaN).
+    #[allow(clippy::manual_clamp)]
+    let v = v.max(-127.0).min(127.0);
+    // SAFETY: `v` is finite and within `i32`'s range.
+    let v: i32 = unsafe { v.to_int_unchecked() };
+    v as i8
 }
 
 /// How far `got` is from `want`, relative to `want` (L2): what int8 products cost in
@@ -385,24 +417,6 @@ pub struct QActs {
 
 impl QActs {
     pub(super) fn quantize(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has the feature the function is compiled for.
-            unsafe { self.quantize_avx2(x, rows, inp, shifted) };
-            return;
-        }
-        self.quantize_any(x, rows, inp, shifted);
-    }
-
-    /// Wider registers for the same arithmetic: the same bytes as without them.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    fn quantize_avx2(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
-        self.quantize_any(x, rows, inp, shifted);
-    }
-
-    #[inline(always)]
-    fn quantize_any(&mut self, x: &[f32], rows: usize, inp: usize, shifted: bool) {
         let stride = inp.div_ceil(4) * 4;
         let zero = if shifted { 128 } else { 0 };
         self.q.clear();
@@ -415,12 +429,7 @@ impl QActs {
         {
             let max = max_abs(x);
             let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-            let inv = 1.0 / scale;
-            for (q, v) in q.iter_mut().zip(x) {
-                // Rounds half away from zero; `as` saturates, and truncates what is left.
-                let v = (v * inv + 0.5f32.copysign(*v)).clamp(-127.0, 127.0) as i8;
-                *q = v as u8 ^ zero;
-            }
+            quantize_row(x, 1.0 / scale, zero, q);
             self.scale.push(scale);
         }
         self.rows = rows;
@@ -439,18 +448,19 @@ impl QActs {
     }
 }
 
-/// In 16 lanes, so the compiler vectorises it (the maximum is the same in any order).
-#[inline(always)]
-fn max_abs(x: &[f32]) -> f32 {
-    let mut lanes = [0f32; 16];
-    let mut chunks = x.chunks_exact(16);
-    for c in &mut chunks {
-        for (m, v) in lanes.iter_mut().zip(c) {
-            *m = m.max(v.abs());
+widest! {
+    /// In 16 lanes, so the compiler vectorises it (the maximum is the same in any order).
+    fn max_abs(x: &[f32]) -> f32 {
+        let mut lanes = [0f32; 16];
+        let mut chunks = x.chunks_exact(16);
+        for c in &mut chunks {
+            for (m, v) in lanes.iter_mut().zip(c) {
+                *m = m.max(v.abs());
+            }
         }
+        let tail = chunks.remainder().iter().fold(0f32, |m, v| m.max(v.abs()));
+        lanes.iter().fold(tail, |a, &b| a.max(b))
     }
-    let tail = chunks.remainder().iter().fold(0f32, |m, v| m.max(v.abs()));
-    lanes.iter().fold(tail, |a, &b| a.max(b))
 }
 
 #[cfg(test)]
@@ -459,6 +469,55 @@ mod tests {
 
     /// Odd shapes on purpose: rows, columns and inputs that are not whole tiles, panels
     /// or steps.
+    /// The quantisers' rows, run with the widest vectors this CPU has, against their
+    /// definitions one value at a time: ties, values past ±127, zeros, a NaN.
+    #[test]
+    fn the_widest_quantisers_give_the_definitions_bytes() {
+        use std::hint::black_box;
+        let mut rng = fastrand::Rng::with_seed(9);
+        let edges = [
+            0.5, -0.5, 1.5, -2.5, 126.5, -126.5, 127.49, 300.0, -1e9, 0.0, -0.0,
+        ];
+        for len in [1, 11, 16, 17, 64, 385, 1500] {
+            let mut x: Vec<f32> = (0..len).map(|_| rng.f32() * 254.0 - 127.0).collect();
+            for (v, e) in x.iter_mut().zip(edges) {
+                *v = e;
+            }
+            for scale in [1.0, 0.37, 3.0] {
+                let mut got = vec![0i8; len];
+                round_row(&x, scale, &mut got);
+                let want: Vec<i8> = x
+                    .iter()
+                    .map(|&v| black_box((v / scale).round()).clamp(-127.0, 127.0) as i8)
+                    .collect();
+                assert_eq!(got, want, "round_row, {len} values, scale {scale}");
+                for zero in [0u8, 128] {
+                    let inv = 1.0 / scale;
+                    let mut got = vec![0u8; len];
+                    quantize_row(&x, inv, zero, &mut got);
+                    let want: Vec<u8> = x
+                        .iter()
+                        .map(|&v| {
+                            let v = black_box(v * inv + 0.5f32.copysign(v));
+                            v.clamp(-127.0, 127.0) as i8 as u8 ^ zero
+                        })
+                        .collect();
+                    assert_eq!(got, want, "quantize_row, {len} values, scale {scale}");
+                }
+            }
+            let max = x.iter().fold(0f32, |m, &v| black_box(m.max(v.abs())));
+            assert_eq!(
+                max_abs(&x).to_bits(),
+                max.to_bits(),
+                "max_abs, {len} values"
+            );
+        }
+        // A NaN (no activation should be one) is a number in range, never undefined.
+        let mut q = [0u8; 1];
+        quantize_row(&[f32::NAN], 1.0, 0, &mut q);
+        assert_eq!(q[0] as i8, -127);
+    }
+
     #[test]
     fn every_path_gives_the_reference_integers() {
         let mut rng = fastrand::Rng::with_seed(7);
