@@ -1425,10 +1425,16 @@ mod tests {
         }
     }
 
-    /// The element-wise loops, run with the widest vectors this CPU has, against their
-    /// definitions taken one value at a time (`black_box` keeps them scalar).
+    /// The element-wise loops, on every path this CPU has (baseline, AVX2, AVX-512), against
+    /// their definitions taken one value at a time (`black_box` keeps them scalar).
     #[test]
-    fn the_widest_loops_give_the_definitions_bits() {
+    fn the_widest_loops_give_the_definitions_bits_on_every_path() {
+        for path in crate::wide::available() {
+            crate::wide::capped(path, || the_loops_give_the_definitions_bits(path));
+        }
+    }
+
+    fn the_loops_give_the_definitions_bits(path: crate::wide::Path) {
         use std::hint::black_box;
         let mut rng = fastrand::Rng::with_seed(5);
         for (rows, d) in [(1, 1), (3, 7), (2, 16), (5, 67), (4, 384), (1, 1500)] {
@@ -1442,12 +1448,12 @@ mod tests {
                 .iter()
                 .map(|&v| black_box(0.5 * v * (1.0 + erf(black_box(v / std::f32::consts::SQRT_2)))))
                 .collect();
-            assert_eq!(bits(&got), bits(&want), "gelu, {rows}×{d}");
+            assert_eq!(bits(&got), bits(&want), "gelu, {rows}×{d} ({path:?})");
 
             let mut got = x.clone();
             add(&mut got, &y);
             let want: Vec<f32> = x.iter().zip(&y).map(|(a, b)| black_box(a + b)).collect();
-            assert_eq!(bits(&got), bits(&want), "add, {rows}×{d}");
+            assert_eq!(bits(&got), bits(&want), "add, {rows}×{d} ({path:?})");
 
             let (gamma, beta) = (&y[..d], &x[..d]);
             let mut got = vec![0.0; rows * d];
@@ -1464,7 +1470,7 @@ mod tests {
                     want.push(black_box((row[i] - mean) * inv * gamma[i] + beta[i]));
                 }
             }
-            assert_eq!(bits(&got), bits(&want), "layer norm, {rows}×{d}");
+            assert_eq!(bits(&got), bits(&want), "layer norm, {rows}×{d} ({path:?})");
 
             let mut got = x.clone();
             got.chunks_exact_mut(d).for_each(softmax);
@@ -1477,7 +1483,7 @@ mod tests {
                 let inv = 1.0 / e.iter().fold(0.0, |s, &v| black_box(s + v));
                 want.extend(e.iter().map(|&v| black_box(v * inv)));
             }
-            assert_eq!(bits(&got), bits(&want), "softmax, {rows}×{d}");
+            assert_eq!(bits(&got), bits(&want), "softmax, {rows}×{d} ({path:?})");
         }
     }
 

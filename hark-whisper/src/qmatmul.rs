@@ -469,10 +469,16 @@ mod tests {
 
     /// Odd shapes on purpose: rows, columns and inputs that are not whole tiles, panels
     /// or steps.
-    /// The quantisers' rows, run with the widest vectors this CPU has, against their
-    /// definitions one value at a time: ties, values past ±127, zeros, a NaN.
+    /// The quantisers' rows, on every path this CPU has, against their definitions one
+    /// value at a time: ties, values past ±127, zeros, a NaN.
     #[test]
-    fn the_widest_quantisers_give_the_definitions_bytes() {
+    fn the_widest_quantisers_give_the_definitions_bytes_on_every_path() {
+        for path in crate::wide::available() {
+            crate::wide::capped(path, || the_quantisers_give_the_definitions_bytes(path));
+        }
+    }
+
+    fn the_quantisers_give_the_definitions_bytes(path: crate::wide::Path) {
         use std::hint::black_box;
         let mut rng = fastrand::Rng::with_seed(9);
         let edges = [
@@ -490,7 +496,10 @@ mod tests {
                     .iter()
                     .map(|&v| black_box((v / scale).round()).clamp(-127.0, 127.0) as i8)
                     .collect();
-                assert_eq!(got, want, "round_row, {len} values, scale {scale}");
+                assert_eq!(
+                    got, want,
+                    "round_row, {len} values, scale {scale} ({path:?})"
+                );
                 for zero in [0u8, 128] {
                     let inv = 1.0 / scale;
                     let mut got = vec![0u8; len];
@@ -502,14 +511,17 @@ mod tests {
                             v.clamp(-127.0, 127.0) as i8 as u8 ^ zero
                         })
                         .collect();
-                    assert_eq!(got, want, "quantize_row, {len} values, scale {scale}");
+                    assert_eq!(
+                        got, want,
+                        "quantize_row, {len} values, scale {scale} ({path:?})"
+                    );
                 }
             }
             let max = x.iter().fold(0f32, |m, &v| black_box(m.max(v.abs())));
             assert_eq!(
                 max_abs(&x).to_bits(),
                 max.to_bits(),
-                "max_abs, {len} values"
+                "max_abs, {len} values ({path:?})"
             );
         }
         // A NaN (no activation should be one) is a number in range, never undefined.

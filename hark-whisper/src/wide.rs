@@ -5,7 +5,60 @@
 //! about a fifth of an encode (BENCHMARKS.md, "The encoder's element-wise loops"). [`widest!`]
 //! compiles a function's body again for AVX-512 and for AVX2 and picks one at run time.
 //! The arithmetic is the same in every lane and no sum is reordered, so each path gives
-//! the baseline's bits.
+//! the baseline's bits; the tests take every path this CPU has ([`capped`]).
+
+/// The paths a [`widest!`] function may take, narrowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Path {
+    /// What runs when neither wider path is taken; only the tests name it.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Baseline,
+    Avx2,
+    Avx512,
+}
+
+/// Whether a [`widest!`] function may take `path` when the CPU has it: always, but in tests
+/// kept to a narrower one ([`capped`]).
+#[cfg(not(test))]
+#[inline(always)]
+pub(crate) fn allows(_: Path) -> bool {
+    true
+}
+
+#[cfg(test)]
+thread_local! {
+    static CAP: std::cell::Cell<Path> = const { std::cell::Cell::new(Path::Avx512) };
+}
+
+#[cfg(test)]
+pub(crate) fn allows(path: Path) -> bool {
+    CAP.with(|cap| path <= cap.get())
+}
+
+/// Runs `f` with this thread's [`widest!`] functions kept to `path` or narrower.
+#[cfg(test)]
+pub(crate) fn capped<R>(path: Path, f: impl FnOnce() -> R) -> R {
+    let before = CAP.with(|cap| cap.replace(path));
+    let out = f();
+    CAP.with(|cap| cap.set(before));
+    out
+}
+
+/// The paths this CPU can take, narrowest first.
+#[cfg(test)]
+pub(crate) fn available() -> Vec<Path> {
+    let mut paths = vec![Path::Baseline];
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            paths.push(Path::Avx2);
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            paths.push(Path::Avx512);
+        }
+    }
+    paths
+}
 
 /// Defines `fn $name(args)` whose body is compiled for AVX-512F, for AVX2 and for the
 /// baseline, and run with the widest the CPU has (asked per call: a cached load).
@@ -31,11 +84,12 @@ macro_rules! widest {
                 fn avx2($($arg: $ty),*) -> $ret {
                     any($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f") {
+                use $crate::wide::{Path, allows};
+                if std::arch::is_x86_feature_detected!("avx512f") && allows(Path::Avx512) {
                     // SAFETY: the CPU has the feature the function is compiled for.
                     return unsafe { avx512($($arg),*) };
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
+                if std::arch::is_x86_feature_detected!("avx2") && allows(Path::Avx2) {
                     // SAFETY: as above.
                     return unsafe { avx2($($arg),*) };
                 }
