@@ -72,9 +72,8 @@ impl Kernel {
 
 /// Symmetric int8 per row: `w ≈ q · scale`.
 pub(super) fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
-    let mut q = Vec::with_capacity(w.len());
+    let mut q = vec![0; w.len() - w.len() % inp.max(1)];
     let mut scales = Vec::with_capacity(w.len() / inp.max(1));
-    q.resize(w.len() - w.len() % inp.max(1), 0);
     for (row, q) in w.chunks_exact(inp).zip(q.chunks_exact_mut(inp)) {
         let max = max_abs(row);
         let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
@@ -467,8 +466,6 @@ widest! {
 mod tests {
     use super::*;
 
-    /// Odd shapes on purpose: rows, columns and inputs that are not whole tiles, panels
-    /// or steps.
     /// The quantisers' rows, on every path this CPU has, against their definitions one
     /// value at a time: ties, values past ±127, zeros, a NaN.
     #[test]
@@ -530,6 +527,8 @@ mod tests {
         assert_eq!(q[0] as i8, -127);
     }
 
+    /// Odd shapes on purpose: rows, columns and inputs that are not whole tiles, panels
+    /// or steps.
     #[test]
     fn every_path_gives_the_reference_integers() {
         let mut rng = fastrand::Rng::with_seed(7);

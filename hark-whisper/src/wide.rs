@@ -1,14 +1,17 @@
 //! Element-wise loops compiled for the widest vectors the CPU has.
 //!
 //! The crate is built for baseline x86-64 (SSE2), so a loop the compiler vectorises runs
-//! four lanes at a time: the encoder's GELU, layer norms, residual adds and softmax were
-//! about a fifth of an encode (BENCHMARKS.md, "The encoder's element-wise loops"). [`widest!`]
-//! compiles a function's body again for AVX-512 and for AVX2 and picks one at run time.
-//! The arithmetic is the same in every lane and no sum is reordered, so each path gives
-//! the baseline's bits; the tests take every path this CPU has ([`capped`]).
+//! four lanes at a time: the encoder's GELU, layer norms, residual adds, softmax and
+//! conversions to int8 were about a quarter of an encode (BENCHMARKS.md, "The encoder's
+//! element-wise loops"). [`widest!`] compiles a function's body again for AVX-512 and for
+//! AVX2 and picks one at run time. The arithmetic is the same in every lane and no sum is
+//! reordered, so each path gives the baseline's bits; the tests take every path this CPU
+//! has (`capped`).
 
-/// The paths a [`widest!`] function may take, narrowest first.
+/// The paths a [`widest!`] function may take, narrowest first (off x86-64 only the
+/// baseline, and nothing asks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) enum Path {
     /// What runs when neither wider path is taken; only the tests name it.
     #[cfg_attr(not(test), allow(dead_code))]
@@ -18,8 +21,9 @@ pub(crate) enum Path {
 }
 
 /// Whether a [`widest!`] function may take `path` when the CPU has it: always, but in tests
-/// kept to a narrower one ([`capped`]).
+/// kept to a narrower one (`capped`).
 #[cfg(not(test))]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
 pub(crate) fn allows(_: Path) -> bool {
     true
