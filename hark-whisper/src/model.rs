@@ -1429,9 +1429,7 @@ mod tests {
     /// their definitions taken one value at a time (`black_box` keeps them scalar).
     #[test]
     fn the_widest_loops_give_the_definitions_bits_on_every_path() {
-        for path in crate::wide::available() {
-            crate::wide::capped(path, || the_loops_give_the_definitions_bits(path));
-        }
+        crate::wide::on_every_path(the_loops_give_the_definitions_bits);
     }
 
     fn the_loops_give_the_definitions_bits(path: crate::wide::Path) {

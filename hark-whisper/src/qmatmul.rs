@@ -470,9 +470,7 @@ mod tests {
     /// value at a time: ties, values past ±127, zeros, a NaN.
     #[test]
     fn the_widest_quantisers_give_the_definitions_bytes_on_every_path() {
-        for path in crate::wide::available() {
-            crate::wide::capped(path, || the_quantisers_give_the_definitions_bytes(path));
-        }
+        crate::wide::on_every_path(the_quantisers_give_the_definitions_bytes);
     }
 
     fn the_quantisers_give_the_definitions_bytes(path: crate::wide::Path) {

@@ -6,7 +6,7 @@
 //! element-wise loops"). [`widest!`] compiles a function's body again for AVX-512 and for
 //! AVX2 and picks one at run time. The arithmetic is the same in every lane and no sum is
 //! reordered, so each path gives the baseline's bits; the tests take every path this CPU
-//! has (`capped`).
+//! has (`on_every_path`).
 
 /// The paths a [`widest!`] function may take, narrowest first (off x86-64 only the
 /// baseline, and nothing asks).
@@ -21,7 +21,7 @@ pub(crate) enum Path {
 }
 
 /// Whether a [`widest!`] function may take `path` when the CPU has it: always, but in tests
-/// kept to a narrower one (`capped`).
+/// kept to a narrower one (`on_every_path`).
 #[cfg(not(test))]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[inline(always)]
@@ -39,18 +39,19 @@ pub(crate) fn allows(path: Path) -> bool {
     CAP.with(|cap| path <= cap.get())
 }
 
-/// Runs `f` with this thread's [`widest!`] functions kept to `path` or narrower.
+/// Runs `f(path)` for every path this CPU can take, narrowest first, with this thread's
+/// [`widest!`] functions kept to that path.
 #[cfg(test)]
-pub(crate) fn capped<R>(path: Path, f: impl FnOnce() -> R) -> R {
-    let before = CAP.with(|cap| cap.replace(path));
-    let out = f();
-    CAP.with(|cap| cap.set(before));
-    out
+pub(crate) fn on_every_path(f: impl Fn(Path)) {
+    for path in available() {
+        let before = CAP.with(|cap| cap.replace(path));
+        f(path);
+        CAP.with(|cap| cap.set(before));
+    }
 }
 
-/// The paths this CPU can take, narrowest first.
 #[cfg(test)]
-pub(crate) fn available() -> Vec<Path> {
+fn available() -> Vec<Path> {
     let mut paths = vec![Path::Baseline];
     #[cfg(target_arch = "x86_64")]
     {
