@@ -1047,10 +1047,11 @@ fn attention(
 }
 
 widest! {
-    /// `row` made probabilities: the exponentials in a pass of their own, summed in order.
+    /// `row` made probabilities: the exponentials in a pass of their own, summed in order
+    /// (the bodies of [`max_of`] and [`exp_sum_in_place`], compiled here for this path).
     fn softmax(row: &mut [f32]) {
-        let max = max_of(row);
-        let inv = 1.0 / exp_sum_in_place(row, max);
+        let max = lanes_max(row);
+        let inv = 1.0 / exps_summed(row, max);
         row.iter_mut().for_each(|v| *v *= inv);
     }
 }
@@ -1080,20 +1081,25 @@ widest! {
     /// vectorises: a maximum is the same whatever order it is taken in (but for a zero's sign,
     /// which neither `x - max` nor `max + y` can show).
     pub(super) fn max_of(xs: &[f32]) -> f32 {
-        const LANES: usize = 16;
-        let mut lanes = [f32::NEG_INFINITY; LANES];
-        let chunks = xs.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for chunk in chunks {
-            for (m, &x) in lanes.iter_mut().zip(chunk) {
-                *m = m.max(x);
-            }
-        }
-        lanes
-            .into_iter()
-            .chain(rest.iter().copied())
-            .fold(f32::NEG_INFINITY, f32::max)
+        lanes_max(xs)
     }
+}
+
+#[inline(always)]
+fn lanes_max(xs: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let mut lanes = [f32::NEG_INFINITY; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (m, &x) in lanes.iter_mut().zip(chunk) {
+            *m = m.max(x);
+        }
+    }
+    lanes
+        .into_iter()
+        .chain(rest.iter().copied())
+        .fold(f32::NEG_INFINITY, f32::max)
 }
 
 widest! {
@@ -1103,11 +1109,16 @@ widest! {
     /// a loop that sums as it goes takes every `exp` one at a time): over the vocabulary at
     /// every step of every decode.
     pub(super) fn exp_sum_in_place(xs: &mut [f32], max: f32) -> f32 {
-        for x in xs.iter_mut() {
-            *x = exp(*x - max);
-        }
-        xs.iter().sum()
+        exps_summed(xs, max)
     }
+}
+
+#[inline(always)]
+fn exps_summed(xs: &mut [f32], max: f32) -> f32 {
+    for x in xs.iter_mut() {
+        *x = exp(*x - max);
+    }
+    xs.iter().sum()
 }
 
 widest! {
