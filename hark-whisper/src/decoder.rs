@@ -11,7 +11,7 @@ use super::model::{self, EncoderProducts, Scratch, Silence, Weights};
 use super::options::{self, DecodeOptions};
 use super::prompt::Layout;
 pub use super::search::Decoded;
-use super::search::{Search, probability};
+use super::search::{Search, pick_rows, probability};
 use super::sound_probe::{self, SoundProbe};
 use super::vocabulary::Vocabulary;
 use super::{ModelPaths, Role, WINDOW_SAMPLES, mel};
@@ -98,6 +98,8 @@ pub struct Decoder {
     logits: Vec<f32>,
     /// Scores of one token decoded after the draft.
     step: Vec<f32>,
+    /// Their rows' normalisers.
+    sums: Vec<f32>,
     beam: Beam,
 }
 
@@ -113,6 +115,7 @@ impl Decoder {
             features: Vec::new(),
             logits: Vec::new(),
             step: Vec::new(),
+            sums: Vec::new(),
             beam: Beam::default(),
         }
     }
@@ -232,10 +235,11 @@ impl Decoder {
                 firsts.push((at, row.to_vec()));
                 continue;
             }
-            let rows = self.logits[drafted_row * vocab..].chunks_exact_mut(vocab);
-            search.picks = rows
-                .enumerate()
-                .map_while(|(step, logits)| search.pick(&m.vocab, logits, step))
+            let rows = &mut self.logits[drafted_row * vocab..];
+            let steps: Vec<usize> = (0..rows.len() / vocab.max(1)).collect();
+            search.picks = pick_rows(&m.vocab, rows, vocab, &steps, &mut self.sums)
+                .into_iter()
+                .map_while(|pick| pick)
                 .collect();
         }
         // Beam searches, each its hypotheses' rows in one pass per step.
@@ -266,10 +270,10 @@ impl Decoder {
                     lasts.extend_from_slice(&searches[i].last);
                 }
                 w.logits(&lasts, &mut self.step, &mut self.scratch);
-                for (&i, logits) in fresh.iter().zip(self.step.chunks_exact_mut(w.vocab)) {
-                    let search = &mut searches[i];
-                    let picked = search.pick(&m.vocab, logits, search.step);
-                    search.fresh = picked;
+                let steps: Vec<usize> = fresh.iter().map(|&i| searches[i].step).collect();
+                let picks = pick_rows(&m.vocab, &mut self.step, w.vocab, &steps, &mut self.sums);
+                for (&i, picked) in fresh.iter().zip(picks) {
+                    searches[i].fresh = picked;
                 }
             }
             let mut next: Vec<(usize, [u32; 1])> = Vec::new();

@@ -84,6 +84,19 @@ pub(super) fn quantize_rows(w: &[f32], inp: usize) -> (Vec<i8>, Vec<f32>) {
 }
 
 widest! {
+    /// A tile row's integer sums back to `f32` (`s · x's scale · w's scale`, then the bias):
+    /// every output of every product passes here, the vocabulary's at every step.
+    fn scale_sums(ys: &mut [f32], sums: &[i32], xs: f32, ws: &[f32], bias: Option<&[f32]>) {
+        for ((y, &s), &w) in ys.iter_mut().zip(sums).zip(ws) {
+            *y = s as f32 * xs * w;
+        }
+        if let Some(b) = bias {
+            ys.iter_mut().zip(b).for_each(|(y, b)| *y += b);
+        }
+    }
+}
+
+widest! {
     /// `q = round(x / scale)`, half away from zero, within ±127: the division and the
     /// rounding vectorise where the CPU rounds in vectors (baseline x86-64 calls `roundf`
     /// per value).
@@ -222,13 +235,8 @@ impl QMatrix {
                 let cols = (panel * NR)..((panel + 1) * NR).min(out);
                 let ys =
                     &mut y[row * width..(row + 1) * width][cols.start - first..cols.end - first];
-                let ws = &self.scale[cols.clone()];
-                for ((y, &s), &w) in ys.iter_mut().zip(sums).zip(ws) {
-                    *y = s as f32 * xs * w;
-                }
-                if let Some(b) = &self.bias {
-                    ys.iter_mut().zip(&b[cols]).for_each(|(y, b)| *y += b);
-                }
+                let bias = self.bias.as_ref().map(|b| &b[cols.clone()]);
+                scale_sums(ys, sums, xs, &self.scale[cols], bias);
             }
         });
     }
@@ -523,6 +531,33 @@ mod tests {
         let mut q = [0u8; 1];
         quantize_row(&[f32::NAN], 1.0, 0, &mut q);
         assert_eq!(q[0] as i8, -127);
+    }
+
+    /// The products' sums scaled back, on every path, against the definition one value at
+    /// a time.
+    #[test]
+    fn the_widest_scaling_gives_the_definitions_bits_on_every_path() {
+        use std::hint::black_box;
+        crate::wide::on_every_path(|path| {
+            let mut rng = fastrand::Rng::with_seed(3);
+            for len in [1, 7, 16, NR] {
+                let sums: Vec<i32> = (0..len).map(|_| rng.i32(-900_000..900_000)).collect();
+                let ws: Vec<f32> = (0..len).map(|_| rng.f32() * 1e-3).collect();
+                let bias: Vec<f32> = (0..len).map(|_| rng.f32() - 0.5).collect();
+                for b in [None, Some(&bias[..])] {
+                    let mut got = vec![0.0; len];
+                    scale_sums(&mut got, &sums, 0.013, &ws, b);
+                    let want: Vec<u32> = (0..len)
+                        .map(|i| {
+                            let y = black_box(black_box(sums[i] as f32 * 0.013) * ws[i]);
+                            b.map_or(y, |b| black_box(y + b[i])).to_bits()
+                        })
+                        .collect();
+                    let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(got, want, "{len} sums, bias {} ({path:?})", b.is_some());
+                }
+            }
+        });
     }
 
     /// Odd shapes on purpose: rows, columns and inputs that are not whole tiles, panels

@@ -120,28 +120,6 @@ impl Search {
         !self.done && !self.in_draft
     }
 
-    /// Greedy's token after `logits` at `step`, its log-probability, and the probability
-    /// of a sentence's end there. Leaves `logits` holding `exp(logit − max)` after the
-    /// model's token rules.
-    pub fn pick(&self, v: &Vocabulary, logits: &mut [f32], step: usize) -> Option<Pick> {
-        for rule in &v.rules {
-            rule.apply(logits, step);
-        }
-        let next = last_greatest(logits)?;
-        let sum = model::exp_sum_in_place(logits, model::max_of(logits));
-        let [own, ends] = [&[next as u32][..], &v.terminal].map(|ids| {
-            ids.iter()
-                .filter_map(|&id| logits.get(id as usize))
-                .sum::<f32>()
-                / sum
-        });
-        Some(Pick {
-            token: next as u32,
-            logprob: own.max(1e-30).ln(),
-            ends,
-        })
-    }
-
     /// Takes this step's pick; returns the token to run through the decoder next, if any.
     pub fn advance(&mut self, v: &Vocabulary, d: usize) -> Option<u32> {
         if self.done {
@@ -232,6 +210,50 @@ impl Search {
             ends,
         }
     }
+}
+
+/// Greedy's token after each row of `logits` (`[steps.len()][width]`), row `r` at step
+/// `steps[r]`: its log-probability and the probability of a sentence's end there (`None`
+/// for an empty row). Leaves each row holding `exp(logit − max)` after the model's token
+/// rules. The rows' normalisers are summed side by side ([`model::exp_sums_in_place`]),
+/// each as one row's alone.
+pub fn pick_rows(
+    v: &Vocabulary,
+    logits: &mut [f32],
+    width: usize,
+    steps: &[usize],
+    sums: &mut Vec<f32>,
+) -> Vec<Option<Pick>> {
+    let logits = &mut logits[..steps.len() * width];
+    let mut nexts = Vec::with_capacity(steps.len());
+    let mut maxes = Vec::with_capacity(steps.len());
+    for (row, &step) in logits.chunks_exact_mut(width.max(1)).zip(steps) {
+        for rule in &v.rules {
+            rule.apply(row, step);
+        }
+        nexts.push(last_greatest(row));
+        maxes.push(model::max_of(row));
+    }
+    model::exp_sums_in_place(logits, width, &maxes, sums);
+    logits
+        .chunks_exact(width.max(1))
+        .zip(nexts)
+        .zip(sums.iter())
+        .map(|((row, next), &sum)| {
+            let next = next?;
+            let [own, ends] = [&[next as u32][..], &v.terminal].map(|ids| {
+                ids.iter()
+                    .filter_map(|&id| row.get(id as usize))
+                    .sum::<f32>()
+                    / sum
+            });
+            Some(Pick {
+                token: next as u32,
+                logprob: own.max(1e-30).ln(),
+                ends,
+            })
+        })
+        .collect()
 }
 
 /// One step's greedy pick.
