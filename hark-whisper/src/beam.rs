@@ -54,6 +54,8 @@ pub struct Beam {
     scores: Vec<f32>,
     /// A hypothesis's exponentials, for its normaliser.
     exps: Vec<f32>,
+    /// Each hypothesis's log-normaliser at this step.
+    norms: Vec<f32>,
 }
 
 impl Beam {
@@ -104,15 +106,19 @@ impl Beam {
             let mut candidates: Vec<Candidate> = Vec::with_capacity(alive.len() * (width + 1));
             // Each hypothesis's probability of a sentence's end at this step.
             let mut ends: Vec<f32> = Vec::with_capacity(alive.len());
-            for (parent, (hyp, scores)) in alive
-                .iter()
-                .zip(self.scores.chunks_exact_mut(vocab))
-                .enumerate()
-            {
+            let rows = &mut self.scores[..alive.len() * vocab];
+            for scores in rows.chunks_exact_mut(vocab) {
                 for rule in &v.rules {
                     rule.apply(scores, step);
                 }
-                let norm = log_sum_exp(scores, &mut self.exps);
+            }
+            log_sum_exps(rows, vocab, &mut self.exps, &mut self.norms);
+            for (parent, ((hyp, scores), &norm)) in alive
+                .iter()
+                .zip(rows.chunks_exact(vocab))
+                .zip(&self.norms)
+                .enumerate()
+            {
                 ends.push(
                     v.terminal
                         .iter()
@@ -261,16 +267,20 @@ fn normalized(f: &Found) -> f32 {
     f.logprob / (f.tokens.len() + usize::from(!f.cut)).max(1) as f32
 }
 
-/// ln Σ exp(scores), with the model's vectorising `exp` (this runs over the vocabulary for
+/// ln Σ exp(scores) of each row of `rows` (`[n][width]`) into `norms`, with the model's
+/// vectorising `exp` and the rows' sums side by side (this runs over the vocabulary for
 /// every hypothesis at every step); `exps` is room for the exponentials.
-fn log_sum_exp(scores: &[f32], exps: &mut Vec<f32>) -> f32 {
-    let max = model::max_of(scores);
-    if !max.is_finite() {
-        return max;
-    }
+fn log_sum_exps(rows: &[f32], width: usize, exps: &mut Vec<f32>, norms: &mut Vec<f32>) {
+    let maxes: Vec<f32> = rows.chunks_exact(width.max(1)).map(model::max_of).collect();
     exps.clear();
-    exps.extend_from_slice(scores);
-    max + model::exp_sum_in_place(exps, max).ln()
+    exps.extend_from_slice(rows);
+    model::exp_sums_in_place(exps, width, &maxes, norms);
+    for (norm, max) in norms.iter_mut().zip(maxes) {
+        *norm = match max.is_finite() {
+            true => max + norm.ln(),
+            false => max,
+        };
+    }
 }
 
 /// The `k` highest scores and their tokens, best first (masked tokens, at -inf, never).
@@ -313,6 +323,14 @@ mod tests {
         };
         assert_eq!(normalized(&ended), -0.5);
         assert!((normalized(&cut) + 2.0 / 3.0).abs() < 1e-6);
-        assert!((log_sum_exp(&[0.0, 0.0], &mut Vec::new()) - 2f32.ln()).abs() < 1e-5);
+        let mut norms = Vec::new();
+        log_sum_exps(
+            &[0.0, 0.0, f32::NEG_INFINITY, f32::NEG_INFINITY],
+            2,
+            &mut Vec::new(),
+            &mut norms,
+        );
+        assert!((norms[0] - 2f32.ln()).abs() < 1e-5);
+        assert_eq!(norms[1], f32::NEG_INFINITY);
     }
 }

@@ -1159,10 +1159,16 @@ fn attention(
             },
             scale,
         );
-        for (i, row) in scores.chunks_exact_mut(keys).enumerate() {
-            let visible = causal_from.map_or(keys, |c| (c + i + 1).min(keys));
-            softmax(&mut row[..visible]);
-            row[visible..].fill(0.0);
+        match causal_from {
+            // Every row sees every key (the encoder's frames): their sums side by side.
+            None => softmax_rows(scores, keys),
+            Some(c) => {
+                for (i, row) in scores.chunks_exact_mut(keys).enumerate() {
+                    let visible = (c + i + 1).min(keys);
+                    softmax(&mut row[..visible]);
+                    row[visible..].fill(0.0);
+                }
+            }
         }
         matmul(
             n,
@@ -1180,7 +1186,8 @@ fn attention(
 widest! {
     /// Each row of `rows` (`[n][width]`) made probabilities as [`softmax`] makes one, the
     /// rows' sums run side by side ([`sums_side_by_side`]): over 1,500 frames per head, per
-    /// layer and token, one sum's wait for its last add was most of a softmax.
+    /// layer and token (and over an encoding's frames for each of its frames), one sum's
+    /// wait for its last add was most of a softmax.
     fn softmax_rows(rows: &mut [f32], width: usize) {
         for block in rows.chunks_mut(SIDE * width.max(1)) {
             for row in block.chunks_exact_mut(width.max(1)) {
@@ -1197,9 +1204,10 @@ widest! {
 }
 
 widest! {
-    /// [`exp_sum_in_place`] of each row of `rows` (`[n][width]`) with its `maxes[r]`, into
-    /// `sums`, the rows' sums run side by side: the vocabulary's normaliser for every row
-    /// of a greedy step.
+    /// Each row of `rows` (`[n][width]`) left holding `exp(x − maxes[r])`, and their sums
+    /// into `sums`, each in its row's order (`exps_summed`'s) but the rows' side by side:
+    /// the vocabulary's normaliser for every row of a greedy step and every hypothesis of
+    /// a beam.
     pub(super) fn exp_sums_in_place(rows: &mut [f32], width: usize, maxes: &[f32], sums: &mut Vec<f32>) {
         sums.clear();
         let width = width.max(1);
@@ -1257,7 +1265,7 @@ fn side<const K: usize>(rows: [&[f32]; K], width: usize) -> [f32; K] {
 
 widest! {
     /// `row` made probabilities: the exponentials in a pass of their own, summed in order
-    /// (the bodies of [`max_of`] and [`exp_sum_in_place`], compiled here for this path).
+    /// (the bodies of [`max_of`] and `exps_summed`, compiled here for this path).
     fn softmax(row: &mut [f32]) {
         let max = lanes_max(row);
         let inv = 1.0 / exps_summed(row, max);
@@ -1315,9 +1323,10 @@ widest! {
     /// `Σ exp(xᵢ − max)` in `xs`'s order, each `xs[i]` left holding its exponential. The
     /// exponentials are taken in a pass of their own, which vectorises, and only the sum runs
     /// in order, so it is the fused loop's sum to the bit (a float sum cannot be reordered, and
-    /// a loop that sums as it goes takes every `exp` one at a time): over the vocabulary at
-    /// every step of every decode.
-    pub(super) fn exp_sum_in_place(xs: &mut [f32], max: f32) -> f32 {
+    /// a loop that sums as it goes takes every `exp` one at a time). One row's: the decoders
+    /// take their rows together ([`exp_sums_in_place`]), and the tests hold them to this.
+    #[cfg(test)]
+    fn exp_sum_in_place(xs: &mut [f32], max: f32) -> f32 {
         exps_summed(xs, max)
     }
 }
