@@ -52,7 +52,7 @@ struct Child {
 pub struct Beam {
     lasts: Vec<f32>,
     scores: Vec<f32>,
-    /// A hypothesis's exponentials, for its normaliser.
+    /// Every hypothesis's exponentials, for their normalisers.
     exps: Vec<f32>,
     /// Each hypothesis's log-normaliser at this step.
     norms: Vec<f32>,

@@ -916,6 +916,13 @@ fn cross_attention(
     for (j, &nr) in decodes.iter().zip(rows) {
         s.starts.extend(std::iter::repeat_n(j.own, nr));
     }
+    // Each row and its decode's own keys and values.
+    let owns: Vec<(usize, &CrossKv)> = decodes
+        .iter()
+        .zip(rows)
+        .flat_map(|(j, &nr)| std::iter::repeat_n(&j.kv, nr))
+        .enumerate()
+        .collect();
     // Every head writes each row's probabilities whole: its own scores, then the silence's.
     s.probs.clear();
     s.probs.resize(n * frames, 0.0);
@@ -944,29 +951,26 @@ fn cross_attention(
             r0 += nr;
         }
         softmax_rows(&mut s.probs, frames);
-        weigh_values(h, decodes, rows, &s.probs, &s.starts, out, &mut s.value);
+        weigh_head_values(h, &owns, silence, &s.probs, &s.starts, out, &mut s.value);
     }
 }
 
 /// Every row's values of head `h` weighed by its probabilities (`probs`: `[rows][frames]`)
-/// into `out` (`[rows][dim]`): its decode's own frames, then the silence's from
-/// `starts[row]` on, each row's sum in its frames' order. With AVX-512 and Whisper's 64 a
-/// head, rows are taken four at a time with their sums held in registers
-/// ([`weigh_block`]); otherwise a row's own frames alone, then the silence's for every row
-/// at once ([`CrossKv::weigh_values_from`]). The two give the same bits.
-fn weigh_values(
+/// into `out` (`[rows][dim]`): row `r`'s own frames (`owns[r]`: the row and its decode's
+/// keys and values), then the silence's from `starts[r]` on, each row's sum in its frames'
+/// order. With AVX-512 and Whisper's 64 a head, rows are taken four at a time with their
+/// sums held in registers ([`weigh_block`]); otherwise a row's own frames alone, then the
+/// silence's for every row at once ([`CrossKv::weigh_values_from`]). The two give the same
+/// bits.
+fn weigh_head_values(
     h: usize,
-    decodes: &[&Joined],
-    rows: &[usize],
+    owns: &[(usize, &CrossKv)],
+    silence: &CrossKv,
     probs: &[f32],
     starts: &[usize],
     out: &mut [f32],
     value: &mut Vec<f32>,
 ) {
-    let Some(first) = decodes.first() else {
-        return;
-    };
-    let silence = &first.silence;
     let (dim, heads, frames) = (silence.dim, silence.heads, silence.frames());
     let dh = dim / heads;
     #[cfg(target_arch = "x86_64")]
@@ -974,12 +978,6 @@ fn weigh_values(
         && std::arch::is_x86_feature_detected!("avx512f")
         && crate::wide::allows(crate::wide::Path::Avx512)
     {
-        let owns: Vec<(usize, &CrossKv)> = decodes
-            .iter()
-            .zip(rows)
-            .flat_map(|(j, &nr)| std::iter::repeat_n(&j.kv, nr))
-            .enumerate()
-            .collect();
         for block in owns.chunks(4) {
             // SAFETY: the CPU has AVX-512F.
             unsafe {
@@ -995,15 +993,11 @@ fn weigh_values(
         }
         return;
     }
-    let mut row = 0;
-    for (j, &nr) in decodes.iter().zip(rows) {
-        for _ in 0..nr {
-            let p = &probs[row * frames..(row + 1) * frames];
-            let o = &mut out[row * dim + h * dh..row * dim + (h + 1) * dh];
-            o.fill(0.0);
-            j.kv.weigh_values(h, 0, &p[..j.own], o);
-            row += 1;
-        }
+    for &(row, own) in owns {
+        let p = &probs[row * frames..(row + 1) * frames];
+        let o = &mut out[row * dim + h * dh..row * dim + (h + 1) * dh];
+        o.fill(0.0);
+        own.weigh_values(h, 0, &p[..own.frames()], o);
     }
     silence.weigh_values_from(h, probs, starts, out, value);
 }
@@ -1211,6 +1205,7 @@ widest! {
     pub(super) fn exp_sums_in_place(rows: &mut [f32], width: usize, maxes: &[f32], sums: &mut Vec<f32>) {
         sums.clear();
         let width = width.max(1);
+        debug_assert_eq!(maxes.len(), rows.len() / width, "a maximum for every row");
         for (block, maxes) in rows.chunks_mut(SIDE * width).zip(maxes.chunks(SIDE)) {
             for (row, &max) in block.chunks_exact_mut(width).zip(maxes) {
                 row.iter_mut().for_each(|x| *x = exp(*x - max));
@@ -1225,18 +1220,22 @@ widest! {
 const SIDE: usize = 8;
 
 /// The sums of the (up to [`SIDE`]) rows of `block` (`[n][width]`), each in its row's
-/// order as `iter().sum()` takes it, but the rows' adds interleaved: a sum's next add
-/// waits for its last, and up to eight rows keep as many in flight (a block short of a
+/// order as `iter().sum()` takes it (from −0), but the rows' adds interleaved: a sum's next
+/// add waits for its last, and up to eight rows keep as many in flight (a block short of a
 /// power of two is padded with its first row, whose extra sums are dropped).
 #[inline(always)]
 fn sums_side_by_side(block: &[f32], width: usize) -> [f32; SIDE] {
-    let mut sums = [0.0f32; SIDE];
-    let rows: Vec<&[f32]> = match width {
-        0 => return sums,
-        _ => block.chunks_exact(width).take(SIDE).collect(),
-    };
-    let row = |k: usize| rows.get(k).copied().unwrap_or(rows[0]);
-    match rows.len() {
+    let mut sums = [-0.0f32; SIDE];
+    let mut rows: [&[f32]; SIDE] = [&[]; SIDE];
+    let mut n = 0;
+    if width > 0 {
+        for (slot, row) in rows.iter_mut().zip(block.chunks_exact(width)) {
+            *slot = row;
+            n += 1;
+        }
+    }
+    let row = |k: usize| if k < n { rows[k] } else { rows[0] };
+    match n {
         0 => {}
         1 => sums[0] = rows[0].iter().sum(),
         2 => sums[..2].copy_from_slice(&side([row(0), row(1)], width)),
@@ -1254,7 +1253,7 @@ fn sums_side_by_side(block: &[f32], width: usize) -> [f32; SIDE] {
 )]
 fn side<const K: usize>(rows: [&[f32]; K], width: usize) -> [f32; K] {
     let rows = rows.map(|r| &r[..width]);
-    let mut sums = [0.0f32; K];
+    let mut sums = [-0.0f32; K];
     for i in 0..width {
         for k in 0..K {
             sums[k] += rows[k][i];

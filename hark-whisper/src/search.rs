@@ -212,11 +212,11 @@ impl Search {
     }
 }
 
-/// Greedy's token after each row of `logits` (`[steps.len()][width]`), row `r` at step
-/// `steps[r]`: its log-probability and the probability of a sentence's end there (`None`
-/// for an empty row). Leaves each row holding `exp(logit − max)` after the model's token
-/// rules. The rows' normalisers are summed side by side ([`model::exp_sums_in_place`]),
-/// each as one row's alone.
+/// Greedy's token after each row of `logits` (`[steps.len()][width]`, `width` > 0), row
+/// `r` at step `steps[r]`: its log-probability and the probability of a sentence's end
+/// there. Leaves each row holding `exp(logit − max)` after the model's token rules. The
+/// rows' normalisers are summed side by side ([`model::exp_sums_in_place`]), each as one
+/// row's alone.
 pub fn pick_rows(
     v: &Vocabulary,
     logits: &mut [f32],
@@ -224,10 +224,11 @@ pub fn pick_rows(
     steps: &[usize],
     sums: &mut Vec<f32>,
 ) -> Vec<Option<Pick>> {
+    assert!(width > 0, "a vocabulary of no tokens");
     let logits = &mut logits[..steps.len() * width];
     let mut nexts = Vec::with_capacity(steps.len());
     let mut maxes = Vec::with_capacity(steps.len());
-    for (row, &step) in logits.chunks_exact_mut(width.max(1)).zip(steps) {
+    for (row, &step) in logits.chunks_exact_mut(width).zip(steps) {
         for rule in &v.rules {
             rule.apply(row, step);
         }
@@ -236,7 +237,7 @@ pub fn pick_rows(
     }
     model::exp_sums_in_place(logits, width, &maxes, sums);
     logits
-        .chunks_exact(width.max(1))
+        .chunks_exact(width)
         .zip(nexts)
         .zip(sums.iter())
         .map(|((row, next), &sum)| {
@@ -265,7 +266,7 @@ pub struct Pick {
     pub ends: f32,
 }
 
-/// Softmax probability of any of `ids` among `logits` (once per decode: `Search::pick`
+/// Softmax probability of any of `ids` among `logits` (once per decode: [`pick_rows`]
 /// takes the steps' own).
 pub fn probability(logits: &[f32], ids: &[u32]) -> f32 {
     let max = model::max_of(logits);
