@@ -236,11 +236,8 @@ impl Decoder {
                 continue;
             }
             let rows = &mut self.logits[drafted_row * vocab..];
-            let steps: Vec<usize> = (0..rows.len() / vocab.max(1)).collect();
-            search.picks = pick_rows(&m.vocab, rows, vocab, &steps, &mut self.sums)
-                .into_iter()
-                .map_while(|pick| pick)
-                .collect();
+            let steps: Vec<usize> = (0..rows.len() / vocab).collect();
+            search.picks = pick_rows(&m.vocab, rows, vocab, &steps, &mut self.sums);
         }
         // Beam searches, each its hypotheses' rows in one pass per step.
         for (at, first) in firsts {
@@ -273,7 +270,7 @@ impl Decoder {
                 let steps: Vec<usize> = fresh.iter().map(|&i| searches[i].step).collect();
                 let picks = pick_rows(&m.vocab, &mut self.step, w.vocab, &steps, &mut self.sums);
                 for (&i, picked) in fresh.iter().zip(picks) {
-                    searches[i].fresh = picked;
+                    searches[i].fresh = Some(picked);
                 }
             }
             let mut next: Vec<(usize, [u32; 1])> = Vec::new();

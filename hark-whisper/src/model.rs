@@ -1026,10 +1026,10 @@ fn weigh_block<const R: usize>(
     use std::arch::x86_64::*;
     let (dim, heads, frames) = (silence.dim, silence.heads, silence.frames());
     let lo = h * HEAD;
-    let p = |r: usize| &probs[rows[r].0 * frames..(rows[r].0 + 1) * frames];
+    let ps: [&[f32]; R] = std::array::from_fn(|r| &probs[rows[r].0 * frames..][..frames]);
     let mut acc = [[_mm512_setzero_ps(); 4]; R];
     for (r, &(_, own)) in rows.iter().enumerate() {
-        let p = p(r);
+        let p = ps[r];
         for j in 0..own.frames() {
             let a = _mm512_set1_ps(p[j] * own.v_scale[j * heads + h]);
             let x = head_values(&own.v[j * dim + lo..j * dim + lo + HEAD]);
@@ -1038,7 +1038,6 @@ fn weigh_block<const R: usize>(
             }
         }
     }
-    let ps: [&[f32]; R] = std::array::from_fn(p);
     let starts: [usize; R] = std::array::from_fn(|r| rows[r].1.frames());
     let first = starts.iter().copied().min().unwrap_or(frames);
     for j in first..frames {
@@ -1178,18 +1177,22 @@ fn attention(
 }
 
 widest! {
-    /// Each row of `rows` (`[n][width]`) made probabilities as [`softmax`] makes one, the
-    /// rows' sums run side by side ([`sums_side_by_side`]): over 1,500 frames per head, per
-    /// layer and token (and over an encoding's frames for each of its frames), one sum's
-    /// wait for its last add was most of a softmax.
+    /// Each row of `rows` (`[n][width]`) made probabilities: the exponentials in a pass of
+    /// their own, each row's sum in its order, the rows' sums side by side
+    /// ([`exps_side_by_side`]): over 1,500 frames per head, per layer and token (and over an
+    /// encoding's frames for each of its frames), one sum's wait for its last add was most
+    /// of a softmax.
     fn softmax_rows(rows: &mut [f32], width: usize) {
-        for block in rows.chunks_mut(SIDE * width.max(1)) {
-            for row in block.chunks_exact_mut(width.max(1)) {
-                let max = lanes_max(row);
-                row.iter_mut().for_each(|x| *x = exp(*x - max));
+        if width == 0 {
+            return;
+        }
+        for block in rows.chunks_mut(SIDE * width) {
+            let mut maxes = [0.0; SIDE];
+            for (max, row) in maxes.iter_mut().zip(block.chunks_exact(width)) {
+                *max = lanes_max(row);
             }
-            let sums = sums_side_by_side(block, width);
-            for (row, sum) in block.chunks_exact_mut(width.max(1)).zip(sums) {
+            let sums = exps_side_by_side(block, width, &maxes);
+            for (row, sum) in block.chunks_exact_mut(width).zip(sums) {
                 let inv = 1.0 / sum;
                 row.iter_mut().for_each(|v| *v *= inv);
             }
@@ -1199,21 +1202,29 @@ widest! {
 
 widest! {
     /// Each row of `rows` (`[n][width]`) left holding `exp(x − maxes[r])`, and their sums
-    /// into `sums`, each in its row's order (`exps_summed`'s) but the rows' side by side:
-    /// the vocabulary's normaliser for every row of a greedy step and every hypothesis of
-    /// a beam.
+    /// into `sums` ([`exps_side_by_side`]): the vocabulary's normaliser for every row of a
+    /// greedy step and every hypothesis of a beam.
     pub(super) fn exp_sums_in_place(rows: &mut [f32], width: usize, maxes: &[f32], sums: &mut Vec<f32>) {
         sums.clear();
-        let width = width.max(1);
+        if width == 0 {
+            return;
+        }
         debug_assert_eq!(maxes.len(), rows.len() / width, "a maximum for every row");
         for (block, maxes) in rows.chunks_mut(SIDE * width).zip(maxes.chunks(SIDE)) {
-            for (row, &max) in block.chunks_exact_mut(width).zip(maxes) {
-                row.iter_mut().for_each(|x| *x = exp(*x - max));
-            }
             let n = block.len() / width;
-            sums.extend_from_slice(&sums_side_by_side(block, width)[..n]);
+            sums.extend_from_slice(&exps_side_by_side(block, width, maxes)[..n]);
         }
     }
+}
+
+/// The (up to [`SIDE`]) rows of `block` (`[n][width]`) each left holding `exp(x − max)`
+/// with its `maxes[r]`, and their sums ([`sums_side_by_side`]).
+#[inline(always)]
+fn exps_side_by_side(block: &mut [f32], width: usize, maxes: &[f32]) -> [f32; SIDE] {
+    for (row, &max) in block.chunks_exact_mut(width).zip(maxes) {
+        row.iter_mut().for_each(|x| *x = exp(*x - max));
+    }
+    sums_side_by_side(block, width)
 }
 
 /// Rows summed side by side in [`sums_side_by_side`].
@@ -1262,14 +1273,9 @@ fn side<const K: usize>(rows: [&[f32]; K], width: usize) -> [f32; K] {
     sums
 }
 
-widest! {
-    /// `row` made probabilities: the exponentials in a pass of their own, summed in order
-    /// (the bodies of [`max_of`] and `exps_summed`, compiled here for this path).
-    fn softmax(row: &mut [f32]) {
-        let max = lanes_max(row);
-        let inv = 1.0 / exps_summed(row, max);
-        row.iter_mut().for_each(|v| *v *= inv);
-    }
+/// `row` made probabilities ([`softmax_rows`] of one row: its sum in its order).
+fn softmax(row: &mut [f32]) {
+    softmax_rows(row, row.len());
 }
 
 /// `eˣ` within (2 + |x|)·1e-7 relative, branch-free so a loop of it vectorises (libm's `expf` does
@@ -1326,16 +1332,11 @@ widest! {
     /// take their rows together ([`exp_sums_in_place`]), and the tests hold them to this.
     #[cfg(test)]
     fn exp_sum_in_place(xs: &mut [f32], max: f32) -> f32 {
-        exps_summed(xs, max)
+        for x in xs.iter_mut() {
+            *x = exp(*x - max);
+        }
+        xs.iter().sum()
     }
-}
-
-#[inline(always)]
-fn exps_summed(xs: &mut [f32], max: f32) -> f32 {
-    for x in xs.iter_mut() {
-        *x = exp(*x - max);
-    }
-    xs.iter().sum()
 }
 
 widest! {

@@ -223,7 +223,7 @@ pub fn pick_rows(
     width: usize,
     steps: &[usize],
     sums: &mut Vec<f32>,
-) -> Vec<Option<Pick>> {
+) -> Vec<Pick> {
     assert!(width > 0, "a vocabulary of no tokens");
     let logits = &mut logits[..steps.len() * width];
     let mut nexts = Vec::with_capacity(steps.len());
@@ -232,7 +232,7 @@ pub fn pick_rows(
         for rule in &v.rules {
             rule.apply(row, step);
         }
-        nexts.push(last_greatest(row));
+        nexts.push(last_greatest(row).expect("a row has a score (asserted above)"));
         maxes.push(model::max_of(row));
     }
     model::exp_sums_in_place(logits, width, &maxes, sums);
@@ -241,18 +241,17 @@ pub fn pick_rows(
         .zip(nexts)
         .zip(sums.iter())
         .map(|((row, next), &sum)| {
-            let next = next?;
             let [own, ends] = [&[next as u32][..], &v.terminal].map(|ids| {
                 ids.iter()
                     .filter_map(|&id| row.get(id as usize))
                     .sum::<f32>()
                     / sum
             });
-            Some(Pick {
+            Pick {
                 token: next as u32,
                 logprob: own.max(1e-30).ln(),
                 ends,
-            })
+            }
         })
         .collect()
 }
