@@ -802,7 +802,17 @@ mod tests {
             Some(vec!["Acme".to_string(), "refund".to_string()])
         );
         assert_eq!(base.with_query("").unwrap(), base);
+        let o = base
+            .with_query("end_of_turn_quick_threshold=0.95&min_turn_silence_ms=120")
+            .unwrap();
+        assert_eq!(o.end_of_turn_quick_threshold, Some(0.95));
+        assert_eq!(o.min_turn_silence_ms, Some(120));
         for (query, culprit) in [
+            (
+                "end_of_turn_quick_threshold=2",
+                "end_of_turn_quick_threshold",
+            ),
+            ("min_turn_silence_ms=9000", "min_turn_silence_ms"),
             ("lang=es", "lang"),
             ("language=es;DROP", "language"),
             ("endpointing_ms=fast", "endpointing_ms"),

@@ -298,7 +298,7 @@ pub const ALL: &[(&str, Kind, &[&str], &str)] = &[
         TURN_ENDS,
         Kind::Counter,
         &["channel", "after"],
-        "Embedded recognizer's utterances closed as the end of the speaker's turn (the final ends in . ? !), by what closed them: endpoint (the endpoint, or a wait graded by the judge's doubt, with no hold) or hold (a pause held as unfinished ran out).",
+        "Embedded recognizer's utterances closed as the end of the speaker's turn (the final ends in . ? !), by what closed them: endpoint (the endpoint, or a wait graded by the judge's doubt, with no hold), sooner (min_turn_silence_ms: the judge read the pause at least end_of_turn_quick_threshold sure) or hold (a pause held as unfinished ran out).",
     ),
     (
         TURN_HOLDS,

@@ -51,6 +51,11 @@
 //!   UNSURE=P            hold a pause too where the model's own probability of a sentence's
 //!                       end after its words is below P: `end_of_turn_confidence_threshold`
 //!                       (hark's default: whisper::END_CONFIDENCE; 0: not)
+//!   QUICK=P             a pause read at least this sure of a sentence's end ends sooner:
+//!                       `end_of_turn_quick_threshold` (hark's default: whisper::QUICK_END;
+//!                       0: not)
+//!   QUICK_MS=MS         after this much silence: `min_turn_silence_ms` (hark's default:
+//!                       whisper::MIN_TURN_SILENCE_MS)
 //!   TURN_THRESHOLD=P    with TURN: probability at which a pause is the turn's end (0.5)
 //!   POOLED=FILE         no decodes: write each clip's (its first 10 s) mean encoding by
 //!                       base, as the sound probe reads a final's, one TSV line a clip
@@ -155,6 +160,14 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(whisper::SURE_END as f32);
+    // A pause read this sure of a sentence's end ends at `QUICK_MS` of silence (the
+    // server's `end_of_turn_quick_threshold`, `quick_endpoint_ms`).
+    config.quick_end = std::env::var("QUICK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(whisper::QUICK_END as f32);
+    let quick_ms = ms_var("QUICK_MS").unwrap_or(whisper::MIN_TURN_SILENCE_MS as usize);
+    config.quick_endpoint = (quick_ms * 16).min(config.endpoint);
     if let Some(ms) = ms_var("HOLD") {
         config.turn_hold = ms * 16;
     }

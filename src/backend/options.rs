@@ -40,7 +40,13 @@ pub struct Options {
     /// endpoint; between `end_of_turn_confidence_threshold` and this, the silence that ends it
     /// grows with the doubt up to the hold (overrides `whisper.end_of_turn_sure_threshold`).
     pub end_of_turn_sure_threshold: Option<f64>,
-    /// AssemblyAI: silence before a confident turn end (`min_turn_silence`).
+    /// The embedded Whisper: the sentence-end probability from which a pause ends after
+    /// `min_turn_silence_ms` rather than the endpoint (overrides
+    /// `whisper.end_of_turn_quick_threshold`; 0: off).
+    pub end_of_turn_quick_threshold: Option<f64>,
+    /// Silence before a confident turn end: AssemblyAI's `min_turn_silence`; the embedded
+    /// Whisper's for a pause read `end_of_turn_quick_threshold` sure (overrides
+    /// `whisper.min_turn_silence_ms`; at most the endpoint).
     pub min_turn_silence_ms: Option<u64>,
     /// Silence that ends a turn whatever the end-of-turn model says: AssemblyAI's
     /// `max_turn_silence`; the embedded recognizer's hold (overrides the engine's
@@ -84,8 +90,10 @@ pub const QUERY_OVERRIDES: &[&str] = &[
     "endpointing_ms",
     "endpoint_ms",
     "max_turn_silence_ms",
+    "min_turn_silence_ms",
     "end_of_turn_confidence_threshold",
     "end_of_turn_sure_threshold",
+    "end_of_turn_quick_threshold",
 ];
 
 impl Options {
@@ -119,11 +127,17 @@ impl Options {
                     out.max_turn_silence_ms =
                         Some(query_ms(&key, &value, ENDPOINT_MS_MIN, ENDPOINT_MS_MAX)?)
                 }
+                "min_turn_silence_ms" => {
+                    out.min_turn_silence_ms = Some(query_ms(&key, &value, 0, ENDPOINT_MS_MAX)?)
+                }
                 "end_of_turn_confidence_threshold" => {
                     out.end_of_turn_confidence_threshold = Some(query_confidence(&key, &value)?)
                 }
                 "end_of_turn_sure_threshold" => {
                     out.end_of_turn_sure_threshold = Some(query_confidence(&key, &value)?)
+                }
+                "end_of_turn_quick_threshold" => {
+                    out.end_of_turn_quick_threshold = Some(query_confidence(&key, &value)?)
                 }
                 other => {
                     return Err(format!(
@@ -170,6 +184,10 @@ impl Options {
             (
                 "end_of_turn_sure_threshold",
                 self.end_of_turn_sure_threshold,
+            ),
+            (
+                "end_of_turn_quick_threshold",
+                self.end_of_turn_quick_threshold,
             ),
         ] {
             if let Some(t) = t

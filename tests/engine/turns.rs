@@ -70,7 +70,8 @@ pub(crate) async fn pause_between(
 /// "That is all for today." do not hold the pause: it ends at the endpoint, with a period,
 /// long before the hold; a number followed
 /// by silence ends at the hold, never before, with a period for the platform to answer at
-/// once; with `hold_unfinished = false` the same pause ends the utterance. One call at a
+/// once; a pause the judge is sure of ends sooner than the endpoint (`min_turn_silence_ms`);
+/// with `hold_unfinished = false` the same pause ends the utterance. One call at a
 /// time: the engine is shared with this binary's other tests.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_number_read_out_is_held_and_a_finished_sentence_ends_at_once() {
@@ -119,6 +120,29 @@ async fn a_number_read_out_is_held_and_a_finished_sentence_ends_at_once() {
     assert!(words(text).ends_with("for today"), "{finals:?}");
     assert!(text.ends_with(['.', '?', '!']), "{text:?}");
     assert!(*after < 2.0, "held as if unfinished: {after} s");
+
+    // A pause the judge reads at least `end_of_turn_quick_threshold` sure ends sooner, after
+    // `min_turn_silence_ms` (100), not at the call's 1.5 s endpoint; with the sooner end off
+    // it waits for the endpoint. (Thresholds near 0 for these calls: espeak-ng's voice reads
+    // about 0.79 here, under the default 0.9.)
+    let sure = "?endpoint_ms=1500&max_turn_silence_ms=3000&end_of_turn_confidence_threshold=0.01";
+    let sooner = r#"after="sooner""#;
+    let before = counted(&server, "hark_turn_ends_total", sooner).await;
+    let path = format!("{sure}&end_of_turn_quick_threshold=0.02");
+    let finals = pause_between(&server, &path, &done, 0.0, None).await;
+    let (_, text) = finals.last().expect("a final");
+    assert!(text.ends_with(['.', '?', '!']), "{text:?}");
+    let after_sooner = counted(&server, "hark_turn_ends_total", sooner).await;
+    assert!(
+        after_sooner > before,
+        "not ended sooner: {before} → {after_sooner}"
+    );
+    let path = format!("{sure}&end_of_turn_quick_threshold=0");
+    let finals = pause_between(&server, &path, &done, 0.0, None).await;
+    let (after, text) = finals.last().expect("a final");
+    assert!(text.ends_with(['.', '?', '!']), "{text:?}");
+    // The endpoint less the voice's own quiet tail (under 0.5 s).
+    assert!(*after >= 1.0, "ended before the endpoint: {after} s");
 
     // The hold ends a pause after a number, never before it, with a period.
     let finals = pause_between(&server, "?max_turn_silence_ms=1500", &number, 2.5, None).await;

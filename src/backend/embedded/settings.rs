@@ -29,6 +29,10 @@ pub struct Settings {
     /// With `end_confidence`: the probability from which a pause ends at the endpoint
     /// (`SegmenterConfig::sure_end`).
     pub sure_end: f64,
+    /// With `end_confidence`: the probability from which a pause ends after
+    /// `min_turn_silence_ms` rather than the endpoint (`SegmenterConfig::quick_end`); 0: off.
+    pub quick_end: f64,
+    pub min_turn_silence_ms: u64,
     pub context_span_ms: u64,
     /// The last step the shedding ladder may take.
     pub shed: Shed,
@@ -68,6 +72,7 @@ impl Settings {
                 self.assistant_endpoint_ms,
             ),
             ("max_turn_silence_ms", "", self.max_turn_silence_ms),
+            ("min_turn_silence_ms", "", self.min_turn_silence_ms),
         ] {
             let key = format!("{section}.{key}{by}");
             if let Err(e) = crate::backend::options::check_endpoint_ms(&key, ms) {
@@ -77,6 +82,7 @@ impl Settings {
         for (key, t) in [
             ("end_of_turn_confidence_threshold", self.end_confidence),
             ("end_of_turn_sure_threshold", self.sure_end),
+            ("end_of_turn_quick_threshold", self.quick_end),
         ] {
             let key = format!("{section}.{key}");
             if let Err(e) = crate::backend::options::check_confidence(&key, t) {
@@ -103,6 +109,8 @@ impl Default for Settings {
             max_turn_silence_ms: crate::backend::embedded::segmenter::TURN_HOLD_MS,
             end_confidence: 0.0,
             sure_end: 0.0,
+            quick_end: 0.0,
+            min_turn_silence_ms: 200,
             context_span_ms: 0,
             shed: Shed::Speculative,
             calibrate: true,

@@ -42,6 +42,9 @@ pub fn settings(config: &MoonshineConfig) -> Settings {
         // Moonshine's decodes carry no sentence-end probability.
         end_confidence: 0.0,
         sure_end: 0.0,
+        quick_end: 0.0,
+        // Not read without `quick_end`.
+        min_turn_silence_ms: 200,
         context_span_ms: config.context_span_ms,
         shed: config.shed,
         calibrate: true,

@@ -267,6 +267,7 @@ fn count_turns(event: Event, channel: &'static str) {
         Event::Endpoint {
             silence,
             ends_turn,
+            sooner,
             held,
             after_turn_end,
         } => {
@@ -275,9 +276,10 @@ fn count_turns(event: Event, channel: &'static str) {
                     .increment(1);
             }
             if ends_turn {
-                let after = match held {
-                    Some(_) => "hold",
-                    None => "endpoint",
+                let after = match (held, sooner) {
+                    (Some(_), _) => "hold",
+                    (None, true) => "sooner",
+                    (None, false) => "endpoint",
                 };
                 metrics::counter!(m::TURN_ENDS, "channel" => channel, "after" => after)
                     .increment(1);

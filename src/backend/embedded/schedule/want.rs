@@ -77,11 +77,11 @@ pub(crate) fn want(need: &Need, room: &Room) -> Option<Want> {
             if decoded {
                 return None;
             }
-            // A speculative decode starts so that it is ready about when the endpoint
-            // passes, and never before two frames of the pause.
+            // A speculative decode starts so that it is ready about when the pause may
+            // end (sooner where the judge may be sure), and never before two frames of it.
             let times = (since, paused_at);
             let (want, pick) = whole(DecodeKind::Speculative, need, room, &piece, times, false);
-            let start_at = need.endpoint.saturating_sub(pick.lead).max(2 * FRAME);
+            let start_at = need.soonest.saturating_sub(pick.lead).max(2 * FRAME);
             (quiet >= start_at).then_some(want)
         }
         State::Voiced {
@@ -334,6 +334,7 @@ mod tests {
         };
         let need = Need {
             endpoint,
+            soonest: endpoint,
             deadline,
             speakers: Speakers::Both,
             state,

@@ -24,6 +24,7 @@ pub enum Event {
     },
     /// The utterance closed after `silence`, its final to follow: `ends_turn`, the final
     /// ends in . ? ! because the endpointer heard the turn's end (or the hold ran out);
+    /// `sooner`, before the endpoint (`quick_end`: the judge was that sure);
     /// `held`, the pause had been held past the endpoint first (by that judge); `after_turn_end`, the
     /// utterance began this long (within the turn gap) after the same speaker's previous
     /// one was closed as the turn's end: the platform may have answered a caller who was
@@ -32,6 +33,7 @@ pub enum Event {
     Endpoint {
         silence: Duration,
         ends_turn: bool,
+        sooner: bool,
         held: Option<Hold>,
         after_turn_end: Option<Duration>,
     },

@@ -118,6 +118,14 @@ pub struct SegmenterConfig {
     /// from `endpoint` to `turn_hold` (`Open::silence_needed`). At or under `unsure_end`:
     /// every pause the words let end ends at `endpoint`.
     pub sure_end: f32,
+    /// With `unsure_end`: the probability from which a pause the words let end ends
+    /// sooner, at `quick_endpoint` of silence rather than `endpoint` (0: never). The judge
+    /// reads the pause at its first silent frame, so its verdict is there before the
+    /// endpoint; where it is this sure, waiting out the rest of the endpoint only delays the
+    /// reply (BENCHMARKS.md, "A sooner end where the judge is sure").
+    pub quick_end: f32,
+    /// See `quick_end`; at most `endpoint`.
+    pub quick_endpoint: usize,
     /// The call's language is (or may be) English: [`goes_on`] reads English words too.
     pub english: bool,
     /// An end-of-turn model judges each pause of the speaker's: one it hears as the turn's
@@ -193,6 +201,8 @@ impl SegmenterConfig {
             hold_unfinished: false,
             unsure_end: 0.0,
             sure_end: 0.0,
+            quick_end: 0.0,
+            quick_endpoint: ms(endpoint_ms.clamp(32, 5_000)),
             english: true,
             judge_turns: false,
             turn_hold: ms(TURN_HOLD_MS),
@@ -535,6 +545,10 @@ impl Segmenter {
         let need = |state| {
             Some(Need {
                 endpoint: self.config.endpoint,
+                soonest: match self.config.quick_end > 0.0 {
+                    true => self.config.quick_endpoint.min(self.config.endpoint),
+                    false => self.config.endpoint,
+                },
                 deadline: self.config.deadline,
                 speakers: self.config.speakers,
                 state,
@@ -997,8 +1011,9 @@ impl Segmenter {
                     open.silence += FRAME;
                 }
                 let long = open.audio.len() >= config.max_utterance;
-                if (open.silence >= config.endpoint
-                    && open.quiet >= config.endpoint / 2
+                let endpoint = open.endpoint(&config);
+                if (open.silence >= endpoint
+                    && open.quiet >= endpoint / 2
                     && open.ends_turn(&config))
                     || (long && heard == Heard::Silence)
                     || open.audio.len() >= 2 * config.max_utterance
@@ -1033,6 +1048,7 @@ impl Segmenter {
         self.events.push(Event::Endpoint {
             silence: samples_as_time(open.silence),
             ends_turn,
+            sooner: ends_turn && open.silence < self.config.endpoint,
             held: open.held,
             after_turn_end: open.after_turn_end,
         });
@@ -2195,6 +2211,65 @@ mod tests {
             silence(0.4),
             Some(frames(config.turn_hold)),
             "unsure: the hold"
+        );
+    }
+
+    /// With `quick_end`, a pause the judge is that sure of ends at `quick_endpoint`, its
+    /// final ending in a period; one it is less sure of (but not doubtful) at the endpoint;
+    /// words that go on are held whatever the probability.
+    #[test]
+    fn a_pause_the_judge_is_sure_of_ends_sooner() {
+        let frames = |samples: usize| samples.div_ceil(FRAME);
+        let quick = || {
+            let config = doubting().config;
+            let mut s = Segmenter::new(SegmenterConfig {
+                quick_end: 0.9,
+                quick_endpoint: config.endpoint / 2,
+                ..config
+            });
+            // A decode as slow as the endpoint: the pause's speculative decode is asked
+            // for at its first frames.
+            s.config.lead = Lead {
+                base: s.config.endpoint,
+                ..Lead::default()
+            };
+            s
+        };
+        // Frames of silence when the final went, for `text` judged at `p`.
+        let silence = |text: &str, p: f32| {
+            let mut s = quick();
+            let (mut at, mut out) = (0, Vec::new());
+            feed(&mut s, 40, true, &mut at);
+            feed(&mut s, 1, false, &mut at);
+            let want = speculate(&mut s, &mut at);
+            // The words come back at once, before the sooner end.
+            assert!(at as usize / FRAME - 40 < frames(quick().config.quick_endpoint));
+            s.decoded(want.ticket, heard(text, p), Instant::now(), &mut out);
+            for _ in 0..80 {
+                feed(&mut s, 1, false, &mut at);
+                s.drain_ready(Instant::now(), &mut out);
+                if let [last] = finals(&out)[..] {
+                    assert!(last.ends_with('.'), "{last:?}");
+                    return Some(at as usize / FRAME - 40);
+                }
+            }
+            None
+        };
+        let config = quick().config;
+        assert_eq!(
+            silence("Go forward ten meters.", 0.95),
+            Some(frames(config.quick_endpoint)),
+            "sure: sooner"
+        );
+        assert_eq!(
+            silence("Go forward ten meters.", 0.8),
+            Some(frames(config.endpoint)),
+            "not that sure: at the endpoint"
+        );
+        assert_eq!(
+            silence("Go forward ten and", 0.95),
+            Some(frames(config.turn_hold)),
+            "words that go on: the hold"
         );
     }
 

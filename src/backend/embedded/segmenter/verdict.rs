@@ -205,7 +205,28 @@ impl Open {
                 let extra = (span * doubt.clamp(0.0, 1.0)) as usize / FRAME * FRAME;
                 config.endpoint + extra
             }
-            _ => config.endpoint,
+            _ => self.endpoint(config),
+        }
+    }
+
+    /// The silence that ends a pause the judges let end: `quick_endpoint` where the
+    /// sentence-end probability read at it is `quick_end` or over, else `endpoint`.
+    pub(super) fn endpoint(&self, config: &SegmenterConfig) -> usize {
+        let sure = || {
+            self.heard()
+                .map(|heard| self.sentence_end(heard, config))
+                .is_some_and(|read| {
+                    matches!(read, SentenceEnd::Read { p: Some(p), .. } if p >= config.quick_end)
+                })
+        };
+        match config.quick_end > 0.0
+            && config.quick_endpoint < config.endpoint
+            && self.verdict.lets_end(config)
+            && sure()
+            && self.words(config) == Words::End
+        {
+            true => config.quick_endpoint,
+            false => config.endpoint,
         }
     }
 }
@@ -336,9 +357,10 @@ impl Segmenter {
     pub(super) fn end_if_judged(&mut self, now: Instant, out: &mut Vec<Emit>) {
         let config = self.config;
         if self.open.as_ref().is_some_and(|open| {
+            let endpoint = open.endpoint(&config);
             config.holds()
-                && open.silence >= config.endpoint
-                && open.quiet >= config.endpoint / 2
+                && open.silence >= endpoint
+                && open.quiet >= endpoint / 2
                 && open.ends_turn(&config)
         }) {
             self.close(self.at_input, now);
