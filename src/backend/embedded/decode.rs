@@ -206,8 +206,8 @@ pub struct Piece {
 pub struct Need {
     /// The channel's endpoint, in samples.
     pub endpoint: usize,
-    /// The silence a pause the judge is sure of may end at (`SegmenterConfig::quick_end`):
-    /// the endpoint, or sooner.
+    /// The silence the open pause may end at: the endpoint, or sooner where its judge
+    /// has read it `SegmenterConfig::quick_end` sure.
     pub soonest: usize,
     /// Its finals have a deadline (the customer's, which the platform answers): a final
     /// whose decode would be late may give up its context, then the finals' model.

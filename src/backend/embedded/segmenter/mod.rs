@@ -545,9 +545,11 @@ impl Segmenter {
         let need = |state| {
             Some(Need {
                 endpoint: self.config.endpoint,
-                soonest: match self.config.quick_end > 0.0 {
-                    true => self.config.quick_endpoint.min(self.config.endpoint),
-                    false => self.config.endpoint,
+                soonest: match self.open.as_ref() {
+                    Some(open) if open.judged_sure(&self.config) => {
+                        self.config.quick_endpoint.min(self.config.endpoint)
+                    }
+                    _ => self.config.endpoint,
                 },
                 deadline: self.config.deadline,
                 speakers: self.config.speakers,

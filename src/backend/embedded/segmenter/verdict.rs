@@ -209,6 +209,14 @@ impl Open {
         }
     }
 
+    /// Whether the pause's judge has read its words at least `quick_end` sure of a
+    /// sentence's end: only then may it end sooner, so only then does its speculative
+    /// decode start for that (at every short gap between words it would be wasted).
+    pub(super) fn judged_sure(&self, config: &SegmenterConfig) -> bool {
+        config.quick_end > 0.0
+            && matches!(self.judge, Some((len, Some(p))) if len >= self.words_end() && p >= config.quick_end)
+    }
+
     /// The silence that ends a pause the judges let end: `quick_endpoint` where the
     /// sentence-end probability read at it is `quick_end` or over, else `endpoint`.
     pub(super) fn endpoint(&self, config: &SegmenterConfig) -> usize {
