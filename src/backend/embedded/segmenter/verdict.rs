@@ -227,8 +227,11 @@ impl Open {
                     matches!(read, SentenceEnd::Read { p: Some(p), .. } if p >= config.quick_end)
                 })
         };
+        // Before `quick_endpoint` of silence (and in voice) either answer decides alike:
+        // the words are read only where the sooner end could fire.
         match config.quick_end > 0.0
             && config.quick_endpoint < config.endpoint
+            && self.silence >= config.quick_endpoint
             && self.verdict.lets_end(config)
             && sure()
             && self.words(config) == Words::End
