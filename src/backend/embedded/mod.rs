@@ -571,7 +571,7 @@ impl Settings {
         cuts.sure_end = customers(o.end_of_turn_sure_threshold, self.sure_end);
         cuts.quick_end = customers(o.end_of_turn_quick_threshold, self.quick_end);
         let quick = o.min_turn_silence_ms.unwrap_or(self.min_turn_silence_ms);
-        cuts.quick_endpoint = ((quick.max(32) as usize) * 16).min(cuts.endpoint);
+        cuts.quick_endpoint = ((quick.clamp(32, 60_000) as usize) * 16).min(cuts.endpoint);
         cuts.deadline = spec.channel == Channel::Customer;
         let hold = o.max_turn_silence_ms.unwrap_or(self.max_turn_silence_ms);
         cuts.turn_hold = ((hold as usize).min(60_000) * 16).max(cuts.endpoint);
